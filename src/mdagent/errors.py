@@ -1,0 +1,72 @@
+"""One exception hierarchy for the whole package.
+
+Every error a user can cause is an :class:`MdagentError`; the CLI catches it
+once, prints one line and exits with the error's ``exit_code``.
+"""
+
+from __future__ import annotations
+
+
+class MdagentError(Exception):
+    """Base class of every error mdagent raises on purpose."""
+
+    exit_code = 1
+
+
+class ConfigError(MdagentError):
+    """A declaration file is wrong; carries where (``path``, ``line``, ``col``)."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, path: str | None = None, line: int = 0, col: int = 0):
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.line = line
+        self.col = col
+
+    def __str__(self) -> str:
+        if not self.path:
+            return self.message
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        if self.line and self.col:
+            where += f":{self.col}"
+        return f"{where}: {self.message}"
+
+
+class UsageError(MdagentError):
+    """The user called something the wrong way (unknown command, bad arguments)."""
+
+    exit_code = 2
+
+
+class ToolFailed(MdagentError):
+    """A tool ran and failed; ``exit_code`` is what the shell should see."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class PolicyDenied(MdagentError):
+    """The policy refused a call."""
+
+    exit_code = 126
+
+
+class ToolTimeout(MdagentError):
+    """A tool ran past its time limit."""
+
+    exit_code = 124
+
+
+class Interrupted(MdagentError):
+    """The user pressed Ctrl-C."""
+
+    exit_code = 130
+
+
+class ProviderError(MdagentError):
+    """A model provider could not be reached or answered with an error."""
+
+    exit_code = 1

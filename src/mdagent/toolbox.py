@@ -1,0 +1,410 @@
+"""Tools and the toolbox that runs them.
+
+The toolbox is the one place every call goes through, whoever makes it (a
+person at the shell, a model, another agent over MCP)::
+
+    validate -> policy -> global before hooks -> tool before hooks -> handler
+             -> global after hooks -> tool after hooks -> Result
+
+Semantics follow elelem's toolbox: handlers return dicts, ``{"error": ...}``
+is a failure, a raised exception is a failure that carries what went wrong,
+unknown names get a stand-in that lists the real tools.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, TextIO
+
+log = logging.getLogger("mdagent.toolbox")
+
+Handler = Callable[..., Any]
+Hook = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a handler may know about the call it serves.
+
+    A handler that accepts a second parameter receives one of these.
+    ``toolbox`` lets a tool call another tool (validation, policy and hooks
+    apply); ``cancel`` is set when the user interrupts; ``output`` is where a
+    tool may stream progress (``None`` when nobody is watching).
+    """
+
+    tool_call_id: str | None = None
+    conversation_id: str | None = None
+    workdir: str | None = None
+    env: Mapping[str, str] | None = None
+    policy: Any = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    toolbox: Toolbox | None = None
+    output: TextIO | None = None
+    caller: str = "person"
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Result:
+    """The outcome of one tool call: a dict plus whether it succeeded."""
+
+    data: dict[str, Any]
+    ok: bool
+
+    @property
+    def error(self) -> str | None:
+        """The error message of a failure, ``None`` on success."""
+        err = self.data.get("error")
+        return None if err is None else str(err)
+
+    @classmethod
+    def failure(cls, message: str, **extra: Any) -> Result:
+        """A failed result carrying ``message`` as its error."""
+        return cls({"error": message, **extra}, False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as a plain dict with ``ok`` added."""
+        return {**self.data, "ok": self.ok}
+
+    def to_json(self) -> str:
+        """The result as one line of JSON (non-JSON values become strings)."""
+        return json.dumps(self.to_dict(), default=str, ensure_ascii=False)
+
+
+def _accepts_context(handler: Handler) -> bool:
+    """Whether ``handler`` takes a second positional parameter (the context)."""
+    code = getattr(handler, "__code__", None)
+    if code is not None and not hasattr(handler, "__self__"):
+        if code.co_flags & 0x04:  # *args
+            return True
+        return code.co_argcount >= 2
+    import inspect
+
+    try:
+        params = list(inspect.signature(handler).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+def _pointer(path: Iterable[Any]) -> str:
+    return "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def _validation_messages(validator: Any, args: Mapping[str, Any]) -> list[str]:
+    """One message per problem, each naming the JSON pointer of the bad value."""
+    messages = []
+    for err in sorted(validator.iter_errors(args), key=lambda e: list(map(str, e.path))):
+        if err.validator == "required" and isinstance(err.instance, Mapping):
+            base = list(err.absolute_path)
+            for name in err.validator_value:
+                if name not in err.instance:
+                    messages.append(f"value at `{_pointer([*base, name])}` is required")
+            continue
+        messages.append(f"value at `{_pointer(err.absolute_path)}` {_describe(err)}")
+    return messages
+
+
+def _describe(err: Any) -> str:
+    # jsonschema messages start with the offending value ("5 is not of type
+    # 'string'"); the pointer already says which value, so keep the verdict.
+    message = err.message
+    shown = repr(err.instance)
+    if message.startswith(shown + " "):
+        return message[len(shown) + 1 :]
+    if message.startswith(json.dumps(err.instance, default=str) + " "):
+        return message[len(json.dumps(err.instance, default=str)) + 1 :]
+    return message
+
+
+@dataclass
+class Tool:
+    """A named, described, schema-checked callable."""
+
+    name: str
+    description: str
+    handler: Handler
+    params: dict[str, Any] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+    _validator: Any = field(default=None, repr=False)
+    _wants_context: bool | None = field(default=None, repr=False)
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        """The JSON Schema the arguments are validated against."""
+        return {"type": "object", "properties": self.params, "required": list(self.required)}
+
+    def validate(self, args: Mapping[str, Any]) -> list[str]:
+        """Problems with ``args`` (empty when they are valid)."""
+        if self._validator is None:
+            # Compiled once per tool, on first use: most tools of a registry
+            # are never called in a given process.
+            from jsonschema import Draft202012Validator
+
+            self._validator = Draft202012Validator(self.schema)
+        if self._validator.is_valid(args):
+            return []
+        return _validation_messages(self._validator, args)
+
+    def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Call the handler, passing the context when it accepts one."""
+        if self._wants_context is None:
+            self._wants_context = _accepts_context(self.handler)
+        return self.handler(args, ctx) if self._wants_context else self.handler(args)
+
+    def run(self, args: Mapping[str, Any] | None = None, context: ToolContext | None = None):
+        """Run this tool alone (no toolbox hooks); see :meth:`Toolbox.run`."""
+        box = Toolbox()
+        box._tools[self.name] = self
+        return box.run(self.name, args, context)
+
+
+class UnknownTool:
+    """Stand-in for a name that matches no tool; its run lists the real ones."""
+
+    def __init__(self, name: str, available: Iterable[str]):
+        self.name = f"{name}?"
+        self.requested = name
+        self.available = sorted(available)
+        self.description = f"unknown tool: {name}"
+        self.aliases: tuple[str, ...] = ()
+        self.meta: dict[str, Any] = {}
+
+    def run(self, args: Mapping[str, Any] | None = None, context: ToolContext | None = None):
+        """Always a failure naming the tools that do exist."""
+        listing = ", ".join(self.available) or "(none)"
+        return Result.failure(f"unknown tool: {self.requested}. Available: {listing}")
+
+
+def _normalise_result(raw: Any) -> Result:
+    if raw is None:
+        return Result.failure("tool returned no result")
+    if not isinstance(raw, dict):
+        return Result.failure(f"tool returned {type(raw).__name__}, expected a dict")
+    data = {k: v for k, v in raw.items() if k != "ok"}
+    if raw.get("error") is not None or raw.get("ok") is False:
+        data.setdefault("error", "tool failed")
+        return Result(data, False)
+    return Result(data, True)
+
+
+class Toolbox:
+    """A set of tools plus the hooks and policy every call passes through."""
+
+    def __init__(self, policy: Any = None) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._aliases: dict[str, str] = {}
+        self._before: dict[str, list[Hook]] = {}
+        self._after: dict[str, list[Hook]] = {}
+        self.policy = policy
+
+    # -- registering -------------------------------------------------------
+
+    def add(
+        self,
+        name: str,
+        *,
+        description: str,
+        params: Mapping[str, Any] | None = None,
+        required: Iterable[str] = (),
+        aliases: Iterable[str] = (),
+        handler: Handler,
+        **meta: Any,
+    ) -> Tool:
+        """Add (or replace) a tool.
+
+        ``meta`` keeps declaration fields the toolbox itself does not act on
+        (category, security, tier, approval, requires, rate_limit, timeout).
+        """
+        old = self._tools.get(name)
+        if old is not None:
+            for alias in old.aliases:
+                if self._aliases.get(alias) == name:
+                    del self._aliases[alias]
+        tool = Tool(
+            name=name,
+            description=description,
+            handler=handler,
+            params=dict(params or {}),
+            required=tuple(required),
+            aliases=tuple(aliases),
+            meta=dict(meta),
+        )
+        self._tools[name] = tool
+        for alias in tool.aliases:
+            self._aliases[alias] = name
+        return tool
+
+    def tool(self, name: str | None = None, **kwargs: Any) -> Callable[[Handler], Handler]:
+        """Decorator form of :meth:`add`; the name defaults to the function's."""
+
+        def register(fn: Handler) -> Handler:
+            description = kwargs.pop("description", None) or (fn.__doc__ or "").strip()
+            self.add(name or fn.__name__, description=description, handler=fn, **kwargs)
+            return fn
+
+        return register
+
+    def before(self, tool_name: str = "*") -> Callable[[Hook], Hook]:
+        """Decorator: run a hook before ``tool_name`` (``"*"``: every tool).
+
+        Per-tool hooks get ``(args)``; global hooks get ``(args, tool_name=)``.
+        Raising stops the call; the exception's message becomes the error.
+        """
+        return self._hook(self._before, tool_name)
+
+    def after(self, tool_name: str = "*") -> Callable[[Hook], Hook]:
+        """Decorator: run a hook after ``tool_name`` with ``(args, result)``.
+
+        ``result`` is the handler's raw dict (no ``ok``), errors included.
+        Global hooks also get ``tool_name=``.
+        """
+        return self._hook(self._after, tool_name)
+
+    @staticmethod
+    def _hook(table: dict[str, list[Hook]], tool_name: str) -> Callable[[Hook], Hook]:
+        def register(fn: Hook) -> Hook:
+            table.setdefault(tool_name, []).append(fn)
+            return fn
+
+        return register
+
+    # -- looking up ----------------------------------------------------------
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        """Tools by real name."""
+        return dict(self._tools)
+
+    @property
+    def aliases(self) -> dict[str, str]:
+        """Alias -> real name."""
+        return dict(self._aliases)
+
+    @property
+    def hooks(self) -> dict[str, dict[str, list[Hook]]]:
+        """``{"before": {name: [fns]}, "after": {name: [fns]}}``."""
+        return {
+            "before": {k: list(v) for k, v in self._before.items()},
+            "after": {k: list(v) for k, v in self._after.items()},
+        }
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools or name in self._aliases
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def tool_for(self, name: str) -> Tool | UnknownTool:
+        """The tool called ``name`` (aliases followed), or an :class:`UnknownTool`."""
+        tool = self._tools.get(name)
+        if tool is None and name in self._aliases:
+            tool = self._tools.get(self._aliases[name])
+        return tool if tool is not None else UnknownTool(name, self._tools)
+
+    # -- running -------------------------------------------------------------
+
+    def run(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        context: ToolContext | None = None,
+    ) -> Result:
+        """Run one call: validate, policy, hooks, handler; never raises for tool errors."""
+        tool = self.tool_for(name)
+        if isinstance(tool, UnknownTool):
+            return tool.run(args)
+        args = dict(args or {})
+        problems = tool.validate(args)
+        if problems:
+            return Result.failure(", ".join(problems))
+        ctx = self._context(context)
+        policy = ctx.policy if ctx.policy is not None else self.policy
+        if policy is not None:
+            denied = policy.check(tool, args, ctx)
+            if denied is not None:
+                return denied
+        return self._dispatch(tool, args, ctx)
+
+    def _context(self, context: ToolContext | None) -> ToolContext:
+        if context is None:
+            return ToolContext(toolbox=self)
+        if context.toolbox is None:
+            return replace(context, toolbox=self)
+        return context
+
+    def _dispatch(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Result:
+        # The whole hook order, in one place.
+        try:
+            for hook in self._before.get("*", ()):
+                hook(args, tool_name=tool.name)
+            for hook in self._before.get(tool.name, ()):
+                hook(args)
+        except Exception as exc:  # a before hook vetoes the call
+            return Result.failure(str(exc) or type(exc).__name__, blocked_by="hook")
+        raw = self._call_handler(tool, args, ctx)
+        for hook in self._after.get("*", ()):
+            self._run_after(hook, args, raw, tool_name=tool.name)
+        for hook in self._after.get(tool.name, ()):
+            self._run_after(hook, args, raw)
+        return _normalise_result(raw)
+
+    @staticmethod
+    def _call_handler(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
+        try:
+            return tool.call(args, ctx)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:
+            log.warning("tool %s raised %s", tool.name, type(exc).__name__, exc_info=True)
+            return {
+                "error": str(exc) or type(exc).__name__,
+                "type": type(exc).__name__,
+                "name": tool.name,
+                "args": args,
+            }
+
+    @staticmethod
+    def _run_after(hook: Hook, args: dict[str, Any], raw: Any, **kw: Any) -> None:
+        try:
+            hook(args, raw, **kw)
+        except Exception:  # an after hook cannot undo a call that happened
+            log.warning("after hook %r raised", hook, exc_info=True)
+
+    # -- serialising ---------------------------------------------------------
+
+    def to_openai(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Tools in the OpenAI Chat Completions ``tools`` format (no aliases)."""
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.schema,
+                },
+            }
+            for t in self._selected(names)
+        ]
+
+    def to_anthropic(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Tools in the Anthropic Messages ``tools`` format (no aliases)."""
+        return [
+            {"name": t.name, "description": t.description, "input_schema": t.schema}
+            for t in self._selected(names)
+        ]
+
+    def _selected(self, names: Iterable[str] | None) -> list[Tool]:
+        if names is None:
+            return list(self._tools.values())
+        return [self._tools[n] for n in names if n in self._tools]

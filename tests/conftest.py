@@ -1,0 +1,62 @@
+"""Shared fixtures: every test gets its own AGENT_HOME and AGENT_STATE_DIR."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+CORPUS = SHARED / "corpus" / "openclaw-skills"
+
+
+@pytest.fixture(autouse=True)
+def hermetic(tmp_path_factory, monkeypatch):
+    """Point the user layer and the state dir at fresh temporary folders."""
+    home = tmp_path_factory.mktemp("agent-home")
+    state = tmp_path_factory.mktemp("agent-state")
+    monkeypatch.setenv("AGENT_HOME", str(home))
+    monkeypatch.setenv("AGENT_STATE_DIR", str(state))
+    for var in ("AGENT_PATH", "AGENT_PROVIDER", "AGENT_MODEL", "AGENT_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    yield {"home": home, "state": state}
+
+
+def agent_executable() -> str:
+    """The installed ``agent`` script next to this interpreter."""
+    candidate = Path(sys.executable).with_name("agent")
+    return str(candidate) if candidate.exists() else (shutil.which("agent") or "agent")
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    """A temporary project folder (with a .agents/ layer) as the working directory."""
+    root = tmp_path / "project"
+    (root / ".agents").mkdir(parents=True)
+    monkeypatch.chdir(root)
+    return root
+
+
+@pytest.fixture
+def run_agent(workspace):
+    """Run the real ``agent`` executable in the workspace; returns CompletedProcess."""
+
+    def run(*args: str, input: str | None = None, env: dict | None = None, cwd=None, timeout=60):
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        return subprocess.run(
+            [agent_executable(), *args],
+            cwd=cwd or workspace,
+            input=input,
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=timeout,
+        )
+
+    return run
