@@ -70,3 +70,29 @@ class ProviderError(MdagentError):
     """A model provider could not be reached or answered with an error."""
 
     exit_code = 1
+
+
+SEVERITIES = ("error", "warning", "info")
+
+
+class Problem(tuple):
+    """One finding of ``agent check``: ``(path, line, col, severity, message)``."""
+
+    __slots__ = ()
+
+    def __new__(cls, path: str, line: int, col: int, severity: str, message: str):
+        return super().__new__(cls, (str(path), int(line), int(col), severity, message))
+
+    path = property(lambda self: self[0])
+    line = property(lambda self: self[1])
+    col = property(lambda self: self[2])
+    severity = property(lambda self: self[3])
+    message = property(lambda self: self[4])
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}: {self.severity}: {self.message}"
+
+    @classmethod
+    def from_error(cls, err: ConfigError, severity: str = "error") -> Problem:
+        """The problem a :class:`ConfigError` describes."""
+        return cls(err.path or "?", err.line or 1, err.col or 1, severity, err.message)

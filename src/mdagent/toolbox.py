@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
@@ -46,6 +47,31 @@ class ToolContext:
     output: TextIO | None = None
     caller: str = "person"
     settings: Mapping[str, Any] = field(default_factory=dict)
+    registry: Any = None
+    approve_all: bool = False
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A policy's verdict on one call.
+
+    ``approved_by`` says why an allowed call may run ("safe", "rule:exec(git *)",
+    "user", "--yes", "mode:full", "person"); it goes to the audit log. A refused
+    call becomes a failed :class:`Result` carrying ``code`` and ``extra``.
+    """
+
+    allowed: bool
+    reason: str = ""
+    approved_by: str | None = None
+    code: str = "DENIED"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_result(self) -> Result:
+        """The failure a refused call returns."""
+        return Result.failure(self.reason or "denied by policy", code=self.code, **self.extra)
+
+
+ALLOWED = Decision(True)
 
 
 @dataclass(frozen=True)
@@ -204,6 +230,9 @@ class Toolbox:
         self._before: dict[str, list[Hook]] = {}
         self._after: dict[str, list[Hook]] = {}
         self.policy = policy
+        # Called after every call of a known tool, whatever its outcome, with
+        # (tool_name, args, result, decision, duration_s, ctx): the audit log.
+        self.observers: list[Callable[..., Any]] = []
 
     # -- registering -------------------------------------------------------
 
@@ -325,16 +354,23 @@ class Toolbox:
         if isinstance(tool, UnknownTool):
             return tool.run(args)
         args = dict(args or {})
+        ctx = self._context(context)
+        started = time.perf_counter()
+        decision = ALLOWED
         problems = tool.validate(args)
         if problems:
-            return Result.failure(", ".join(problems))
-        ctx = self._context(context)
-        policy = ctx.policy if ctx.policy is not None else self.policy
-        if policy is not None:
-            denied = policy.check(tool, args, ctx)
-            if denied is not None:
-                return denied
-        return self._dispatch(tool, args, ctx)
+            result = Result.failure(", ".join(problems))
+        else:
+            policy = ctx.policy if ctx.policy is not None else self.policy
+            if policy is not None:
+                decision = policy.check(tool, args, ctx)
+            result = self._dispatch(tool, args, ctx) if decision.allowed else decision.to_result()
+        for observe in self.observers:
+            try:
+                observe(tool.name, args, result, decision, time.perf_counter() - started, ctx)
+            except Exception:  # an observer must never change a call's outcome
+                log.warning("observer %r raised", observe, exc_info=True)
+        return result
 
     def _context(self, context: ToolContext | None) -> ToolContext:
         if context is None:
