@@ -1,16 +1,218 @@
-"""The ``agent`` command line."""
+"""The ``agent`` command line.
+
+``agent [OPTIONS] /NAME [ARGS...]`` takes a fast path that never builds the
+typer app (typer and rich cost more start-up time than the command itself);
+every other subcommand goes through typer. Errors are caught once, here, and
+become one line on stderr and an exit status (DESIGN §6).
+"""
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import sys
+from typing import Any
+
+from mdagent.errors import MdagentError, ToolFailed, UsageError
+from mdagent.runtime import Options, Runtime
+
+_FLAGS = {"--no-user": "no_user", "--json": "json", "--yes": "yes", "-y": "yes"}
+_VERBOSE = {"-v", "--verbose"}
+_COMPLETE_VARS = ("_AGENT_COMPLETE", "_MDAGENT_COMPLETE")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``agent`` and ``mdagent`` scripts."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    options, rest = _global_options(argv)
+    _configure_logging(options.verbose)
+    slash = rest is not None and rest[:1] and rest[0].startswith("/") and len(rest[0]) > 1
+    if slash and not any(v in os.environ for v in _COMPLETE_VARS):
+        return _guarded(options, lambda: run_slash(options, rest[0], rest[1:]))
     if argv[:1] in (["--version"], ["-V"]):
         from mdagent import __version__
 
         print(f"mdagent {__version__}")
         return 0
-    return 0
+    from mdagent.app import run_app
+
+    return run_app(argv)
+
+
+def _global_options(argv: list[str]) -> tuple[Options, list[str] | None]:
+    """Options before the first other word, and the words from there on."""
+    options = Options()
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word in _FLAGS:
+            setattr(options, _FLAGS[word], True)
+        elif word in _VERBOSE:
+            options.verbose = True
+        elif word == "--layer" and index + 1 < len(argv):
+            options.layers.append(argv[index + 1])
+            index += 1
+        elif word.startswith("--layer="):
+            options.layers.append(word.split("=", 1)[1])
+        else:
+            return options, argv[index:]
+        index += 1
+    return options, []
+
+
+def _configure_logging(verbose: bool) -> None:
+    logger = logging.getLogger("mdagent")
+    if verbose:
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(message)s")
+    else:
+        # Handler tracebacks are in the result already; without -v they must
+        # not reach stderr through logging's last-resort handler.
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+
+
+def _guarded(options: Options, action) -> int:
+    """Run ``action``; any error becomes one line on stderr and an exit status."""
+    try:
+        return action()
+    except MdagentError as err:
+        print(f"agent: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("agent: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 141
+    except Exception as err:  # a bug: still one line unless -v
+        if options.verbose:
+            raise
+        print(f"agent: internal error: {type(err).__name__}: {err} (rerun with -v)", file=sys.stderr)
+        return 1
+
+
+# -- the fast path -------------------------------------------------------------
+
+
+def run_slash(options: Options, name: str, argv: list[str]) -> int:
+    """Run ``/name`` with shell words ``argv``; returns the exit status."""
+    from mdagent.commands import command_key
+    from mdagent.dispatch import build_call, help_text, usage
+
+    runtime = Runtime(options)
+    registry = runtime.registry
+    if command_key(name) == "help":
+        print(command_listing(registry))
+        return 0
+    command = registry.command(name)
+    if command is None or not command.user_invocable:
+        raise UsageError(unknown_command(registry, name))
+    tool_spec = registry.tool(command.tool) if command.kind == "tool" and command.tool else None
+    if argv == ["--help"]:
+        print(help_text(command, tool_spec))
+        return 0
+    runtime.check_settings()
+    if command.kind == "prompt":
+        from mdagent.agent import run_prompt_skill
+
+        return run_prompt_skill(runtime, command, argv)
+    reason = runtime.unavailable(tool_spec)
+    skill = registry.skills.get(command.skill or "")
+    if reason is None and skill is not None:
+        from mdagent.specs import unmet_requirement
+
+        reason = unmet_requirement(skill.requires)
+    if reason:
+        raise ToolFailed(f"/{command.name} is unavailable: {reason}")
+    call = build_call(command, tool_spec, argv=argv)
+    box = runtime.toolbox(policy=runtime.policy())
+    problems = box.tool_for(call.tool).validate(call.args)
+    if problems:
+        raise UsageError(f"/{command.name}: {', '.join(problems)}\n{usage(command, tool_spec)}")
+    ctx = runtime.context(box, caller="person", output=None if options.json else sys.stdout)
+    result = box.run(call.tool, call.args, ctx)
+    return render(result, as_json=options.json, label=f"/{command.name}")
+
+
+def render(result, *, as_json: bool, label: str) -> int:
+    """Print a result the way DESIGN §6 says and return its exit status."""
+    data = result.data
+    if as_json:
+        print(result.to_json())
+        return exit_status(result)
+    if not data.get("streamed"):
+        if "output" in data and data["output"] is not None:
+            _write(sys.stdout, str(data["output"]))
+        elif "stdout" in data or "stderr" in data:
+            _write(sys.stdout, data.get("stdout") or "")
+            _write(sys.stderr, data.get("stderr") or "")
+        elif result.ok:
+            print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    if not result.ok and not _is_exit_status(data):
+        print(f"agent: {label}: {result.error}", file=sys.stderr)
+    return exit_status(result)
+
+
+def _write(stream, text: str) -> None:
+    if text:
+        stream.write(text if text.endswith("\n") else text + "\n")
+        stream.flush()
+
+
+def _is_exit_status(data: dict[str, Any]) -> bool:
+    """A process that ran and said no: its own status speaks, no extra line."""
+    return isinstance(data.get("exit_code"), int) and str(data.get("error", "")).startswith(
+        "exit status"
+    )
+
+
+def exit_status(result) -> int:
+    """0 ok; 1 failure (a process: its own status); 124 timeout; 126 denied; 130 interrupted."""
+    if result.ok:
+        return 0
+    data = result.data
+    if data.get("code") == "DENIED":
+        return 126
+    if data.get("timed_out"):
+        return 124
+    if data.get("interrupted"):
+        return 130
+    code = data.get("exit_code")
+    if isinstance(code, int) and 0 < code < 256:
+        return code
+    return 1
+
+
+def command_listing(registry) -> str:
+    """``/name  description`` for every user-invocable command."""
+    rows = sorted(
+        (f"/{key}", command.description)
+        for key, command in registry.commands.items()
+        if command.user_invocable
+    )
+    width = max((len(r[0]) for r in rows), default=0)
+    lines = [f"{name:<{width}}  {_first_line(desc)}" for name, desc in rows]
+    return "\n".join(lines) if lines else "(no commands)"
+
+
+def _first_line(text: str, limit: int = 80) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def unknown_command(registry, name: str) -> str:
+    """The unknown-command message: did you mean, and the list."""
+    from mdagent.commands import command_key
+
+    key = command_key(name)
+    lines = [f"unknown command /{key}"]
+    for problem in registry.errors:
+        if f"/{key}/" in problem.path.replace(os.sep, "/") or problem.message.startswith(f"/{key}:"):
+            lines[0] += f" (it did not load: {problem})"
+            break
+    similar = registry.similar_commands(key)
+    if similar:
+        lines.append(f"did you mean /{similar[0]}?")
+    names = sorted(k for k, c in registry.commands.items() if c.user_invocable)
+    lines.append("commands: " + (", ".join(f"/{n}" for n in names) or "(none)"))
+    return "\n".join(lines)

@@ -1,0 +1,358 @@
+"""The typer app: every ``agent`` subcommand that is not ``/name``.
+
+Kept apart from :mod:`mdagent.cli` so the ``/name`` fast path never imports
+typer (nor rich, which typer pulls in).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from mdagent.errors import MdagentError, UsageError
+from mdagent.runtime import Options, Runtime
+
+
+class AgentGroup(TyperGroup):
+    """Completes ``agent /<TAB>`` with the registry's commands."""
+
+    def shell_complete(self, ctx, incomplete):  # noqa: D102 - click API
+        from click.shell_completion import CompletionItem
+
+        items = super().shell_complete(ctx, incomplete)
+        if incomplete.startswith("/") or not incomplete:
+            try:
+                registry = Runtime(_options(ctx)).registry
+            except Exception:  # completion must never print a traceback
+                return items
+            for key, command in sorted(registry.commands.items()):
+                name = f"/{key}"
+                if command.user_invocable and name.startswith(incomplete or "/"):
+                    items.append(CompletionItem(name, help=command.description))
+        return items
+
+
+app = typer.Typer(
+    cls=AgentGroup,
+    help="A command-line agent whose tools and slash commands are declared in YAML and SKILL.md.\n\n"
+    "Run a declared command with: agent /NAME [ARGS...]",
+    no_args_is_help=False,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+new_app = typer.Typer(help="Create new declarations.", no_args_is_help=True)
+app.add_typer(new_app, name="new")
+config_app = typer.Typer(help="Show configuration.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from mdagent import __version__
+
+        typer.echo(f"mdagent {__version__}")
+        raise typer.Exit()
+
+
+@app.callback(invoke_without_command=True)
+def root(
+    ctx: typer.Context,
+    layer: list[Path] = typer.Option([], "--layer", help="Extra layer folder (repeatable; first wins)."),
+    no_user: bool = typer.Option(False, "--no-user", help="Skip the user layer ($AGENT_HOME)."),
+    json_out: bool = typer.Option(False, "--json", help="Print results as JSON."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Approve every call that would ask."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tracebacks and debug logs."),
+    version: bool = typer.Option(
+        False, "--version", "-V", callback=_version, is_eager=True, help="Show the version."
+    ),
+) -> None:
+    """Global options go before the subcommand or /NAME."""
+    ctx.obj = Options(
+        layers=[str(p) for p in layer], no_user=no_user, json=json_out, yes=yes, verbose=verbose
+    )
+    if ctx.invoked_subcommand is None:
+        from mdagent.repl import run_repl
+
+        raise typer.Exit(run_repl(Runtime(ctx.obj)))
+
+
+def _options(ctx: typer.Context) -> Options:
+    root_ctx = ctx.find_root()
+    if isinstance(root_ctx.obj, Options):
+        return root_ctx.obj
+    params = root_ctx.params or {}
+    return Options(layers=[str(p) for p in params.get("layer") or []], no_user=bool(params.get("no_user")))
+
+
+def _runtime(ctx: typer.Context) -> Runtime:
+    return Runtime(_options(ctx))
+
+
+def _wants_json(ctx: typer.Context, local: bool) -> bool:
+    return local or _options(ctx).json
+
+
+def _print_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths, strict=True)).rstrip()]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+# -- check, tools, commands, skills ----------------------------------------------
+
+
+@app.command()
+def check(
+    ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")
+) -> None:
+    """Report every problem in every layer; exit 1 if any is an error."""
+    registry = _runtime(ctx).registry
+    problems = registry.problems
+    if _wants_json(ctx, json_out):
+        _print_json(
+            [
+                {"path": p.path, "line": p.line, "col": p.col, "severity": p.severity, "message": p.message}
+                for p in problems
+            ]
+        )
+    else:
+        for problem in problems:
+            typer.echo(str(problem))
+        errors = len(registry.errors)
+        warnings = sum(1 for p in problems if p.severity == "warning")
+        summary = (
+            f"{len(registry.tools)} tools, {len(registry.commands)} commands, "
+            f"{len(registry.skills)} skills; {errors} errors, {warnings} warnings"
+        )
+        typer.echo(summary, err=True)
+    raise typer.Exit(1 if registry.errors else 0)
+
+
+@app.command()
+def tools(
+    ctx: typer.Context,
+    name: str | None = typer.Argument(None, help="Show one tool's parameters."),
+    all_: bool = typer.Option(False, "--all", help="Include unavailable tools, with the reason."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    fmt: str | None = typer.Option(None, "--format", help="openai or anthropic: the schema sent to a model."),
+) -> None:
+    """List tools: name, aliases, category, security, tier, source."""
+    runtime = _runtime(ctx)
+    registry = runtime.registry
+    specs = list(registry.tools.values())
+    if name is not None:
+        spec = registry.tool(name)
+        if spec is None:
+            raise UsageError(f"unknown tool: {name}. Available: {', '.join(sorted(registry.tools))}")
+        specs = [spec]
+    rows = [(s, runtime.unavailable(s)) for s in sorted(specs, key=lambda s: s.name)]
+    if not all_ and name is None:
+        rows = [(s, r) for s, r in rows if r is None]
+    if fmt is not None:
+        if fmt not in ("openai", "anthropic"):
+            raise UsageError("--format must be openai or anthropic")
+        from mdagent.toolbox import Toolbox
+
+        box = Toolbox()
+        for spec, _ in rows:
+            box.add(spec.name, description=spec.description, params=spec.params, required=spec.required, handler=dict)
+        _print_json(box.to_openai() if fmt == "openai" else box.to_anthropic())
+        return
+    if _wants_json(ctx, json_out):
+        _print_json([{**s.to_dict(), "available": r is None, "unavailable_reason": r} for s, r in rows])
+        return
+    if name is not None:
+        spec, reason = rows[0]
+        typer.echo(f"{spec.name} - {spec.description}")
+        if spec.aliases:
+            typer.echo(f"aliases: {', '.join(spec.aliases)}")
+        typer.echo(f"category: {spec.category}  security: {spec.security}  tier: {spec.tier}  kind: {spec.kind}")
+        typer.echo(f"source: {spec.source}{':' + str(spec.line) if spec.line else ''}")
+        if reason:
+            typer.echo(f"unavailable: {reason}")
+        typer.echo("parameters:" if spec.params else "parameters: (none)")
+        for param, schema in spec.params.items():
+            req = " (required)" if param in spec.required else ""
+            typer.echo(f"  {param:<16} {schema.get('type', 'any')!s:<8} {schema.get('description', '')}{req}".rstrip())
+        return
+    table = [
+        [
+            s.name,
+            ",".join(s.aliases),
+            s.category,
+            s.security,
+            s.tier,
+            _short_source(s.source, s.line) + (f"  (unavailable: {r})" if r else ""),
+        ]
+        for s, r in rows
+    ]
+    typer.echo(_table(table, ["NAME", "ALIASES", "CATEGORY", "SECURITY", "TIER", "SOURCE"]))
+
+
+def _short_source(source: str, line: int = 0) -> str:
+    try:
+        shown = str(Path(source).relative_to(Path.cwd()))
+    except ValueError:
+        shown = source.replace(str(Path.home()), "~")
+    return f"{shown}:{line}" if line else shown
+
+
+@app.command()
+def commands(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List slash commands: name, tool or prompt skill, argument mode, source."""
+    registry = _runtime(ctx).registry
+    visible = [c for _, c in sorted(registry.commands.items()) if c.user_invocable]
+    if _wants_json(ctx, json_out):
+        _print_json([c.to_dict() for c in visible])
+        return
+    rows = [
+        [f"/{c.name}", c.tool if c.kind == "tool" else "(prompt)", c.arg_mode if c.kind == "tool" else "", _short_source(c.source, c.line if not c.skill else 0), c.description[:60]]
+        for c in visible
+    ]
+    typer.echo(_table(rows, ["COMMAND", "TOOL", "ARGS", "SOURCE", "DESCRIPTION"]))
+
+
+@app.command()
+def skills(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List skills: name, kind, whether a model may load it, source."""
+    from mdagent.specs import unmet_requirement
+
+    registry = _runtime(ctx).registry
+    items = sorted(registry.skills.values(), key=lambda s: s.name)
+    if _wants_json(ctx, json_out):
+        _print_json([{**s.to_dict(), "unavailable_reason": unmet_requirement(s.requires)} for s in items])
+        return
+    rows = []
+    for s in items:
+        kind = f"command -> {s.tool}" if s.dispatch == "tool" else "prompt"
+        flags = []
+        if s.disable_model_invocation:
+            flags.append("no-model")
+        if not s.user_invocable:
+            flags.append("hidden")
+        reason = unmet_requirement(s.requires)
+        if reason:
+            flags.append(f"unavailable: {reason}")
+        rows.append([s.name, kind, ",".join(flags), _short_source(s.path)])
+    typer.echo(_table(rows, ["SKILL", "KIND", "FLAGS", "SOURCE"]))
+
+
+# -- new skill ------------------------------------------------------------------
+
+
+@new_app.command("skill")
+def new_skill(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The skill's name (a-z, 0-9, single hyphens)."),
+    tool: str | None = typer.Option(None, "--tool", help="Dispatch /NAME straight to this tool."),
+    arg_mode: str = typer.Option("raw", "--arg-mode", help="raw, parsed or json (with --tool)."),
+) -> None:
+    """Write a valid SKILL.md skeleton into the project layer (never overwrites)."""
+    from mdagent.registry import RESERVED_NAMES
+    from mdagent.skills import name_problem
+    from mdagent.specs import ARG_MODES
+
+    problem = name_problem(name)
+    if problem:
+        raise UsageError(problem)
+    if name in RESERVED_NAMES:
+        raise UsageError(f"{name!r} is a built-in command name; choose another")
+    if arg_mode not in ARG_MODES:
+        raise UsageError(f"--arg-mode must be one of {', '.join(ARG_MODES)}")
+    runtime = _runtime(ctx)
+    if tool is not None and runtime.registry.tool(tool) is None:
+        raise UsageError(f"unknown tool: {tool}. Available: {', '.join(sorted(runtime.registry.tools))}")
+    folder = runtime.project_layer / "skills" / name
+    target = folder / "SKILL.md"
+    if target.exists():
+        raise MdagentError(f"{target} already exists; not overwriting it")
+    folder.mkdir(parents=True, exist_ok=True)
+    target.write_text(skill_skeleton(name, tool, arg_mode), encoding="utf-8")
+    typer.echo(f"wrote {target}")
+    typer.echo(f"try: agent /{name} --help")
+
+
+def skill_skeleton(name: str, tool: str | None, arg_mode: str) -> str:
+    """The text of a new SKILL.md."""
+    if tool:
+        return (
+            f"---\nname: {name}\n"
+            f"description: Describe what /{name} does and when to use it\n"
+            f"command-dispatch: tool\ncommand-tool: {tool}\ncommand-arg-mode: {arg_mode}\n---\n"
+            f"`agent /{name} ARGS` runs the `{tool}` tool with ARGS ({arg_mode} arguments).\n"
+        )
+    return (
+        f"---\nname: {name}\n"
+        f"description: Describe what this skill does and when a model should use it\n"
+        f"argument-hint: <what to pass>\n---\n"
+        f"# {name}\n\nInstructions for the model go here.\n\nThe user asked for: $ARGUMENTS\n"
+    )
+
+
+# -- config ---------------------------------------------------------------------
+
+
+@config_app.command("env")
+def config_env(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Names of the environment variables a child process would get (values hidden)."""
+    import os
+
+    runtime = _runtime(ctx)
+    passed = sorted(runtime.env)
+    dropped = sorted(set(os.environ) - set(passed))
+    if _wants_json(ctx, json_out):
+        _print_json({"passed": passed, "dropped": dropped})
+        return
+    for name in passed:
+        typer.echo(name)
+    if dropped:
+        typer.echo(f"# dropped ({len(dropped)}): {', '.join(dropped)}", err=True)
+
+
+def run_app(argv: list[str]) -> int:
+    """Run the typer app on ``argv``; errors become one line and an exit status."""
+    from typer.main import get_command
+
+    command = get_command(app)
+    verbose = any(a in ("-v", "--verbose") for a in argv)
+    try:
+        returned = command.main(args=argv, prog_name="agent", standalone_mode=False)
+    except MdagentError as err:
+        typer.echo(f"agent: {err}", err=True)
+        return err.exit_code
+    except KeyboardInterrupt:
+        typer.echo("agent: interrupted", err=True)
+        return 130
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except Exception as err:
+        import click
+
+        if isinstance(err, click.exceptions.Exit):
+            return err.exit_code
+        if isinstance(err, click.ClickException):
+            err.show()
+            return 2 if isinstance(err, click.UsageError) else err.exit_code
+        if isinstance(err, click.exceptions.Abort):
+            typer.echo("agent: interrupted", err=True)
+            return 130
+        if verbose:
+            raise
+        typer.echo(f"agent: internal error: {type(err).__name__}: {err} (rerun with -v)", err=True)
+        return 1
+    return returned if isinstance(returned, int) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(run_app(sys.argv[1:]))

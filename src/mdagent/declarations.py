@@ -1,0 +1,190 @@
+"""YAML -> tool and command specs (``config/*.yaml``) and settings (``config/agent.yaml``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mdagent.errors import ConfigError, Problem
+from mdagent.specs import CommandSpec, ToolSpec
+from mdagent.yamlsource import Located, decode, load_yaml, plain, position
+
+SETTINGS_FILE = "agent.yaml"
+
+DEFAULT_SETTINGS: dict[str, Any] = {
+    "model": {"provider": "openai", "stream": True},
+    "agent": {"max_steps": 25, "tier": "full"},
+    "policy": {"mode": "ask", "allow": [], "deny": [], "paths": []},
+    "exec": {"timeout": 120, "max_output": 100_000},
+    "fetch": {"timeout": 30, "max_bytes": 1_000_000},
+    "hooks": {"before": [], "after": []},
+}
+
+IMPLEMENTATION_KEYS = ("run", "shell", "handler", "http", "tool")
+
+
+def read_yaml_file(path: Path) -> tuple[Any, list[Problem]]:
+    """Parse one YAML file; a broken file is a problem, never an exception."""
+    where = str(path)
+    try:
+        text = decode(path.read_bytes(), where)
+    except ConfigError as err:
+        return None, [Problem.from_error(err)]
+    except OSError as err:
+        return None, [Problem(where, 1, 1, "error", f"cannot read: {err.strerror or err}")]
+    if not text.strip():
+        return None, [Problem(where, 1, 1, "warning", "empty file")]
+    try:
+        return load_yaml(text, where), []
+    except ConfigError as err:
+        return None, [Problem.from_error(err)]
+
+
+def _schema_problems(
+    data: Any, schema_name: str, where: str
+) -> tuple[list[Problem], set[tuple[Any, Any]]]:
+    """Schema problems, and which ``(section, name)`` entries they break."""
+    from mdagent.schemas import validator
+
+    problems = []
+    broken: set[tuple[Any, Any]] = set()
+    for err in validator(schema_name).iter_errors(plain(data)):
+        pointer = list(err.absolute_path)
+        if err.validator == "propertyNames":
+            pointer.append(err.instance)
+        key = ".".join(str(p) for p in pointer) or "top level"
+        line, col = position(data, pointer)
+        problems.append(Problem(where, line, col, "error", f"{key}: {_message(err)}"))
+        if not pointer:  # an unknown top-level key spoils no declaration
+            continue
+        broken.add((pointer[0] if pointer else None, pointer[1] if len(pointer) > 1 else None))
+    return problems, broken
+
+
+def _message(err: Any) -> str:
+    if err.validator == "additionalProperties":
+        return err.message.replace("Additional properties are not allowed", "unknown key(s):")
+    if err.validator == "propertyNames":
+        return f"{err.instance!r} is not a valid name (letters, digits, '-' and '_', up to 64)"
+    return err.message
+
+
+def load_declarations(
+    path: Path, layer: str = ""
+) -> tuple[list[ToolSpec], list[CommandSpec], list[Problem]]:
+    """Tools and commands declared in one ``config/*.yaml`` file.
+
+    A file with a schema error contributes only the entries that are
+    themselves valid: one bad tool does not take its neighbours down.
+    """
+    where = str(path)
+    data, problems = read_yaml_file(path)
+    if data is None:
+        return [], [], problems
+    if not isinstance(data, dict):
+        return [], [], [Problem(where, 1, 1, "error", "expected a mapping with tools: / commands:")]
+    schema_problems, broken = _schema_problems(data, "declarations", where)
+    problems.extend(schema_problems)
+
+    def is_broken(section: str, name: str) -> bool:
+        return (section, name) in broken or (section, None) in broken or (None, None) in broken
+
+    tools: list[ToolSpec] = []
+    commands: list[CommandSpec] = []
+    base = path.parent
+    for name, decl in _entries(data, "tools"):
+        if is_broken("tools", name):
+            continue
+        line = position(data, ["tools", name])[0]
+        implementation = {k: plain(decl[k]) for k in (*IMPLEMENTATION_KEYS, "with") if k in decl}
+        if "handler" in implementation:
+            implementation["base_dir"] = str(base)
+        tools.append(
+            ToolSpec(
+                name=str(name),
+                description=decl["description"],
+                params=plain(decl.get("params") or {}),
+                required=list(decl.get("required") or []),
+                aliases=[str(a) for a in decl.get("aliases") or []],
+                category=decl.get("category", "custom"),
+                security=decl.get("security", "moderate"),
+                tier=decl.get("tier", "full"),
+                approval=bool(decl.get("approval", False)),
+                requires=plain(decl.get("requires") or {}),
+                rate_limit=plain(decl.get("rate_limit")),
+                timeout=decl.get("timeout"),
+                implementation=implementation,
+                source=where,
+                line=line,
+                layer=layer,
+            )
+        )
+    for name, decl in _entries(data, "commands"):
+        if is_broken("commands", name):
+            continue
+        commands.append(
+            CommandSpec(
+                name=str(name),
+                description=str(decl.get("description") or ""),
+                tool=str(decl["tool"]),
+                arg_mode=decl.get("arg-mode", "raw"),
+                completions=plain(decl.get("completions")),
+                argument_hint=str(decl.get("argument-hint") or ""),
+                kind="tool",
+                source=where,
+                line=position(data, ["commands", name])[0],
+                layer=layer,
+            )
+        )
+    return tools, commands, problems
+
+
+def _entries(data: dict[str, Any], section: str):
+    block = data.get(section)
+    if isinstance(block, dict):
+        for name, decl in block.items():
+            if isinstance(decl, dict):
+                yield name, decl
+
+
+def load_settings(path: Path) -> tuple[dict[str, Any], list[Problem]]:
+    """Settings from one ``agent.yaml``; an invalid file contributes nothing."""
+    data, problems = read_yaml_file(path)
+    if data is None:
+        return {}, problems
+    if not isinstance(data, Located):
+        return {}, [Problem(str(path), 1, 1, "error", "expected a mapping of settings")]
+    schema_problems, _ = _schema_problems(data, "settings", str(path))
+    if schema_problems:
+        # Half-applied settings (a policy without its deny list) are worse than
+        # none: report and skip the file, loudly.
+        return {}, problems + schema_problems
+    return plain(data), problems
+
+
+def merge_settings(layers_high_first: list[dict[str, Any]]) -> dict[str, Any]:
+    """Settings merged key by key: higher layers win; lists concatenate (higher first)."""
+    merged: dict[str, Any] = _deep_copy(DEFAULT_SETTINGS)
+    for settings in reversed(layers_high_first):
+        merged = _merge(merged, settings)
+    return merged
+
+
+def _merge(low: Any, high: Any) -> Any:
+    if isinstance(low, dict) and isinstance(high, dict):
+        out = dict(low)
+        for key, value in high.items():
+            out[key] = _merge(low[key], value) if key in low else _deep_copy(value)
+        return out
+    if isinstance(low, list) and isinstance(high, list):
+        # Deny rules (and every other list) from every layer always apply.
+        return [*high, *(v for v in low if v not in high)]
+    return _deep_copy(high)
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value

@@ -1,0 +1,250 @@
+"""``/name`` + arguments -> one tool call, by the command's argument mode (DESIGN §3).
+
+Input is either an argv list (from the shell) or a string (typed in the
+interactive session or sent by a model); ``raw`` keeps the text as typed,
+``parsed`` maps words onto the tool's parameters, ``json`` takes one object.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from mdagent.errors import UsageError
+from mdagent.specs import CommandSpec, ToolSpec
+
+_TRUE = {"true", "yes", "y", "1", "on"}
+_FALSE = {"false", "no", "n", "0", "off"}
+
+
+@dataclass(frozen=True)
+class Call:
+    """What a command line turned into: which tool, with which arguments."""
+
+    command: CommandSpec
+    tool: str
+    args: dict[str, Any]
+
+
+def build_call(
+    command: CommandSpec, tool: ToolSpec, argv: list[str] | None = None, text: str | None = None
+) -> Call:
+    """Turn ``argv`` (shell) or ``text`` (typed / from a model) into a tool call.
+
+    Raises :class:`UsageError` (exit 2, with the usage line) when the words do
+    not fit the tool's parameters.
+    """
+    mode = command.arg_mode
+    if mode == "raw":
+        args = raw_arguments(command, argv, text)
+    elif mode == "parsed":
+        words = argv if argv is not None else _split(text or "", command, tool)
+        args = parse_words(words, tool, command)
+    elif mode == "json":
+        args = json_arguments(argv, text, command, tool)
+    else:  # the registry rejects other modes; never guess
+        raise UsageError(f"/{command.name}: unknown argument mode {mode!r}")
+    return Call(command, tool.name, args)
+
+
+def raw_arguments(command: CommandSpec, argv: list[str] | None, text: str | None) -> dict[str, Any]:
+    """``{"command", "commandName", "skillName"}`` with the text as typed."""
+    if text is None:
+        words = argv or []
+        text = words[0] if len(words) == 1 else shlex.join(words)
+    return {"command": text, "commandName": command.name, "skillName": command.skill}
+
+
+def _split(text: str, command: CommandSpec, tool: ToolSpec) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as err:
+        raise UsageError(f"{err}\n{usage(command, tool)}") from None
+
+
+def json_arguments(
+    argv: list[str] | None, text: str | None, command: CommandSpec, tool: ToolSpec
+) -> dict[str, Any]:
+    """One JSON object, given as one string or as several shell words."""
+    source = text if text is not None else " ".join(argv or [])
+    if not source.strip():
+        source = "{}"
+    try:
+        value = json.loads(source)
+    except ValueError as err:
+        raise UsageError(f"arguments are not valid JSON ({err})\n{usage(command, tool)}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"arguments must be a JSON object\n{usage(command, tool)}")
+    return value
+
+
+def parse_words(words: list[str], tool: ToolSpec, command: CommandSpec) -> dict[str, Any]:
+    """Map words onto ``tool``'s parameters (``parsed`` mode).
+
+    ``key=value``, ``--key value``, ``--key=value`` and ``--flag`` set named
+    parameters; other words fill the parameters in declared order and a
+    trailing array parameter takes the rest; ``--`` ends the options.
+    """
+    params = tool.params
+    named: dict[str, Any] = {}
+    positional: list[str] = []
+    index = 0
+    options_done = False
+
+    def fail(message: str) -> UsageError:
+        return UsageError(f"{message}\n{usage(command, tool)}")
+
+    while index < len(words):
+        word = words[index]
+        index += 1
+        if options_done:
+            positional.append(word)
+            continue
+        if word == "--":
+            options_done = True
+            continue
+        if word.startswith("--") and len(word) > 2:
+            key, has_value, value = word[2:].partition("=")
+            name = _param_name(key, params)
+            if name is None and key.startswith("no-") and has_value == "":
+                negated = _param_name(key[3:], params)
+                if negated is not None and _type(params[negated]) == "boolean":
+                    named[negated] = False
+                    continue
+            if name is None:
+                raise fail(f"unknown option --{key}")
+            if not has_value:
+                if _type(params[name]) == "boolean":
+                    named[name] = True
+                    continue
+                if index >= len(words):
+                    raise fail(f"--{key} needs a value")
+                value = words[index]
+                index += 1
+            _set(named, name, value, params[name], fail)
+            continue
+        key, eq, value = word.partition("=")
+        if eq and _param_name(key, params) is not None:
+            name = _param_name(key, params)
+            _set(named, name, value, params[name], fail)
+            continue
+        positional.append(word)
+
+    free = [p for p in params if p not in named]
+    for i, name in enumerate(free):
+        if not positional:
+            break
+        schema = params[name]
+        if _type(schema) == "array" and i == len(free) - 1:
+            named[name] = [_coerce(w, schema.get("items", {}), fail) for w in positional]
+            positional = []
+            break
+        _set(named, name, positional.pop(0), schema, fail)
+    if positional:
+        raise fail(f"too many arguments: {' '.join(positional)}")
+    return named
+
+
+def _param_name(key: str, params: dict[str, Any]) -> str | None:
+    if key in params:
+        return key
+    alt = key.replace("-", "_")
+    if alt in params:
+        return alt
+    alt = key.replace("_", "-")
+    return alt if alt in params else None
+
+
+def _type(schema: dict[str, Any]) -> str | None:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    return kind
+
+
+def _set(named: dict[str, Any], name: str, value: str, schema: dict[str, Any], fail) -> None:
+    if _type(schema) == "array" and not value.startswith("["):
+        named.setdefault(name, []).append(_coerce(value, schema.get("items", {}), fail))
+    else:
+        named[name] = _coerce(value, schema, fail)
+
+
+def _coerce(value: str, schema: dict[str, Any], fail) -> Any:
+    kind = _type(schema)
+    try:
+        if kind == "integer":
+            return int(value)
+        if kind == "number":
+            number = float(value)
+            return int(number) if number.is_integer() and "." not in value else number
+        if kind == "boolean":
+            lowered = value.lower()
+            if lowered in _TRUE:
+                return True
+            if lowered in _FALSE:
+                return False
+            raise ValueError(value)
+        if kind in ("array", "object"):
+            parsed = json.loads(value)
+            expected = list if kind == "array" else dict
+            if not isinstance(parsed, expected):
+                raise ValueError(value)
+            return parsed
+    except ValueError:
+        raise fail(f"{value!r} is not a valid {kind}") from None
+    return value
+
+
+def usage(command: CommandSpec, tool: ToolSpec | None) -> str:
+    """A one-line usage generated from the argument mode and the tool's schema."""
+    name = f"/{command.name}"
+    if command.argument_hint:
+        return f"usage: {name} {command.argument_hint}"
+    if command.kind == "prompt" or tool is None:
+        return f"usage: {name} [text...]"
+    if command.arg_mode == "raw":
+        return f"usage: {name} <text...>"
+    if command.arg_mode == "json":
+        return f"usage: {name} '<json object>'"
+    parts = []
+    required = set(tool.required)
+    names = list(tool.params)
+    for i, param in enumerate(names):
+        schema = tool.params[param]
+        kind = _type(schema)
+        if kind == "boolean":
+            parts.append(f"[--{param}]")
+            continue
+        if kind == "array" and i == len(names) - 1:
+            word = f"<{param}...>" if param in required else f"[{param}...]"
+        else:
+            word = f"<{param}>" if param in required else f"[--{param} {_placeholder(kind)}]"
+        parts.append(word)
+    return f"usage: {name} {' '.join(parts)}".rstrip()
+
+
+def _placeholder(kind: str | None) -> str:
+    return {"integer": "N", "number": "X", "array": "A", "object": "JSON"}.get(kind or "", "VALUE")
+
+
+def help_text(command: CommandSpec, tool: ToolSpec | None) -> str:
+    """What ``agent /name --help`` prints."""
+    lines = [f"/{command.name} - {command.description or '(no description)'}", usage(command, tool)]
+    if command.kind == "prompt":
+        lines.append("Runs an agent turn with this skill's instructions.")
+    elif tool is not None:
+        lines.append(f"Runs tool {tool.name} ({command.arg_mode} arguments).")
+        if command.arg_mode == "parsed" and tool.params:
+            lines.append("")
+            lines.append("Parameters:")
+            for param, schema in tool.params.items():
+                flag = " (required)" if param in tool.required else ""
+                kind = _type(schema) or "any"
+                desc = schema.get("description", "")
+                default = f" [default: {schema['default']}]" if "default" in schema else ""
+                lines.append(f"  {param:<16} {kind:<8} {desc}{default}{flag}".rstrip())
+    if command.source:
+        lines.append(f"Declared in {command.source}")
+    return "\n".join(lines)

@@ -1,0 +1,502 @@
+"""Compile every layer into one :class:`Registry`, cached as JSON in the state dir.
+
+The cache is keyed by the path, size and mtime of every file and folder the
+compile looked at (and of mdagent's own compiler modules), so any edit, new
+skill or deleted file triggers a rebuild. A warm load reads one JSON file and
+re-stats those paths: it imports neither yaml nor frontmatter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from mdagent.commands import command_key
+from mdagent.errors import Problem
+from mdagent.layers import Layer, state_dir
+from mdagent.specs import CommandSpec, Skill, ToolSpec
+
+CACHE_FORMAT = 3
+
+#: Names the built-in commands of the CLI and the interactive session use.
+RESERVED_NAMES = frozenset(
+    {
+        "help",
+        "tools",
+        "commands",
+        "skills",
+        "exit",
+        "quit",
+        "clear",
+        "context",
+        "compact",
+        "model",
+        "sessions",
+        "logs",
+        "check",
+        "config",
+        "new",
+        "reload",
+        "history",
+        "version",
+    }
+)
+
+_COMPILER_MODULES = (
+    "registry.py",
+    "skills.py",
+    "declarations.py",
+    "specs.py",
+    "builtins/__init__.py",
+    "implementations.py",
+    "templates.py",
+    "schemas/declarations.json",
+    "schemas/settings.json",
+    "schemas/skill.json",
+)
+
+
+class Registry:
+    """Tools, commands, skills and settings compiled from all layers, plus problems."""
+
+    def __init__(
+        self,
+        *,
+        tools: dict[str, ToolSpec],
+        commands: dict[str, CommandSpec],
+        skills: dict[str, Skill],
+        settings: dict[str, Any],
+        problems: list[Problem],
+        layers: list[Layer],
+        from_cache: bool = False,
+    ) -> None:
+        self.tools = tools
+        self.commands = commands
+        self.skills = skills
+        self.settings = settings
+        self.problems = problems
+        self.layers = layers
+        self.from_cache = from_cache
+        self.aliases = {a: t.name for t in tools.values() for a in t.aliases}
+
+    @property
+    def errors(self) -> list[Problem]:
+        """Problems of severity ``error``."""
+        return [p for p in self.problems if p.severity == "error"]
+
+    def tool(self, name: str) -> ToolSpec | None:
+        """The tool called ``name`` or having it as an alias."""
+        return self.tools.get(name) or self.tools.get(self.aliases.get(name, ""))
+
+    def command(self, name: str) -> CommandSpec | None:
+        """The command ``/name`` (case and ``_``/``-`` are not significant)."""
+        return self.commands.get(command_key(name))
+
+    def similar_commands(self, name: str) -> list[str]:
+        """Command names close to ``name``, best first (for "did you mean")."""
+        import difflib
+
+        key = command_key(name)
+        visible = [k for k, c in self.commands.items() if c.user_invocable]
+        close = difflib.get_close_matches(key, visible, n=3, cutoff=0.6)
+        prefixed = [k for k in sorted(visible) if k.startswith(key) and k not in close]
+        return close + prefixed[: 3 - len(close)]
+
+    def skill_body(self, name: str) -> str:
+        """The Markdown body of skill ``name``; KeyError when there is none."""
+        from mdagent.skills import read_body
+
+        skill = self.skills[name]
+        return read_body(skill.path)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tools": {k: v.to_dict() for k, v in self.tools.items()},
+            "commands": {k: v.to_dict() for k, v in self.commands.items()},
+            "skills": {k: v.to_dict() for k, v in self.skills.items()},
+            "settings": self.settings,
+            "problems": [list(p) for p in self.problems],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], layers: list[Layer]) -> Registry:
+        return cls(
+            tools={k: ToolSpec.from_dict(v) for k, v in data["tools"].items()},
+            commands={k: CommandSpec.from_dict(v) for k, v in data["commands"].items()},
+            skills={k: Skill.from_dict(v) for k, v in data["skills"].items()},
+            settings=data["settings"],
+            problems=[Problem(*p) for p in data["problems"]],
+            layers=layers,
+            from_cache=True,
+        )
+
+
+# -- loading with the cache -------------------------------------------------
+
+
+def load_registry(layers: list[Layer], cache_dir: Path | None = None) -> Registry:
+    """The registry of ``layers``: from the cache when nothing changed, else compiled."""
+    cache_dir = cache_dir or state_dir()
+    cache_file = cache_dir / f"registry-{_layers_key(layers)}.json"
+    cached = _read_cache(cache_file)
+    if cached is not None and _fresh(cached["sources"]):
+        return Registry.from_dict(cached["registry"], layers)
+    registry, sources = compile_registry(layers)
+    _write_cache(cache_file, {"format": CACHE_FORMAT, "sources": sources, "registry": registry.to_dict()})
+    return registry
+
+
+def _layers_key(layers: list[Layer]) -> str:
+    text = "\n".join(f"{layer.kind}={layer.path}" for layer in layers)
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def _read_cache(path: Path) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
+        return None
+    return data
+
+
+def _write_cache(path: Path, data: dict[str, Any]) -> None:
+    """Write atomically (temp file + rename): concurrent writers never leave half a file."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".registry-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, separators=(",", ":"))
+            os.replace(tmp, path)
+        except BaseException:
+            with _suppress_oserror():
+                os.unlink(tmp)
+            raise
+    except OSError:
+        pass  # a read-only state dir costs speed, never correctness
+
+
+class _suppress_oserror:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        return kind is not None and issubclass(kind, OSError)
+
+
+def _stamp(path: str) -> list[Any]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [path, -1, 0]
+    return [path, st.st_size, st.st_mtime_ns]
+
+
+def _fresh(sources: list[list[Any]]) -> bool:
+    stat = os.stat
+    for path, size, mtime in sources:
+        try:
+            st = stat(path)
+        except OSError:
+            if size != -1:
+                return False
+            continue
+        if st.st_size != size or st.st_mtime_ns != mtime:
+            return False
+    return True
+
+
+# -- compiling ----------------------------------------------------------------
+
+
+class _Compiler:
+    """One compile: walks layers lowest first so higher layers replace entries."""
+
+    def __init__(self, layers: list[Layer]) -> None:
+        self.layers = layers
+        self.problems: list[Problem] = []
+        self.watched: list[str] = []
+        self.tools: dict[str, ToolSpec] = {}
+        self.commands: dict[str, CommandSpec] = {}
+        self.skills: dict[str, Skill] = {}
+        self.settings_by_layer: list[dict[str, Any]] = []
+
+    def problem(self, path: str, line: int, severity: str, message: str) -> None:
+        self.problems.append(Problem(path, line or 1, 1, severity, message))
+
+    def watch(self, path: Path | str) -> None:
+        self.watched.append(str(path))
+
+    def run(self) -> Registry:
+        from mdagent.builtins import SPECS as BUILTIN_SPECS
+        from mdagent.declarations import merge_settings
+
+        here = Path(__file__).resolve().parent
+        for module in _COMPILER_MODULES:
+            self.watch(here / module)
+        builtin_names = set(BUILTIN_SPECS)
+        for name, spec in BUILTIN_SPECS.items():
+            builtin_names.update(spec.get("aliases", ()))
+            self.tools[name] = ToolSpec(
+                name=name,
+                description=spec["description"],
+                params=spec.get("params", {}),
+                required=list(spec.get("required", [])),
+                aliases=list(spec.get("aliases", [])),
+                category=spec.get("category", "custom"),
+                security=spec.get("security", "moderate"),
+                tier=spec.get("tier", "full"),
+                implementation={"builtin": name},
+                source="(built-in)",
+                layer="builtin",
+            )
+        self.builtin_names = frozenset(builtin_names)
+        pending_checks: list[tuple[ToolSpec, Path]] = []
+        for layer in reversed(self.layers):
+            pending_checks.extend(self._load_layer(layer))
+        self._check_references(pending_checks)
+        self.problems.sort(key=lambda p: (p.path, p.line, p.col))
+        registry = Registry(
+            tools=self.tools,
+            commands=self.commands,
+            skills=self.skills,
+            settings=merge_settings(list(reversed(self.settings_by_layer))),
+            problems=self.problems,
+            layers=self.layers,
+        )
+        return registry
+
+    # -- one layer --
+
+    def _load_layer(self, layer: Layer) -> list[tuple[ToolSpec, Path]]:
+        from mdagent.declarations import SETTINGS_FILE, load_declarations, load_settings
+
+        self.watch(layer.path)
+        self.watch(layer.config_dir)
+        self.watch(layer.skills_dir)
+        layer_tools: dict[str, ToolSpec] = {}
+        layer_commands: dict[str, CommandSpec] = {}
+        checks: list[tuple[ToolSpec, Path]] = []
+        if layer.config_dir.is_dir():
+            settings_path = layer.config_dir / SETTINGS_FILE
+            if settings_path.exists():
+                self.watch(settings_path)
+                settings, problems = load_settings(settings_path)
+                self.problems.extend(problems)
+                self.settings_by_layer.append(settings)
+            for path in sorted(layer.config_dir.glob("*.y*ml")):
+                if path.name == SETTINGS_FILE or path.suffix not in (".yaml", ".yml"):
+                    continue
+                self.watch(path)
+                tools, commands, problems = load_declarations(path, layer.kind)
+                self.problems.extend(problems)
+                for tool in tools:
+                    if self._add_tool(tool, layer_tools):
+                        checks.append((tool, path))
+                for command in commands:
+                    self._add_command(command, layer_commands)
+        for skill in self._load_skills(layer):
+            self._add_skill(skill, layer_commands)
+        return checks
+
+    def _load_skills(self, layer: Layer) -> Iterable[Skill]:
+        from mdagent.skills import load_skill
+
+        if not layer.skills_dir.is_dir():
+            return []
+        found: dict[str, Skill] = {}
+        try:
+            entries = sorted(os.scandir(layer.skills_dir), key=lambda e: e.name)
+        except OSError as err:
+            self.problem(str(layer.skills_dir), 1, "error", f"cannot list: {err.strerror}")
+            return []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                is_dir = entry.is_dir()  # follows symlinks; a loop raises here
+                os.stat(entry.path)
+            except OSError as err:
+                reason = "symlink loop" if err.errno == 40 else (err.strerror or str(err))
+                self.problem(entry.path, 1, "error", f"cannot open skill folder: {reason}")
+                continue
+            if not is_dir:
+                continue
+            self.watch(entry.path)
+            skill_file = Path(entry.path) / "SKILL.md"
+            self.watch(skill_file)
+            if not skill_file.is_file():
+                self.problem(str(skill_file), 1, "warning", "skill folder has no SKILL.md")
+                continue
+            skill, problems = load_skill(skill_file, layer.kind)
+            self.problems.extend(problems)
+            if skill is None:
+                continue
+            if skill.name in found:
+                first = found[skill.name].path
+                self.problem(
+                    skill.path, 1, "error", f"skill {skill.name!r} is also declared in {first}"
+                )
+                continue
+            found[skill.name] = skill
+        return found.values()
+
+    # -- entries --
+
+    def _add_tool(self, tool: ToolSpec, layer_tools: dict[str, ToolSpec]) -> bool:
+        names = [tool.name, *tool.aliases]
+        for name in names:
+            if name in self.builtin_names:
+                self.problem(
+                    tool.source, tool.line, "error", f"tool {name!r} is the name of a built-in tool"
+                )
+                return False
+            other = layer_tools.get(name) or next(
+                (t for t in layer_tools.values() if name in t.aliases), None
+            )
+            if other is not None:
+                self.problem(
+                    tool.source,
+                    tool.line,
+                    "error",
+                    f"tool name {name!r} is already declared in {other.source}:{other.line}",
+                )
+                return False
+        for name in names:
+            shadowed = self.tools.get(name) or next(
+                (t for t in self.tools.values() if name in t.aliases), None
+            )
+            if shadowed is not None:
+                self.problem(
+                    shadowed.source,
+                    shadowed.line,
+                    "info",
+                    f"tool {name!r} is shadowed by {tool.source}:{tool.line}",
+                )
+                self.tools.pop(shadowed.name, None)
+        layer_tools[tool.name] = tool
+        self.tools[tool.name] = tool
+        return True
+
+    def _add_command(self, command: CommandSpec, layer_commands: dict[str, CommandSpec]) -> None:
+        key = command_key(command.name)
+        if key in RESERVED_NAMES:
+            self.problem(
+                command.source,
+                command.line,
+                "error",
+                f"/{key} is a built-in command; choose another name",
+            )
+            return
+        other = layer_commands.get(key)
+        if other is not None:
+            self.problem(
+                command.source,
+                command.line,
+                "error",
+                f"command /{key} is already declared in {other.source}:{other.line}",
+            )
+            return
+        shadowed = self.commands.get(key)
+        if shadowed is not None:
+            self.problem(
+                shadowed.source,
+                shadowed.line,
+                "info",
+                f"command /{key} is shadowed by {command.source}:{command.line}",
+            )
+        layer_commands[key] = command
+        self.commands[key] = command
+
+    def _add_skill(self, skill: Skill, layer_commands: dict[str, CommandSpec]) -> None:
+        if skill.name in RESERVED_NAMES:
+            self.problem(
+                skill.path, 1, "error", f"skill name {skill.name!r} is a built-in command"
+            )
+            return
+        shadowed = self.skills.get(skill.name)
+        if shadowed is not None:
+            self.problem(shadowed.path, 1, "info", f"skill {skill.name!r} is shadowed by {skill.path}")
+        self.skills[skill.name] = skill
+        command = CommandSpec(
+            name=skill.name,
+            description=skill.description,
+            tool=skill.tool,
+            arg_mode=skill.arg_mode,
+            argument_hint=skill.argument_hint,
+            skill=skill.name,
+            kind="tool" if skill.dispatch == "tool" else "prompt",
+            user_invocable=skill.user_invocable,
+            source=skill.path,
+            line=1,
+            layer=skill.layer,
+        )
+        self._add_command(command, layer_commands)
+
+    # -- cross references --
+
+    def _check_references(self, checks: list[tuple[ToolSpec, Path]]) -> None:
+        from mdagent.implementations import check_implementation
+
+        names = set(self.tools) | {a for t in self.tools.values() for a in t.aliases}
+        broken_tools: set[str] = set()
+        for tool, path in checks:
+            if self.tools.get(tool.name) is not tool:
+                continue  # shadowed by a higher layer
+            base_dir = Path(tool.implementation.get("base_dir", path.parent))
+            if "handler" in tool.implementation:
+                self.watch(_handler_file(tool.implementation["handler"], base_dir))
+            messages = check_implementation(tool.implementation, tool.params, names, base_dir)
+            unknown = [r for r in tool.required if r not in tool.params]
+            if unknown:
+                messages.append(f"required names no parameter: {', '.join(unknown)}")
+            for message in messages:
+                self.problem(tool.source, tool.line, "error", f"tool {tool.name!r}: {message}")
+            if messages:
+                broken_tools.add(tool.name)
+        for name in broken_tools:
+            del self.tools[name]
+        for key, command in list(self.commands.items()):
+            if command.kind != "tool":
+                continue
+            if command.tool not in names:
+                what = "command-tool" if command.skill else "tool"
+                self.problem(
+                    command.source,
+                    command.line,
+                    "error",
+                    f"/{key}: {what} {command.tool!r} names no tool",
+                )
+                del self.commands[key]
+                self.skills.pop(command.skill or "", None)
+            elif self.tools.get(command.tool) is None and command.tool not in {
+                a for t in self.tools.values() for a in t.aliases
+            }:
+                self.problem(
+                    command.source,
+                    command.line,
+                    "error",
+                    f"/{key}: tool {command.tool!r} is declared but broken (see its error)",
+                )
+                del self.commands[key]
+
+
+def _handler_file(reference: str, base_dir: Path) -> Path:
+    """The file of a ``handlers/x.py:function`` reference."""
+    return (base_dir / reference.split(":", 1)[0]).resolve()
+
+
+def compile_registry(layers: list[Layer]) -> tuple[Registry, list[list[Any]]]:
+    """Parse every layer (no cache). Returns the registry and the watched stamps."""
+    compiler = _Compiler(layers)
+    registry = compiler.run()
+    sources = [_stamp(p) for p in dict.fromkeys(compiler.watched)]
+    return registry, sources

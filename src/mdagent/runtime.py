@@ -1,0 +1,178 @@
+"""One process's view of the world: options, layers, registry, toolbox, policy, store.
+
+The CLI fast path, ``agent ask`` and the interactive session all build a
+:class:`Runtime` and run calls through its toolbox, so every caller gets the
+same validation, policy, hooks and audit log.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, TextIO
+
+from mdagent.errors import ConfigError
+from mdagent.layers import find_layers, project_layer, project_root
+from mdagent.registry import Registry, load_registry
+from mdagent.specs import ToolSpec, unmet_requirement
+from mdagent.toolbox import Toolbox, ToolContext
+
+
+@dataclass
+class Options:
+    """Global options, wherever they were given on the command line."""
+
+    layers: list[str] = field(default_factory=list)
+    no_user: bool = False
+    json: bool = False
+    yes: bool = False
+    verbose: bool = False
+
+
+class Runtime:
+    """Everything a call needs, built lazily so ``/name`` pays only for what it uses."""
+
+    def __init__(self, options: Options | None = None, cwd: Path | None = None) -> None:
+        self.options = options or Options()
+        self.cwd = (cwd or Path.cwd()).resolve()
+
+    @cached_property
+    def layers(self):
+        return find_layers(self.options.layers, no_user=self.options.no_user, cwd=self.cwd)
+
+    @cached_property
+    def registry(self) -> Registry:
+        return load_registry(self.layers)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return self.registry.settings
+
+    @cached_property
+    def workdir(self) -> Path:
+        """The workspace root: file tools and exec stay inside it."""
+        return project_root(self.cwd)
+
+    @cached_property
+    def project_layer(self) -> Path:
+        return project_layer(self.layers, self.cwd)
+
+    @cached_property
+    def env(self) -> dict[str, str]:
+        """The scrubbed environment every child process gets."""
+        from mdagent.environment import child_env
+
+        return child_env(self.settings)
+
+    @cached_property
+    def store(self):
+        from mdagent.store import Store
+
+        return Store()
+
+    def policy(self, interactive: bool | None = None, prompt=None):
+        """The policy for calls of this process."""
+        from mdagent.policy import Policy
+
+        if interactive is None:
+            interactive = _has_terminal()
+        return Policy(
+            self.settings,
+            workdir=self.workdir,
+            store=self.store,
+            interactive=interactive,
+            approve_all=self.options.yes,
+            prompt=prompt,
+            project_layer=self.project_layer,
+        )
+
+    def toolbox(self, *, policy: Any = None, session_id: str | None = None) -> Toolbox:
+        """A toolbox with every available tool, the YAML hooks and the audit log."""
+        from mdagent.builtins import register_builtins
+        from mdagent.hooks import install_hooks
+        from mdagent.store import audit_observer
+
+        box = Toolbox(policy=policy)
+        builtin = [n for n, t in self.registry.tools.items() if t.kind == "builtin"]
+        register_builtins(box, names=builtin)
+        for spec in self.registry.tools.values():
+            if spec.kind != "builtin":
+                add_declared_tool(box, spec)
+        install_hooks(box, self.settings, workdir=str(self.workdir), env=self.env)
+        box.observers.append(audit_observer(self.store, self.settings, session_id=session_id))
+        return box
+
+    def context(
+        self,
+        box: Toolbox,
+        *,
+        caller: str,
+        output: TextIO | None = None,
+        conversation_id: str | None = None,
+        tool_call_id: str | None = None,
+        cancel=None,
+    ) -> ToolContext:
+        """A context for one call made by ``caller`` ("person" or "model")."""
+        extra = {} if cancel is None else {"cancel": cancel}
+        return ToolContext(
+            tool_call_id=tool_call_id,
+            conversation_id=conversation_id,
+            workdir=str(self.workdir),
+            env=self.env,
+            toolbox=box,
+            output=output,
+            caller=caller,
+            settings=self.settings,
+            registry=self.registry,
+            approve_all=self.options.yes,
+            **extra,
+        )
+
+    def unavailable(self, spec: ToolSpec) -> str | None:
+        """Why ``spec`` cannot run here (its ``requires`` unmet), or None."""
+        return unmet_requirement(spec.requires, os.environ)
+
+    def check_settings(self) -> None:
+        """Refuse to run with broken settings: a half-read policy is not a policy."""
+        for problem in self.registry.errors:
+            if problem.path.endswith(("agent.yaml", "agent.yml")):
+                raise ConfigError(problem.message, problem.path, problem.line, problem.col)
+
+
+def add_declared_tool(box: Toolbox, spec: ToolSpec) -> None:
+    """Register a YAML-declared tool whose handler is built on first call."""
+    built: list[Any] = []
+
+    def handler(args: dict[str, Any], ctx: ToolContext) -> Any:
+        if not built:
+            from mdagent.implementations import make_handler
+
+            built.append(
+                make_handler(
+                    {**spec.implementation, "timeout": spec.timeout},
+                    name=spec.name,
+                    params=spec.params,
+                    base_dir=Path(spec.implementation.get("base_dir") or Path(spec.source).parent),
+                )
+            )
+        return built[0](args, ctx)
+
+    box.add(
+        spec.name,
+        description=spec.description,
+        params=spec.params,
+        required=spec.required,
+        aliases=spec.aliases,
+        handler=handler,
+        **spec.meta,
+    )
+
+
+def _has_terminal() -> bool:
+    try:
+        return sys.stdin.isatty() and sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,145 @@
+"""The records a registry is made of: tools, commands and skills as frozen data.
+
+They round-trip through plain dicts because the compiled registry is cached
+as JSON; nothing here imports yaml or frontmatter.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+CATEGORIES = ("execution", "filesystem", "web", "data", "system", "memory", "browser", "custom")
+SECURITY_LEVELS = ("safe", "moderate", "dangerous")
+TIERS = ("essential", "standard", "full")
+ARG_MODES = ("raw", "parsed", "json")
+
+
+class _Record:
+    """Dict round-trip shared by the records below."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
+class ToolSpec(_Record):
+    """A declared tool: its schema, metadata and one implementation."""
+
+    name: str
+    description: str
+    params: dict[str, Any] = field(default_factory=dict)
+    required: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    category: str = "custom"
+    security: str = "moderate"
+    tier: str = "full"
+    approval: bool = False
+    requires: dict[str, Any] = field(default_factory=dict)
+    rate_limit: dict[str, Any] | None = None
+    timeout: float | None = None
+    implementation: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+    line: int = 0
+    layer: str = ""
+
+    @property
+    def kind(self) -> str:
+        """Which implementation: builtin, run, shell, handler, http or tool."""
+        for key in ("builtin", "run", "shell", "handler", "http", "tool"):
+            if key in self.implementation:
+                return key
+        return "?"
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The metadata the toolbox keeps for policy and listings."""
+        return {
+            "category": self.category,
+            "security": self.security,
+            "tier": self.tier,
+            "approval": self.approval,
+            "requires": self.requires,
+            "rate_limit": self.rate_limit,
+            "timeout": self.timeout,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class CommandSpec(_Record):
+    """``/name`` bound to a tool (``kind == "tool"``) or to a prompt skill."""
+
+    name: str
+    description: str = ""
+    tool: str | None = None
+    arg_mode: str = "raw"
+    completions: Any = None
+    argument_hint: str = ""
+    skill: str | None = None
+    kind: str = "tool"  # "tool" | "prompt"
+    user_invocable: bool = True
+    source: str = ""
+    line: int = 0
+    layer: str = ""
+
+
+@dataclass(frozen=True)
+class Skill(_Record):
+    """A SKILL.md: front-matter fields plus where its body lives."""
+
+    name: str
+    description: str
+    path: str
+    dispatch: str | None = None
+    tool: str | None = None
+    arg_mode: str = "raw"
+    user_invocable: bool = True
+    disable_model_invocation: bool = False
+    argument_hint: str = ""
+    allowed_tools: list[str] = field(default_factory=list)
+    requires: dict[str, Any] = field(default_factory=dict)
+    license: str | None = None
+    homepage: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    line: int = 1
+    layer: str = ""
+
+    @property
+    def dir(self) -> str:
+        return os.path.dirname(self.path)
+
+
+_OS_NAMES = {"linux": "linux", "darwin": "darwin", "win32": "windows", "cygwin": "windows"}
+
+
+def unmet_requirement(requires: dict[str, Any] | None, environ=os.environ) -> str | None:
+    """Why ``requires`` (bins, anyBins, env, os) is not met here, or None.
+
+    Checked at use time, not compile time: PATH and the environment change
+    between runs while the cached registry does not.
+    """
+    if not requires:
+        return None
+    oses = [str(o).lower() for o in requires.get("os") or []]
+    here = _OS_NAMES.get(sys.platform, sys.platform)
+    if oses and here not in oses and sys.platform not in oses:
+        return f"needs os {', '.join(oses)} (this is {here})"
+    missing = [b for b in requires.get("bins") or [] if shutil.which(b) is None]
+    if missing:
+        return f"needs {', '.join(missing)} on PATH"
+    any_bins = requires.get("anyBins") or []
+    if any_bins and not any(shutil.which(b) for b in any_bins):
+        return f"needs one of {', '.join(any_bins)} on PATH"
+    unset = [v for v in requires.get("env") or [] if not environ.get(v)]
+    if unset:
+        return f"needs {', '.join(unset)} set"
+    return None

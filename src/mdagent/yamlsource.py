@@ -1,0 +1,138 @@
+"""YAML text -> plain data that remembers where each key was written.
+
+Strict where a silent mistake would change behaviour: duplicate keys are an
+error (PyYAML keeps the last one without a word), and every error carries the
+file's path and line so ``agent check`` can print ``path:line:col: ...``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from mdagent.errors import ConfigError
+
+
+class Located(dict):
+    """A mapping that knows the (line, col) of each of its keys (1-based)."""
+
+    __slots__ = ("at", "lines")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lines: dict[Any, tuple[int, int]] = {}
+        self.at: tuple[int, int] = (1, 1)
+
+
+def _loader_class():
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        """SafeLoader that rejects duplicate keys and records key positions."""
+
+    def construct_mapping(loader, node, deep=False):
+        if not isinstance(node, yaml.MappingNode):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"expected a mapping, found {node.id}", node.start_mark
+            )
+        loader.flatten_mapping(node)
+        mapping = Located()
+        mapping.at = (node.start_mark.line + 1, node.start_mark.column + 1)
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a mapping key must be a plain value", key_node.start_mark
+                ) from None
+            if key in mapping:
+                line = mapping.lines[key][0]
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first defined on line {line})",
+                    key_node.start_mark,
+                )
+            mapping[key] = loader.construct_object(value_node, deep=deep)
+            mapping.lines[key] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+        return mapping
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    return StrictLoader
+
+
+_LOADER = None
+
+
+def _loader():
+    global _LOADER
+    if _LOADER is None:
+        _LOADER = _loader_class()
+    return _LOADER
+
+
+def decode(raw: bytes, path: str | Path) -> str:
+    """UTF-8 text of ``raw``, or a ConfigError naming the line of the first bad byte."""
+    if b"\x00" in raw[:8192]:
+        raise ConfigError("binary file, expected UTF-8 text", str(path), 1, 1)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})", str(path), line, col
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def load_yaml(text: str, path: str | Path, line_offset: int = 0) -> Any:
+    """Parse ``text``; a syntax error becomes a ConfigError at its line.
+
+    ``line_offset`` shifts reported lines (front-matter starts after ``---``).
+    """
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = (mark.line + 1 if mark else 1) + line_offset
+        col = mark.column + 1 if mark else 1
+        message = exc.problem or exc.context or "invalid YAML"
+        if "\\t" in message or "'\\t'" in str(exc):
+            message = "tab character: YAML indentation must use spaces"
+        raise ConfigError(f"invalid YAML: {message}", str(path), line, col) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"invalid YAML: {exc}", str(path), 1 + line_offset, 1) from None
+    except RecursionError:
+        raise ConfigError("invalid YAML: nested too deeply", str(path), 1 + line_offset, 1) from None
+
+
+def position(data: Any, pointer: Iterable[Any], offset: int = 0) -> tuple[int, int]:
+    """The (line, col) of the deepest key of ``pointer`` that ``data`` locates."""
+    where = getattr(data, "at", (1, 1))
+    node = data
+    for key in pointer:
+        if isinstance(node, Located) and key in node.lines:
+            where = node.lines[key]
+            node = node[key]
+        elif isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node):
+            node = node[key]
+            where = getattr(node, "at", where)
+        else:
+            break
+    return where[0] + offset, where[1]
+
+
+def plain(data: Any) -> Any:
+    """``data`` with every :class:`Located` turned back into a dict (for JSON)."""
+    if isinstance(data, dict):
+        return {str(k): plain(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [plain(v) for v in data]
+    if isinstance(data, (str, int, float, bool)) or data is None:
+        return data
+    return str(data)  # dates and the like: YAML types JSON has no word for

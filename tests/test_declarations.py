@@ -1,0 +1,122 @@
+from pathlib import Path
+
+import pytest
+
+from mdagent.declarations import load_declarations, load_settings, merge_settings
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_every_tool_field(tmp_path):
+    path = write(
+        tmp_path / "config" / "t.yaml",
+        """tools:
+  wc:
+    description: Count
+    params:
+      path: {type: string}
+    required: [path]
+    aliases: [count]
+    category: filesystem
+    security: safe
+    tier: essential
+    approval: true
+    requires: {bins: [wc], env: [], os: [linux, darwin]}
+    rate_limit: {max_calls: 10, window_ms: 60000}
+    timeout: 30
+    run: [wc, "{path}"]
+commands:
+  count:
+    description: Count a file
+    tool: wc
+    arg-mode: parsed
+    completions: files
+    argument-hint: <file>
+""",
+    )
+    tools, commands, problems = load_declarations(path, "project")
+    assert problems == []
+    tool = tools[0]
+    assert (tool.name, tool.aliases, tool.category, tool.security, tool.tier, tool.approval) == (
+        "wc",
+        ["count"],
+        "filesystem",
+        "safe",
+        "essential",
+        True,
+    )
+    assert tool.requires == {"bins": ["wc"], "env": [], "os": ["linux", "darwin"]}
+    assert tool.rate_limit == {"max_calls": 10, "window_ms": 60000} and tool.timeout == 30
+    assert tool.implementation == {"run": ["wc", "{path}"]} and tool.line == 2
+    command = commands[0]
+    assert (command.name, command.tool, command.arg_mode, command.completions) == (
+        "count",
+        "wc",
+        "parsed",
+        "files",
+    )
+    assert command.line == 17
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "needle"),
+    [
+        ("tools:\n  a:\n    description: d\n    security: unsafe\n    run: [x]\n", 4, "security"),
+        ("tools:\n  a:\n    description: d\n    category: nope\n    run: [x]\n", 4, "category"),
+        ("tools:\n  a:\n    description: d\n    tier: huge\n    run: [x]\n", 4, "tier"),
+        ("tools:\n  a:\n    description: d\n    runn: [x]\n", 2, "unknown key"),
+        ("tools:\n  a:\n    params: {}\n    run: [x]\n", 2, "description"),
+        ("tools:\n  a:\n    description: d\n    run: x\n", 4, "run"),
+        ("commands:\n  c:\n    tool: x\n    arg-mode: shell\n", 4, "arg-mode"),
+        ("tools:\n  a:\n    description: d\n  a:\n    description: e\n", 4, "duplicate key"),
+        ("tools:\n\ta: 1\n", 2, "tab"),
+        ("tools: [\n", 2, "invalid YAML"),
+    ],
+)
+def test_bad_declarations_are_problems_with_lines(tmp_path, text, line, needle):
+    tools, commands, problems = load_declarations(write(tmp_path / "t.yaml", text))
+    assert tools == [] and commands == []
+    assert problems and problems[0].severity == "error"
+    assert problems[0].line == line, problems
+    assert needle in problems[0].message
+
+
+def test_one_bad_tool_does_not_take_its_neighbours_down(tmp_path):
+    text = "tools:\n  good:\n    description: d\n    run: [x]\n  bad:\n    description: d\n    security: no\n    run: [x]\n"
+    tools, _, problems = load_declarations(write(tmp_path / "t.yaml", text))
+    assert [t.name for t in tools] == ["good"]
+    assert len(problems) == 1 and problems[0].line == 7
+
+
+def test_empty_file_is_a_warning(tmp_path):
+    tools, commands, problems = load_declarations(write(tmp_path / "t.yaml", "\n"))
+    assert [(p.severity, p.message) for p in problems] == [("warning", "empty file")]
+
+
+def test_settings_validated_and_merged(tmp_path):
+    high, problems = load_settings(
+        write(tmp_path / "h.yaml", "policy:\n  mode: allowlist\n  deny: ['exec(rm *)']\nexec: {timeout: 5}\n")
+    )
+    assert problems == []
+    low = {"policy": {"deny": ["read_file(**/.env)"], "allow": ["glob"]}, "exec": {"max_output": 5000}}
+    merged = merge_settings([high, low])
+    assert merged["policy"]["mode"] == "allowlist"
+    assert merged["policy"]["deny"] == ["exec(rm *)", "read_file(**/.env)"]
+    assert merged["policy"]["allow"] == ["glob"]
+    assert merged["exec"] == {"timeout": 5, "max_output": 5000}
+    assert merged["agent"]["max_steps"] == 25
+
+
+def test_bad_settings_are_refused_whole(tmp_path):
+    settings, problems = load_settings(write(tmp_path / "a.yaml", "policy:\n  mode: sometimes\n  deny: [x]\n"))
+    assert settings == {}
+    assert problems[0].line == 2 and "mode" in problems[0].message
+
+
+def test_unknown_settings_section_is_an_error(tmp_path):
+    _, problems = load_settings(write(tmp_path / "a.yaml", "polcy:\n  mode: ask\n"))
+    assert problems and "polcy" in problems[0].message

@@ -1,0 +1,237 @@
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mdagent.layers import Layer, find_layers
+from mdagent.registry import compile_registry, load_registry
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def skill(layer: Path, name: str, extra: str = "", folder: str | None = None) -> Path:
+    return write(
+        layer / "skills" / (folder or name) / "SKILL.md",
+        f"---\nname: {name}\ndescription: {name} skill\n{extra}---\nBody of {name}\n",
+    )
+
+
+def only(tmp_path, *dirs):
+    return [Layer(Path(d), "option") for d in dirs]
+
+
+def messages(registry, severity=None):
+    return [p.message for p in registry.problems if severity in (None, p.severity)]
+
+
+def test_tools_commands_skills_compiled(tmp_path):
+    layer = tmp_path / "l"
+    write(
+        layer / "config" / "t.yaml",
+        "tools:\n  hello:\n    description: Say hi\n    params: {who: {type: string}}\n"
+        "    run: [echo, 'hi {who}']\ncommands:\n  hi:\n    tool: hello\n    arg-mode: parsed\n",
+    )
+    skill(layer, "term", "command-dispatch: tool\ncommand-tool: exec\n")
+    skill(layer, "explain")
+    registry, _ = compile_registry(only(tmp_path, layer))
+    assert registry.errors == []
+    assert registry.tool("hello").implementation == {"run": ["echo", "hi {who}"]}
+    assert registry.command("hi").tool == "hello"
+    assert registry.command("term").kind == "tool" and registry.command("term").tool == "exec"
+    assert registry.command("explain").kind == "prompt"
+    assert registry.skill_body("explain") == "Body of explain\n"
+    assert "exec" in registry.tools and registry.tool("bash").name == "exec"
+
+
+def test_case_and_underscores_not_significant(tmp_path):
+    layer = tmp_path / "l"
+    skill(layer, "my-command", "command-dispatch: tool\ncommand-tool: exec\n")
+    registry, _ = compile_registry(only(tmp_path, layer))
+    assert registry.command("/My_Command").name == "my-command"
+
+
+def test_higher_layer_wins_and_shadowing_is_info(tmp_path):
+    high, low = tmp_path / "high", tmp_path / "low"
+    skill(high, "same", "command-dispatch: tool\ncommand-tool: exec\n")
+    skill(low, "same")
+    registry, _ = compile_registry(only(tmp_path, high, low))
+    assert registry.command("same").kind == "tool"
+    assert registry.skills["same"].path.startswith(str(high))
+    infos = [p for p in registry.problems if p.severity == "info"]
+    assert infos and "shadowed" in infos[0].message and infos[0].path.startswith(str(low))
+
+
+def test_same_name_twice_in_one_layer_is_an_error(tmp_path):
+    layer = tmp_path / "l"
+    skill(layer, "dup", folder="one")
+    skill(layer, "dup", folder="two")
+    registry, _ = compile_registry(only(tmp_path, layer))
+    assert any("also declared" in m for m in messages(registry, "error"))
+
+
+def test_yaml_command_and_skill_colliding_in_one_layer(tmp_path):
+    layer = tmp_path / "l"
+    write(layer / "config" / "c.yaml", "commands:\n  deploy:\n    tool: exec\n")
+    skill(layer, "deploy")
+    registry, _ = compile_registry(only(tmp_path, layer))
+    assert any("already declared" in m for m in messages(registry, "error"))
+
+
+@pytest.mark.parametrize("name", ["help", "tools", "exit", "sessions"])
+def test_reserved_names_are_errors(tmp_path, name):
+    layer = tmp_path / "l"
+    skill(layer, name)
+    write(layer / "config" / "c.yaml", f"commands:\n  {name}:\n    tool: exec\n")
+    registry, _ = compile_registry(only(tmp_path, layer))
+    errors = messages(registry, "error")
+    assert len(errors) == 2 and all("built-in" in m for m in errors)
+    assert registry.command(name) is None
+
+
+def test_tool_taking_a_builtin_name_is_an_error(tmp_path):
+    layer = tmp_path / "l"
+    write(layer / "config" / "t.yaml", "tools:\n  bash:\n    description: d\n    run: [x]\n")
+    registry, _ = compile_registry(only(tmp_path, layer))
+    assert registry.tool("bash").name == "exec"
+    assert any("built-in tool" in m for m in messages(registry, "error"))
+
+
+def test_command_tool_naming_no_tool_is_an_error(tmp_path):
+    layer = tmp_path / "l"
+    skill(layer, "ghost", "command-dispatch: tool\ncommand-tool: nothing\n")
+    write(layer / "config" / "c.yaml", "commands:\n  phantom:\n    tool: missing\n")
+    registry, _ = compile_registry(only(tmp_path, layer))
+    errors = messages(registry, "error")
+    assert any("command-tool 'nothing' names no tool" in m for m in errors)
+    assert any("tool 'missing' names no tool" in m for m in errors)
+    assert registry.command("ghost") is None and registry.command("phantom") is None
+
+
+@pytest.mark.parametrize(
+    ("decl", "needle"),
+    [
+        ("handler: handlers/missing.py:run", "missing.py"),
+        ("tool: nothing\n    with: {}", "nothing"),
+        ("run: [echo, '{nope}']", "nope"),
+    ],
+)
+def test_load_time_implementation_errors(tmp_path, decl, needle):
+    layer = tmp_path / "l"
+    write(layer / "config" / "t.yaml", f"tools:\n  t:\n    description: d\n    {decl}\n")
+    registry, _ = compile_registry(only(tmp_path, layer))
+    errors = [p for p in registry.problems if p.severity == "error"]
+    assert errors and needle in errors[0].message and errors[0].line == 2
+    assert registry.tool("t") is None
+
+
+def test_bad_files_do_not_stop_the_rest_of_the_layer(tmp_path):
+    layer = tmp_path / "l"
+    skill(layer, "good")
+    write(layer / "skills" / "broken" / "SKILL.md", "---\nname: broken\n")
+    write(layer / "skills" / "binary" / "SKILL.md", bytes(range(256)))
+    write(layer / "skills" / "empty" / "SKILL.md", "")
+    write(layer / "config" / "bad.yaml", "tools:\n\tx: 1\n")
+    write(layer / "config" / "ok.yaml", "tools:\n  fine:\n    description: d\n    run: [\"true\"]\n")
+    (layer / "skills" / "loop").symlink_to(layer / "skills" / "loop")
+    registry, _ = compile_registry(only(tmp_path, layer))
+    assert "good" in registry.skills and registry.tool("fine") is not None
+    by_file = {Path(p.path).parent.name if p.path.endswith(".md") else Path(p.path).name for p in registry.errors}
+    assert {"broken", "binary", "empty", "bad.yaml", "loop"} <= by_file
+
+
+def test_settings_merge_across_layers(tmp_path):
+    high, low = tmp_path / "high", tmp_path / "low"
+    write(high / "config" / "agent.yaml", "policy:\n  deny: ['exec(rm *)']\n")
+    write(low / "config" / "agent.yaml", "policy:\n  mode: full\n  deny: ['read_file(.env)']\n")
+    registry, _ = compile_registry(only(tmp_path, high, low))
+    assert registry.settings["policy"]["mode"] == "full"
+    assert registry.settings["policy"]["deny"] == ["exec(rm *)", "read_file(.env)"]
+
+
+def test_cache_is_used_then_rebuilt_on_change(tmp_path):
+    layer = tmp_path / "l"
+    skill(layer, "one")
+    layers = only(tmp_path, layer)
+    cache = tmp_path / "state"
+    first = load_registry(layers, cache)
+    assert not first.from_cache
+    second = load_registry(layers, cache)
+    assert second.from_cache and set(second.skills) == set(first.skills)
+    skill(layer, "two")
+    third = load_registry(layers, cache)
+    assert not third.from_cache and "two" in third.skills
+    time.sleep(0.01)
+    write(layer / "skills" / "one" / "SKILL.md", "---\nname: one\ndescription: changed text\n---\n")
+    assert load_registry(layers, cache).skills["one"].description == "changed text"
+    (layer / "skills" / "two" / "SKILL.md").unlink()
+    assert "two" not in load_registry(layers, cache).skills
+
+
+def test_corrupt_cache_is_rebuilt(tmp_path):
+    layer = tmp_path / "l"
+    skill(layer, "one")
+    cache = tmp_path / "state"
+    load_registry(only(tmp_path, layer), cache)
+    for f in cache.glob("registry-*.json"):
+        f.write_text("{not json")
+    assert "one" in load_registry(only(tmp_path, layer), cache).skills
+
+
+def test_warm_load_imports_neither_yaml_nor_frontmatter(tmp_path):
+    layer = tmp_path / "l"
+    skill(layer, "one", "command-dispatch: tool\ncommand-tool: exec\n")
+    write(layer / "config" / "t.yaml", "tools:\n  t:\n    description: d\n    run: [\"true\"]\n")
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from mdagent.layers import Layer\nfrom mdagent.registry import load_registry\n"
+        f"r = load_registry([Layer(Path({str(layer)!r}), 'option')], Path({str(tmp_path / 's')!r}))\n"
+        "print(r.from_cache, 'yaml' in sys.modules, 'frontmatter' in sys.modules)\n"
+    )
+    cold = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    warm = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert cold.stdout.split() == ["False", "True", "True"]
+    assert warm.stdout.split() == ["True", "False", "False"]
+
+
+def test_many_processes_compiling_at_once_never_break_the_cache(tmp_path):
+    layer = tmp_path / "l"
+    for i in range(30):
+        skill(layer, f"s{i}")
+    state = tmp_path / "s"
+    code = (
+        "from pathlib import Path\nfrom mdagent.layers import Layer\n"
+        "from mdagent.registry import load_registry\n"
+        f"r = load_registry([Layer(Path({str(layer)!r}), 'option')], Path({str(state)!r}))\n"
+        "print(len(r.skills))\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        for _ in range(8)
+    ]
+    outs = [p.communicate(timeout=60)[0].strip() for p in procs]
+    assert outs == ["30"] * 8
+    files = list(state.glob("registry-*.json"))
+    assert len(files) == 1 and len(json.loads(files[0].read_text())["registry"]["skills"]) == 30
+    assert not list(state.glob(".registry-*"))
+
+
+def test_bundled_layer_is_clean():
+    layers = [layer for layer in find_layers([], no_user=True) if layer.kind == "bundled"]
+    registry, _ = compile_registry(layers)
+    assert [p for p in registry.problems if p.severity != "info"] == []
+    assert {"term", "count", "todos", "commit-message"} <= set(registry.commands)
+    assert registry.command("count").arg_mode == "parsed"
+    assert registry.tool("wc").kind == "handler"
+    assert registry.tool("todos").kind == "run"
+    assert os.path.basename(registry.skills["term"].path) == "SKILL.md"
