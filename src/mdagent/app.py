@@ -18,11 +18,21 @@ from mdagent.errors import MdagentError, UsageError
 from mdagent.runtime import Options, Runtime
 
 
+def _click_module(name: str):
+    """A click submodule: typer >= 0.20 vendors click as ``typer._click``."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"typer._click.{name}")
+    except ImportError:
+        return importlib.import_module(f"click.{name}")
+
+
 class AgentGroup(TyperGroup):
     """Completes ``agent /<TAB>`` with the registry's commands."""
 
     def shell_complete(self, ctx, incomplete):  # noqa: D102 - click API
-        from click.shell_completion import CompletionItem
+        CompletionItem = _click_module("shell_completion").CompletionItem  # noqa: N806
 
         items = super().shell_complete(ctx, incomplete)
         if incomplete.startswith("/") or not incomplete:
@@ -68,13 +78,25 @@ def root(
     json_out: bool = typer.Option(False, "--json", help="Print results as JSON."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Approve every call that would ask."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tracebacks and debug logs."),
+    provider: str | None = typer.Option(None, "--provider", help="openai, anthropic or fake."),
+    model: str | None = typer.Option(None, "--model", help="The model's name."),
+    base_url: str | None = typer.Option(None, "--base-url", help="The provider's API base URL."),
+    script: str | None = typer.Option(None, "--script", help="Scripted conversation (fake provider)."),
     version: bool = typer.Option(
         False, "--version", "-V", callback=_version, is_eager=True, help="Show the version."
     ),
 ) -> None:
     """Global options go before the subcommand or /NAME."""
     ctx.obj = Options(
-        layers=[str(p) for p in layer], no_user=no_user, json=json_out, yes=yes, verbose=verbose
+        layers=[str(p) for p in layer],
+        no_user=no_user,
+        json=json_out,
+        yes=yes,
+        verbose=verbose,
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        script=script,
     )
     if ctx.invoked_subcommand is None:
         from mdagent.repl import run_repl
@@ -300,6 +322,132 @@ def skill_skeleton(name: str, tool: str | None, arg_mode: str) -> str:
     )
 
 
+# -- the agent ------------------------------------------------------------------
+
+
+@app.command()
+def ask(
+    ctx: typer.Context,
+    prompt: list[str] = typer.Argument(None, help="The prompt (read from stdin when absent and piped)."),
+    continue_: bool = typer.Option(False, "--continue", "-c", help="Continue the latest session."),
+    session: str | None = typer.Option(None, "--session", help="Continue this session (id or prefix)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Approve every call that would ask."),
+    json_out: bool = typer.Option(False, "--json", help="Print the answer and the tool calls as JSON."),
+    provider: str | None = typer.Option(None, "--provider", help="openai, anthropic or fake."),
+    model: str | None = typer.Option(None, "--model", help="The model's name."),
+    base_url: str | None = typer.Option(None, "--base-url", help="The provider's API base URL."),
+    script: str | None = typer.Option(None, "--script", help="Scripted conversation (fake provider)."),
+) -> None:
+    """Run an agent turn: the model answers, calling the declared tools."""
+    from mdagent.agent import run_ask
+
+    options = _options(ctx)
+    options.yes = options.yes or yes
+    options.json = options.json or json_out
+    for key, value in {"provider": provider, "model": model, "base_url": base_url, "script": script}.items():
+        if value is not None:
+            setattr(options, key, value)
+    text = " ".join(prompt or [])
+    if not text and not sys.stdin.isatty():
+        text = sys.stdin.read()
+    if not text.strip():
+        raise UsageError("no prompt: agent ask PROMPT... (or pipe it on stdin)")
+    raise typer.Exit(run_ask(Runtime(options), text, continue_=continue_, session=session))
+
+
+sessions_app = typer.Typer(help="List and show sessions.", invoke_without_command=True)
+app.add_typer(sessions_app, name="sessions")
+
+
+@sessions_app.callback()
+def sessions_list(
+    ctx: typer.Context,
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    limit: int = typer.Option(20, "-n", help="How many, newest first."),
+) -> None:
+    """List recent sessions."""
+    if ctx.invoked_subcommand is not None:
+        return
+    rows = _runtime(ctx).store.sessions(limit=limit)
+    if _wants_json(ctx, json_out):
+        _print_json(rows)
+        return
+    if not rows:
+        typer.echo("(no sessions)")
+        return
+    table = [[r["id"], str(r["updated"])[:19], str(r.get("messages", "")), (r.get("title") or "")[:60]] for r in rows]
+    typer.echo(_table(table, ["ID", "UPDATED", "MESSAGES", "TITLE"]))
+
+
+@sessions_app.command("show")
+def sessions_show(
+    ctx: typer.Context,
+    session_id: str = typer.Argument(..., help="Session id or a unique prefix."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Print one session's messages."""
+    store = _runtime(ctx).store
+    found = store.session(session_id)
+    if found is None:
+        raise UsageError(f"no session {session_id!r} (see: agent sessions)")
+    messages = store.messages(found["id"])
+    if _wants_json(ctx, json_out):
+        _print_json({**found, "messages": messages})
+        return
+    typer.echo(f"session {found['id']}  {found.get('title') or ''}".rstrip())
+    for message in messages:
+        typer.echo(_format_message(message))
+
+
+def _format_message(message: dict[str, Any]) -> str:
+    role = message.get("role", "?")
+    text = message.get("content") or ""
+    if role == "assistant" and message.get("tool_calls"):
+        calls = ", ".join(
+            f"{c.get('name')}({json.dumps(c.get('arguments'), ensure_ascii=False)[:80]})"
+            for c in message["tool_calls"]
+        )
+        text = (text + "\n" if text else "") + f"-> {calls}"
+    if role == "tool":
+        text = text if len(text) <= 400 else text[:400] + "…"
+    return f"[{role}] {text}"
+
+
+@app.command()
+def logs(
+    ctx: typer.Context,
+    tool: str | None = typer.Option(None, "--tool", help="Only calls of this tool."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    limit: int = typer.Option(20, "-n", help="How many, newest first."),
+) -> None:
+    """The audit log: every tool call, who made it, its outcome and who approved it."""
+    rows = _runtime(ctx).store.calls(tool=tool, limit=limit)
+    if _wants_json(ctx, json_out):
+        _print_json(rows)
+        return
+    if not rows:
+        typer.echo("(no calls logged)")
+        return
+    table = [
+        [
+            str(r.get("time", ""))[:19],
+            str(r.get("caller", "")),
+            str(r.get("tool", "")),
+            "ok" if r.get("ok") else f"failed: {str(r.get('error') or '')[:40]}",
+            f"{r.get('duration_ms') or 0:.0f}ms",
+            str(r.get("approved_by") or ""),
+            _short_args(r.get("args")),
+        ]
+        for r in rows
+    ]
+    typer.echo(_table(table, ["TIME", "CALLER", "TOOL", "OUTCOME", "TOOK", "APPROVED BY", "ARGS"]))
+
+
+def _short_args(args: Any, limit: int = 60) -> str:
+    text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 # -- config ---------------------------------------------------------------------
 
 
@@ -337,14 +485,13 @@ def run_app(argv: list[str]) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except Exception as err:
-        import click
-
-        if isinstance(err, click.exceptions.Exit):
+        click = _click_module("exceptions")
+        if isinstance(err, typer.Exit):
             return err.exit_code
         if isinstance(err, click.ClickException):
             err.show()
             return 2 if isinstance(err, click.UsageError) else err.exit_code
-        if isinstance(err, click.exceptions.Abort):
+        if isinstance(err, typer.Abort):
             typer.echo("agent: interrupted", err=True)
             return 130
         if verbose:

@@ -19,6 +19,7 @@ from mdagent.runtime import Options, Runtime
 
 _FLAGS = {"--no-user": "no_user", "--json": "json", "--yes": "yes", "-y": "yes"}
 _VERBOSE = {"-v", "--verbose"}
+_VALUED = {"--provider": "provider", "--model": "model", "--base-url": "base_url", "--script": "script"}
 _COMPLETE_VARS = ("_AGENT_COMPLETE", "_MDAGENT_COMPLETE")
 
 
@@ -55,6 +56,12 @@ def _global_options(argv: list[str]) -> tuple[Options, list[str] | None]:
             index += 1
         elif word.startswith("--layer="):
             options.layers.append(word.split("=", 1)[1])
+        elif word in _VALUED and index + 1 < len(argv):
+            setattr(options, _VALUED[word], argv[index + 1])
+            index += 1
+        elif word.split("=", 1)[0] in _VALUED and "=" in word:
+            key, value = word.split("=", 1)
+            setattr(options, _VALUED[key], value)
         else:
             return options, argv[index:]
         index += 1

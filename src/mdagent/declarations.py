@@ -6,13 +6,14 @@ from pathlib import Path
 from typing import Any
 
 from mdagent.errors import ConfigError, Problem
+from mdagent.implementations import IMPLEMENTATION_KEYS
 from mdagent.specs import CommandSpec, ToolSpec
 from mdagent.yamlsource import Located, decode, load_yaml, plain, position
 
 SETTINGS_FILE = "agent.yaml"
 
 DEFAULT_SETTINGS: dict[str, Any] = {
-    "model": {"provider": "openai", "stream": True},
+    "model": {"stream": True},
     "agent": {"max_steps": 25, "tier": "full"},
     "policy": {"mode": "ask", "allow": [], "deny": [], "paths": []},
     "exec": {"timeout": 120, "max_output": 100_000},
@@ -20,7 +21,6 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "hooks": {"before": [], "after": []},
 }
 
-IMPLEMENTATION_KEYS = ("run", "shell", "handler", "http", "tool")
 
 
 def read_yaml_file(path: Path) -> tuple[Any, list[Problem]]:

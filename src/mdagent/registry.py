@@ -12,14 +12,14 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from mdagent.commands import command_key
 from mdagent.errors import Problem
 from mdagent.layers import Layer, state_dir
-from mdagent.specs import CommandSpec, Skill, ToolSpec
+from mdagent.specs import CommandSpec, LazyRecords, Skill, ToolSpec
 
 CACHE_FORMAT = 3
 
@@ -67,9 +67,9 @@ class Registry:
     def __init__(
         self,
         *,
-        tools: dict[str, ToolSpec],
-        commands: dict[str, CommandSpec],
-        skills: dict[str, Skill],
+        tools: Mapping[str, ToolSpec],
+        commands: Mapping[str, CommandSpec],
+        skills: Mapping[str, Skill],
         settings: dict[str, Any],
         problems: list[Problem],
         layers: list[Layer],
@@ -82,15 +82,24 @@ class Registry:
         self.problems = problems
         self.layers = layers
         self.from_cache = from_cache
-        self.aliases = {a: t.name for t in tools.values() for a in t.aliases}
+        self._aliases: dict[str, str] | None = None
+
+    @property
+    def aliases(self) -> dict[str, str]:
+        """Alias -> tool name."""
+        if self._aliases is None:
+            self._aliases = {a: t.name for t in self.tools.values() for a in t.aliases}
+        return self._aliases
 
     @property
     def errors(self) -> list[Problem]:
         """Problems of severity ``error``."""
         return [p for p in self.problems if p.severity == "error"]
 
-    def tool(self, name: str) -> ToolSpec | None:
+    def tool(self, name: str | None) -> ToolSpec | None:
         """The tool called ``name`` or having it as an alias."""
+        if not name:
+            return None
         return self.tools.get(name) or self.tools.get(self.aliases.get(name, ""))
 
     def command(self, name: str) -> CommandSpec | None:
@@ -126,9 +135,9 @@ class Registry:
     @classmethod
     def from_dict(cls, data: dict[str, Any], layers: list[Layer]) -> Registry:
         return cls(
-            tools={k: ToolSpec.from_dict(v) for k, v in data["tools"].items()},
-            commands={k: CommandSpec.from_dict(v) for k, v in data["commands"].items()},
-            skills={k: Skill.from_dict(v) for k, v in data["skills"].items()},
+            tools=LazyRecords(data["tools"], ToolSpec),
+            commands=LazyRecords(data["commands"], CommandSpec),
+            skills=LazyRecords(data["skills"], Skill),
             settings=data["settings"],
             problems=[Problem(*p) for p in data["problems"]],
             layers=layers,
@@ -330,10 +339,13 @@ class _Compiler:
                 continue
             if not is_dir:
                 continue
-            self.watch(entry.path)
             skill_file = Path(entry.path) / "SKILL.md"
             self.watch(skill_file)
             if not skill_file.is_file():
+                # Only a folder without SKILL.md needs its own stamp: that is
+                # how a SKILL.md created later is noticed. Otherwise the file's
+                # stamp says everything, at half the stat calls.
+                self.watch(entry.path)
                 self.problem(str(skill_file), 1, "warning", "skill folder has no SKILL.md")
                 continue
             skill, problems = load_skill(skill_file, layer.kind)
@@ -454,7 +466,9 @@ class _Compiler:
             base_dir = Path(tool.implementation.get("base_dir", path.parent))
             if "handler" in tool.implementation:
                 self.watch(_handler_file(tool.implementation["handler"], base_dir))
-            messages = check_implementation(tool.implementation, tool.params, names, base_dir)
+            messages = check_implementation(
+                tool.implementation, tool.params, names, base_dir, name=tool.name
+            )
             unknown = [r for r in tool.required if r not in tool.params]
             if unknown:
                 messages.append(f"required names no parameter: {', '.join(unknown)}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -30,6 +31,20 @@ class Options:
     json: bool = False
     yes: bool = False
     verbose: bool = False
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    script: str | None = None
+
+    @property
+    def model_overrides(self) -> dict[str, str | None]:
+        """Command-line choices of provider and model (None: not given)."""
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "base_url": self.base_url,
+            "script": self.script,
+        }
 
 
 class Runtime:
@@ -73,14 +88,25 @@ class Runtime:
 
         return Store()
 
-    def policy(self, interactive: bool | None = None, prompt=None):
-        """The policy for calls of this process."""
+    def policy(self, interactive: bool | None = None, prompt=None, allow: Iterable[str] = ()):
+        """The policy for calls of this process.
+
+        ``allow`` adds allow rules for this policy only (a prompt skill's
+        ``allowed-tools``); deny rules still apply.
+        """
         from mdagent.policy import Policy
 
         if interactive is None:
             interactive = _has_terminal()
+        settings = self.settings
+        if allow:
+            section = dict(settings.get("policy") or {})
+            existing = section.get("allow") or []
+            existing = [existing] if isinstance(existing, str) else list(existing)
+            section["allow"] = [*existing, *allow]
+            settings = {**settings, "policy": section}
         return Policy(
-            self.settings,
+            settings,
             workdir=self.workdir,
             store=self.store,
             interactive=interactive,
@@ -155,6 +181,7 @@ def add_declared_tool(box: Toolbox, spec: ToolSpec) -> None:
                     {**spec.implementation, "timeout": spec.timeout},
                     name=spec.name,
                     params=spec.params,
+                    required=spec.required,
                     base_dir=Path(spec.implementation.get("base_dir") or Path(spec.source).parent),
                 )
             )

@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from functools import cache
+from typing import Any, Generic, TypeVar
 
 CATEGORIES = ("execution", "filesystem", "web", "data", "system", "memory", "browser", "custom")
 SECURITY_LEVELS = ("safe", "moderate", "dangerous")
@@ -26,8 +28,46 @@ class _Record:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]):
-        names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        names = _field_names(cls)
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))  # type: ignore[arg-type]
+
+
+R = TypeVar("R", bound=_Record)
+
+
+class LazyRecords(Mapping[str, R], Generic[R]):
+    """Records kept as the cache's dicts and built on first access.
+
+    A warm ``agent /name`` touches one command and one tool out of maybe
+    thousands; building every record up front would cost more than the rest
+    of the load.
+    """
+
+    def __init__(self, raw: dict[str, dict[str, Any]], cls: type[R]) -> None:
+        self._raw = raw
+        self._cls = cls
+        self._built: dict[str, R] = {}
+
+    def __getitem__(self, key: str) -> R:
+        record = self._built.get(key)
+        if record is None:
+            record = self._cls.from_dict(self._raw[key])
+            self._built[key] = record
+        return record
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,7 @@ class Result:
         return json.dumps(self.to_dict(), default=str, ensure_ascii=False)
 
 
-def _accepts_context(handler: Handler) -> bool:
+def accepts_context(handler: Handler) -> bool:
     """Whether ``handler`` takes a second positional parameter (the context)."""
     code = getattr(handler, "__code__", None)
     if code is not None and not hasattr(handler, "__self__"):
@@ -182,7 +182,7 @@ class Tool:
     def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Call the handler, passing the context when it accepts one."""
         if self._wants_context is None:
-            self._wants_context = _accepts_context(self.handler)
+            self._wants_context = accepts_context(self.handler)
         return self.handler(args, ctx) if self._wants_context else self.handler(args)
 
     def run(self, args: Mapping[str, Any] | None = None, context: ToolContext | None = None):

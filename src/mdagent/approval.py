@@ -1,0 +1,321 @@
+"""Asking a person whether a call may run, and remembering "always".
+
+The question goes to stderr and the answer is read from the terminal
+(``/dev/tty``, else stdin when it is a terminal), so it works while stdout is
+piped. One question at a time: the agent may run calls concurrently.
+
+"always" adds an allow rule to the project layer's ``config/agent.yaml``
+with :func:`add_allow_rule`, which edits the text rather than re-dumping
+YAML, so comments, key order and formatting survive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+import threading
+import unicodedata
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from mdagent.errors import ConfigError
+
+ANSWERS = {
+    "y": "yes",
+    "yes": "yes",
+    "n": "no",
+    "no": "no",
+    "": "no",
+    "a": "always",
+    "always": "always",
+}
+# Values shown in full whatever their length: they are what is being approved,
+# and a shortened command could hide its dangerous tail.
+FULL_KEYS = frozenset({"command", "path", "url"})
+MAX_VALUE = 200
+
+_prompt_lock = threading.Lock()
+
+
+def format_call(tool_name: str, args: Mapping[str, Any], max_value: int = MAX_VALUE) -> str:
+    """``tool_name`` and its arguments for a person to judge, one argument per line.
+
+    Control characters (ANSI escapes, carriage returns, bidi overrides) are
+    shown escaped so a model cannot disguise what is being approved. Long
+    values are shortened in the middle, except ``command``, ``path`` and
+    ``url``.
+    """
+    lines = [tool_name]
+    for key, value in args.items():
+        text = (
+            value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        )
+        if key not in FULL_KEYS and len(text) > max_value:
+            half = max_value // 2
+            text = f"{text[:half]} … ({len(text) - 2 * half} more chars) … {text[-half:]}"
+        text = _visible(text)
+        if "\n" in text:
+            body = "\n".join("      " + line for line in text.splitlines())
+            lines.append(f"  {key}:\n{body}")
+        else:
+            lines.append(f"  {key}: {text}")
+    return "\n".join(lines)
+
+
+def _visible(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(ch)
+        else:
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+    return "".join(out)
+
+
+def terminal_available() -> bool:
+    """Whether a person can be asked: ``/dev/tty`` opens, or stdin is a terminal."""
+    try:
+        with open("/dev/tty", encoding="utf-8"):
+            return True
+    except OSError:
+        pass
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def _terminal_input() -> Any:
+    try:
+        tty: TextIO | None = open("/dev/tty", encoding="utf-8", errors="replace")  # noqa: SIM115
+    except OSError:
+        tty = None
+    if tty is not None:
+        with tty:
+            yield tty
+        return
+    try:
+        interactive = sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        interactive = False
+    if not interactive:
+        raise EOFError("no terminal to ask on")
+    yield sys.stdin
+
+
+def ask_terminal(tool_name: str, args: Mapping[str, Any], *, out: TextIO | None = None) -> str:
+    """Ask on the terminal whether to run the call: ``"yes"``, ``"no"`` or ``"always"``.
+
+    The question goes to ``out`` (default stderr). Raises ``EOFError`` when
+    there is no terminal to read from or it closes; an unclear answer is
+    asked again, three times at most, then counts as "no".
+    """
+    out = out or sys.stderr
+    with _prompt_lock, _terminal_input() as source:
+        print(f"\nAllow {format_call(tool_name, args)}", file=out)
+        for _ in range(3):
+            out.write("Run it? [y]es / [n]o / [a]lways: ")
+            out.flush()
+            line = source.readline()
+            if not line:
+                raise EOFError("terminal closed")
+            answer = ANSWERS.get(line.strip().lower())
+            if answer is not None:
+                return answer
+            print("Please answer y, n or a.", file=out)
+        return "no"
+
+
+# -- saving "always" ----------------------------------------------------------------
+
+
+def add_allow_rule(path: str | os.PathLike[str], rule: str) -> bool:
+    """Append ``rule`` to ``policy.allow`` in the settings file ``path``.
+
+    Creates the file (and folders) when missing. Otherwise the new list item
+    is inserted as text, so comments and formatting stay as they were: after
+    the last item of a block ``allow:`` list, inside a flow list
+    (``allow: [a]``), as a new ``allow:`` under a block ``policy:``, or as a
+    new ``policy:`` section at the end. When the layout allows none of these
+    (``policy: {...}`` in flow style, say), the file is loaded, changed and
+    dumped again, but only if it has no comments; otherwise
+    :class:`ConfigError` says what to add by hand. Every edit is checked by
+    parsing the result: the old settings plus the rule, nothing else.
+    Returns False when the rule was already there. Concurrent writers are
+    serialised with a lock on the file.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(target) as handle:
+        text = handle.read()
+        import yaml
+
+        try:
+            before = yaml.safe_load(text) if text.strip() else None
+        except yaml.YAMLError as exc:
+            raise ConfigError(
+                f"cannot add `{rule}`: the file is not valid YAML ({exc})", str(target)
+            ) from None
+        if before is None:
+            before = {}
+        if not isinstance(before, dict):
+            raise ConfigError(f"cannot add `{rule}`: the file is not a mapping", str(target))
+        policy = before.get("policy") or {}
+        allow = policy.get("allow") if isinstance(policy, dict) else None
+        if isinstance(allow, list) and rule in allow:
+            return False
+        expected = _with_rule(before, rule)
+        new_text = _edited(text, rule)
+        if new_text is None or _load(new_text) != expected:
+            if not _comment_free(text):
+                raise ConfigError(
+                    f"cannot add `{rule}` to policy.allow without losing comments; add it by hand",
+                    str(target),
+                )
+            new_text = yaml.safe_dump(expected, sort_keys=False, allow_unicode=True)
+        _replace(target, new_text)
+    return True
+
+
+def _with_rule(settings: dict[str, Any], rule: str) -> dict[str, Any]:
+    policy = settings.get("policy")
+    policy = dict(policy) if isinstance(policy, dict) else {}
+    allow = policy.get("allow")
+    policy["allow"] = [*(allow if isinstance(allow, list) else ([allow] if allow else [])), rule]
+    return {**settings, "policy": policy}
+
+
+def _load(text: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+
+
+def _edited(text: str, rule: str) -> str | None:
+    """``text`` with ``rule`` added to ``policy.allow`` by a textual edit, or None."""
+    import yaml
+
+    item = json.dumps(rule, ensure_ascii=False)  # a JSON string is a YAML double-quoted scalar
+    if text and not text.endswith("\n"):
+        text += "\n"
+    try:
+        root = yaml.compose(text) if text.strip() else None
+    except yaml.YAMLError:
+        return None
+    if root is None:
+        return f"{text}policy:\n  allow:\n    - {item}\n"
+    if not isinstance(root, yaml.MappingNode) or root.flow_style:
+        return None
+    lines = text.splitlines(keepends=True)
+    policy = _value_of(root, "policy")
+    if policy is None:
+        return f"{text}policy:\n  allow:\n    - {item}\n"
+    key_node, policy_node = policy
+    if _is_empty_scalar(policy_node):
+        indent = " " * (key_node.start_mark.column + 2)
+        return _insert(lines, key_node.start_mark.line + 1, f"{indent}allow:\n{indent}  - {item}\n")
+    if (
+        not isinstance(policy_node, yaml.MappingNode)
+        or policy_node.flow_style
+        or not policy_node.value
+    ):
+        return None
+    allow = _value_of(policy_node, "allow")
+    if allow is None:
+        first_key = policy_node.value[0][0]
+        if first_key.start_mark.line == key_node.start_mark.line:
+            return None
+        # Right under `policy:`, so a comment above the first key stays with it.
+        indent = " " * first_key.start_mark.column
+        return _insert(lines, key_node.start_mark.line + 1, f"{indent}allow:\n{indent}  - {item}\n")
+    allow_key, allow_node = allow
+    if _is_empty_scalar(allow_node):
+        indent = " " * (allow_key.start_mark.column + 2)
+        return _insert(lines, allow_key.start_mark.line + 1, f"{indent}- {item}\n")
+    if not isinstance(allow_node, yaml.SequenceNode):
+        return None
+    if allow_node.flow_style:
+        end = allow_node.end_mark.index - 1  # the closing bracket
+        if text[end] != "]":
+            return None
+        sep = ", " if allow_node.value else ""
+        return text[:end] + sep + item + text[end:]
+    if not allow_node.value:
+        return None
+    first, last = allow_node.value[0], allow_node.value[-1]
+    dash = lines[first.start_mark.line].rfind("-", 0, first.start_mark.column)
+    if dash < 0:
+        return None
+    end_line = last.end_mark.line if last.end_mark.column > 0 else last.end_mark.line - 1
+    return _insert(lines, end_line + 1, f"{' ' * dash}- {item}\n")
+
+
+def _value_of(node: Any, key: str) -> tuple[Any, Any] | None:
+    for key_node, value_node in node.value:
+        if getattr(key_node, "value", None) == key:
+            return key_node, value_node
+    return None
+
+
+def _is_empty_scalar(node: Any) -> bool:
+    import yaml
+
+    return isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null") and node.value == ""
+
+
+def _insert(lines: list[str], index: int, new: str) -> str:
+    return "".join(lines[:index]) + new + "".join(lines[index:])
+
+
+@contextlib.contextmanager
+def _locked(target: Path) -> Any:
+    """The file opened for reading under an exclusive lock, created empty if missing.
+
+    The file is replaced (not rewritten in place) so a crash never leaves
+    half a file; a writer that locked the old file sees it was replaced
+    and locks the new one.
+    """
+    import fcntl
+
+    while True:
+        fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
+        handle = os.fdopen(fd, "r+", encoding="utf-8")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                current = os.stat(target)
+            except FileNotFoundError:
+                current = None
+            if current is not None and os.path.samestat(current, os.fstat(fd)):
+                yield handle
+                return
+        finally:
+            handle.close()
+
+
+def _replace(target: Path, text: str) -> None:
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        mode = target.stat().st_mode & 0o777
+    except OSError:
+        mode = 0o644
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.chmod(tmp, mode)
+    os.replace(tmp, target)
+
+
+def _comment_free(text: str) -> bool:
+    # A YAML comment starts a line or follows whitespace; a "#" inside a
+    # quoted string may look like one too, which only errs on the safe side.
+    return not re.search(r"(^|\s)#", text)

@@ -1,0 +1,80 @@
+"""The environment children see: this process's, minus anything that looks like a secret.
+
+A tool's child process (``exec``, ``run:``, ``shell:``, hooks) gets the
+scrubbed environment, so a command a model chose cannot read an API key out
+of ``env``. Names are matched against globs, case-insensitively:
+``*KEY*`` drops ``MY_API_KEY`` and ``ssh_keyfile`` alike.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from fnmatch import fnmatchcase
+from typing import Any
+
+DEFAULT_EXCLUDE = ["*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*", "*CREDENTIAL*"]
+
+
+def _matches(name: str, patterns: Iterable[str]) -> bool:
+    upper = name.upper()
+    return any(fnmatchcase(upper, str(p).upper()) for p in patterns)
+
+
+def scrubbed_env(
+    environ: Mapping[str, str],
+    exclude: Iterable[str] = DEFAULT_EXCLUDE,
+    include: Iterable[str] = (),
+) -> dict[str, str]:
+    """``environ`` without the variables whose name matches an ``exclude`` glob.
+
+    A name that matches an ``include`` entry (an exact name or a glob) is
+    kept even when it matches ``exclude``. Matching ignores case.
+    """
+    exclude = list(exclude)
+    include = list(include)
+    return {
+        name: value
+        for name, value in environ.items()
+        if not _matches(name, exclude) or _matches(name, include)
+    }
+
+
+def env_rules(settings: Mapping[str, Any] | None) -> tuple[list[str], list[str]]:
+    """``(exclude, include)`` from ``settings["policy"]["env"]``, with the defaults.
+
+    ``exclude``, when the settings give it, *replaces* :data:`DEFAULT_EXCLUDE`
+    (the bundled ``agent.yaml`` lists the defaults and layers concatenate
+    lists, so a layer's entries add to them); to let one variable through
+    while keeping the rest, list it under ``include`` instead.
+    """
+    policy = (settings or {}).get("policy") or {}
+    env = (policy.get("env") or {}) if isinstance(policy, Mapping) else {}
+    exclude = env.get("exclude") if isinstance(env, Mapping) else None
+    include = env.get("include") if isinstance(env, Mapping) else None
+    exclude = list(DEFAULT_EXCLUDE) if exclude is None else [str(p) for p in _as_list(exclude)]
+    include = [] if include is None else [str(p) for p in _as_list(include)]
+    return exclude, include
+
+
+def _as_list(value: Any) -> list[Any]:
+    # A lone string in YAML (`exclude: "*KEY*"`) means a one-item list.
+    return [value] if isinstance(value, str) else list(value)
+
+
+def child_env(
+    settings: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment for a child process: ``environ`` (default ``os.environ``) scrubbed.
+
+    The rules come from ``settings["policy"]["env"]`` (see :func:`env_rules`).
+    """
+    exclude, include = env_rules(settings)
+    return scrubbed_env(os.environ if environ is None else environ, exclude, include)
+
+
+def is_secret_name(name: str, settings: Mapping[str, Any] | None = None) -> bool:
+    """Whether a variable called ``name`` is kept from children under ``settings``."""
+    exclude, include = env_rules(settings)
+    return _matches(name, exclude) and not _matches(name, include)

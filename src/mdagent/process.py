@@ -1,0 +1,417 @@
+"""Running a child process: the one subprocess runner behind ``exec`` and ``run:``/``shell:`` tools.
+
+What it guarantees, whatever the child does:
+
+- the child runs in its own process group (its own session), so a timeout,
+  a cancel or Ctrl-C stops the whole tree, grandchildren included, and no
+  process is left behind after the call returns (background jobs a command
+  started are stopped when it exits);
+- memory stays flat however much the child prints: each stream keeps only
+  its first and last ``max_output // 2`` bytes;
+- the call never hangs on a pipe that a grandchild still holds open;
+- when a person is watching (``output`` given) the output is also written
+  there live, as it arrives.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TextIO
+
+TIMEOUT_EXIT = 124
+INTERRUPTED_EXIT = 130
+
+# After SIGTERM, how long the group gets to exit before SIGKILL.
+KILL_GRACE = 1.0
+# After the group is gone, how long to keep draining pipes that someone who
+# escaped the group (setsid) may still hold; beyond that the output is cut.
+DRAIN_LIMIT = 2.0
+_CHUNK = 65536
+_POLL = 0.05
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """What a finished child left: its (capped) output, status and timing.
+
+    ``exit_code`` follows the shell: a child killed by signal N reports
+    128+N, a timeout 124, a cancel 130, a missing program 127.
+    """
+
+    stdout: str
+    stderr: str
+    exit_code: int
+    duration_ms: int
+    truncated: bool = False
+    timed_out: bool = False
+    interrupted: bool = False
+
+
+class _Stream:
+    """One stream's bytes, head + tail capped, optionally echoed live."""
+
+    def __init__(self, limit: int, live: TextIO | None) -> None:
+        self.half = max(limit, 0) // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.live = live
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def add(self, chunk: bytes) -> None:
+        """Keep what fits in the head, the rest in the tail, and echo it live."""
+        self.total += len(chunk)
+        piece = chunk
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += piece[:room]
+            piece = piece[room:]
+        if piece:
+            self.tail += piece
+            # Trim only when the tail is twice its size: amortised O(1) per byte.
+            if len(self.tail) > 2 * self.half:
+                del self.tail[: len(self.tail) - self.half]
+        if self.live is not None:
+            self._write_live(self._decoder.decode(chunk))
+
+    def finish(self) -> None:
+        """Flush what the live decoder still holds (a split character at EOF)."""
+        if self.live is not None:
+            self._write_live(self._decoder.decode(b"", True))
+
+    def _write_live(self, text: str) -> None:
+        if not text or self.live is None:
+            return
+        try:
+            self.live.write(text)
+            self.live.flush()
+        except (OSError, ValueError):
+            # The watcher went away (closed pipe, closed file): keep capturing
+            # for the result, stop echoing.
+            self.live = None
+
+    def text(self) -> tuple[str, bool]:
+        """The captured text and whether anything was left out."""
+        if len(self.tail) > self.half:
+            del self.tail[: len(self.tail) - self.half]
+        if self.total <= len(self.head) + len(self.tail):
+            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace"), False
+        head, tail = _cut_utf8(bytes(self.head), bytes(self.tail))
+        omitted = self.total - len(head) - len(tail)
+        marker = f"\n[... {omitted} bytes omitted ...]\n"
+        return head.decode("utf-8", "replace") + marker + tail.decode("utf-8", "replace"), True
+
+
+def _cut_utf8(head: bytes, tail: bytes) -> tuple[bytes, bytes]:
+    """Move the cut points to character boundaries so no character is split."""
+    # A UTF-8 continuation byte looks like 0b10xxxxxx; at most 3 follow a lead byte.
+    end = len(head)
+    for back in range(1, min(4, end) + 1):
+        byte = head[end - back]
+        if byte & 0xC0 == 0x80:
+            continue
+        if byte >= 0xC0:  # a lead byte: keep it only if its sequence is whole
+            need = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            if back < need:
+                head = head[: end - back]
+        break
+    start = 0
+    while start < min(4, len(tail)) and tail[start] & 0xC0 == 0x80:
+        start += 1
+    return head, tail[start:]
+
+
+def run_process(
+    argv: list[str],
+    *,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    max_output: int = 100_000,
+    output: TextIO | None = None,
+    error_output: TextIO | None = None,
+    cancel: threading.Event | None = None,
+    stdin_data: bytes | None = None,
+) -> ProcessResult:
+    """Run ``argv`` to completion and return its capped output and status.
+
+    ``env`` is passed as is (callers pass the scrubbed environment; ``None``
+    inherits this process's). ``timeout`` in seconds (``None`` or ``0``: no
+    limit) stops the whole process group and reports exit code 124;
+    ``cancel`` being set stops it and reports 130. ``max_output`` bounds each
+    stream (in bytes, before decoding): its first and last halves are kept
+    with a ``[... N bytes omitted ...]`` marker in between.
+    When ``output`` is given, stdout is also echoed there live and stderr to
+    ``error_output`` (default ``sys.stderr``). ``stdin_data`` is fed to the
+    child's stdin, which is otherwise ``/dev/null``. A ``KeyboardInterrupt``
+    stops the group and propagates. A program that cannot be started gives
+    exit code 127 (not found) or 126 (not executable) with the reason in
+    ``stderr``.
+    """
+    if not argv:
+        raise ValueError("run_process needs a program to run (argv is empty)")
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            bufsize=0,
+        )
+    except OSError as exc:
+        code = 127 if isinstance(exc, FileNotFoundError) else 126
+        where = f" (in {cwd})" if cwd and not os.path.isdir(cwd) else ""
+        return ProcessResult(
+            stdout="",
+            stderr=f"cannot run {argv[0]}{where}: {exc.strerror or exc}\n",
+            exit_code=code,
+            duration_ms=_ms_since(started),
+        )
+
+    live_err = (error_output or sys.stderr) if output is not None else None
+    out = _Stream(max_output, output)
+    err = _Stream(max_output, live_err)
+    streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    runner = _Runner(proc, streams)
+    writer = _feed_stdin(proc, stdin_data) if stdin_data is not None else None
+    deadline = started + timeout if timeout else None
+    reason = None
+    try:
+        reason = runner.wait_for_leader(deadline, cancel)
+        runner.end_group()
+        runner.drain(time.monotonic() + DRAIN_LIMIT)
+    except BaseException:
+        # Ctrl-C (or anything else) while waiting: nothing may outlive us.
+        runner.kill_now()
+        raise
+    finally:
+        runner.close()
+        if writer is not None:
+            writer.join(timeout=1.0)
+
+    out_text, out_cut = out.text()
+    err_text, err_cut = err.text()
+    if reason == "timeout":
+        code = TIMEOUT_EXIT
+    elif reason == "cancel":
+        code = INTERRUPTED_EXIT
+    else:
+        code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+    return ProcessResult(
+        stdout=out_text,
+        stderr=err_text,
+        exit_code=code,
+        duration_ms=_ms_since(started),
+        truncated=out_cut or err_cut,
+        timed_out=reason == "timeout",
+        interrupted=reason == "cancel",
+    )
+
+
+class _Runner:
+    """The waiting, pumping and killing of one child and its process group."""
+
+    def __init__(self, proc: subprocess.Popen, streams: dict[int, _Stream]) -> None:
+        self.proc = proc
+        self.pgid = proc.pid  # start_new_session: the child leads its own group
+        self.streams = streams
+        self.selector = selectors.DefaultSelector()
+        for fd in streams:
+            self.selector.register(fd, selectors.EVENT_READ)
+        self.open = set(streams)
+        self.exited = False
+        # On Linux a pidfd becomes readable when the child exits, so the
+        # select below wakes at once instead of at the next poll tick.
+        self.pidfd: int | None = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                self.pidfd = os.pidfd_open(proc.pid)
+                self.selector.register(self.pidfd, selectors.EVENT_READ)
+            except OSError:
+                self.pidfd = None
+
+    # -- pumping output ------------------------------------------------------
+
+    def pump(self, wait: float) -> None:
+        """Move whatever the pipes hold into the captures; wait up to ``wait`` s."""
+        if not self.selector.get_map():
+            time.sleep(max(wait, 0))
+            return
+        for key, _ in self.selector.select(max(wait, 0)):
+            fd = key.fd
+            if fd == self.pidfd:
+                self.exited = True
+                self.selector.unregister(fd)  # stays readable: stop watching it
+                continue
+            try:
+                chunk = os.read(fd, _CHUNK)
+            except BlockingIOError:
+                continue
+            except OSError:
+                chunk = b""
+            if chunk:
+                self.streams[fd].add(chunk)
+            else:
+                self._close_stream(fd)
+
+    def _close_stream(self, fd: int) -> None:
+        self.selector.unregister(fd)
+        self.open.discard(fd)
+        self.streams[fd].finish()
+
+    def drain(self, until: float) -> None:
+        """Read to EOF, but give up at ``until`` (an escaped process holds a pipe)."""
+        while self.open and time.monotonic() < until:
+            self.pump(min(_POLL, until - time.monotonic()))
+
+    # -- waiting -------------------------------------------------------------
+
+    def wait_for_leader(self, deadline: float | None, cancel: threading.Event | None) -> str | None:
+        """Pump output until the child exits; ``"timeout"``/``"cancel"`` if stopped first."""
+        idle = 0.001
+        while True:
+            if cancel is not None and cancel.is_set():
+                return "cancel"
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                return "timeout"
+            if self._leader_exited():
+                return None
+            wait = _POLL if deadline is None else min(_POLL, deadline - now)
+            if self.open or self.pidfd is not None:
+                self.pump(wait)
+            else:
+                # No pidfd and the pipes are closed: poll with a growing pause
+                # so quick commands return quickly and long ones cost nothing.
+                idle = min(idle * 2, wait)
+                if cancel is not None:
+                    cancel.wait(idle)
+                else:
+                    time.sleep(idle)
+
+    def _leader_exited(self) -> bool:
+        if self.exited:
+            return True
+        # WNOWAIT leaves the exited child a zombie, so its pid — which is the
+        # group id — cannot be reused before end_group() signals the group.
+        if hasattr(os, "waitid"):
+            try:
+                info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return True
+            return info is not None
+        return self.proc.poll() is not None
+
+    # -- stopping ------------------------------------------------------------
+
+    def end_group(self, grace: float = KILL_GRACE) -> None:
+        """SIGTERM the group, give it ``grace`` seconds, then SIGKILL what is left."""
+        if not self._signal(signal.SIGTERM):
+            self.proc.wait()
+            return
+        until = time.monotonic() + grace
+        while time.monotonic() < until:
+            # Reap the leader first: while it is a zombie the group "exists".
+            if self.proc.poll() is not None and not _group_alive(self.pgid):
+                return
+            self.pump(min(0.02, max(until - time.monotonic(), 0)))
+        self._signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def kill_now(self) -> None:
+        """SIGKILL the group without grace and reap the child (error paths)."""
+        self._signal(signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self.proc.wait(timeout=5)
+
+    def _signal(self, sig: int) -> bool:
+        """Send ``sig`` to the group; ``False`` when no member is left."""
+        try:
+            os.killpg(self.pgid, sig)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            # A member changed identity (setuid); nothing more we may do.
+            return False
+        return True
+
+    def close(self) -> None:
+        """Release the pipes, the pidfd and the selector."""
+        self.selector.close()
+        if self.pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.pidfd)
+        for pipe in (self.proc.stdout, self.proc.stderr, self.proc.stdin):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` still runs (zombies do not count)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    if not os.path.isdir("/proc/self"):
+        return True  # no /proc (macOS): a zombie counts as alive, SIGKILL is harmless
+    # Orphaned grandchildren are reparented to init, which may reap them late
+    # (some container inits poll once a second); their zombies hold the group
+    # id but are gone for every purpose that matters here.
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _feed_stdin(proc: subprocess.Popen, data: bytes) -> threading.Thread:
+    """Write ``data`` to the child's stdin from a thread, so a full pipe cannot deadlock."""
+
+    def feed() -> None:
+        try:
+            proc.stdin.write(data)
+        except (BrokenPipeError, OSError, ValueError):
+            pass  # the child stopped reading (or was stopped): not our failure
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                proc.stdin.close()
+
+    thread = threading.Thread(target=feed, name="mdagent-stdin", daemon=True)
+    thread.start()
+    return thread
+
+
+def _ms_since(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+def signal_name(exit_code: int) -> str | None:
+    """``"SIGKILL"`` for exit code 137 and so on; ``None`` below 129."""
+    if exit_code <= 128:
+        return None
+    try:
+        return signal.Signals(exit_code - 128).name
+    except ValueError:
+        return None

@@ -1,0 +1,487 @@
+"""Sessions, the audit log and rate-limit windows: one SQLite file in the state dir.
+
+``$AGENT_STATE_DIR/mdagent.db`` (default ``~/.local/state/mdagent/mdagent.db``)
+is shared by every mdagent process of the user, so it runs in WAL mode (readers
+never wait for a writer), each connection waits up to :data:`BUSY_TIMEOUT_S`
+for a lock instead of failing, and every write is one short transaction
+committed at once: a crash loses at most the write in flight.
+
+Nothing touches the disk until the first query: building a :class:`Store` is
+free, so the ``agent /name`` fast path pays only when it records something.
+
+Schema changes go in :data:`MIGRATIONS` (append a function; never edit one
+that shipped); ``PRAGMA user_version`` counts the ones applied.
+
+Sessions, for the agent loop::
+
+    store = Store()
+    sid = store.new_session(cwd="/work/project", model="gpt-4o-mini")
+    store.add_message(sid, {"role": "user", "content": "hello"})
+    store.messages(sid)          # -> [{"role": "user", "content": "hello"}]
+    store.latest_session("/work/project")   # -> sid, to resume
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from mdagent.errors import UsageError
+
+DB_NAME = "mdagent.db"
+BUSY_TIMEOUT_S = 10.0
+REDACTED = "[REDACTED]"
+# Shorter secret values are not redacted: "1234" would blank out half the log.
+MIN_SECRET_LENGTH = 4
+
+MIGRATIONS: list[Callable[[Any], None]] = []
+migration = MIGRATIONS.append
+
+
+@migration
+def _initial_schema(db: Any) -> None:
+    db.execute(
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            created TEXT NOT NULL,
+            updated TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            cwd TEXT NOT NULL DEFAULT '',
+            model TEXT NOT NULL DEFAULT ''
+        )"""
+    )
+    db.execute("CREATE INDEX sessions_updated ON sessions (updated)")
+    db.execute(
+        """CREATE TABLE messages (
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            created TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE audit (
+            id INTEGER PRIMARY KEY,
+            time TEXT NOT NULL,
+            caller TEXT,
+            tool TEXT NOT NULL,
+            args TEXT,
+            ok INTEGER NOT NULL,
+            error TEXT,
+            code TEXT,
+            duration_ms INTEGER,
+            approved_by TEXT,
+            session_id TEXT
+        )"""
+    )
+    db.execute("CREATE INDEX audit_tool ON audit (tool, id)")
+    db.execute("CREATE TABLE rate_calls (tool TEXT NOT NULL, ts_ms INTEGER NOT NULL)")
+    db.execute("CREATE INDEX rate_calls_tool ON rate_calls (tool, ts_ms)")
+
+
+def default_path() -> Path:
+    """``mdagent.db`` in the state dir (``$AGENT_STATE_DIR``, default ``~/.local/state/mdagent``)."""
+    from mdagent.layers import state_dir
+
+    return state_dir() / DB_NAME
+
+
+def _now_iso() -> str:
+    # Microseconds: "most recently updated" must tell apart writes in the same ms.
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _base36(n: int, width: int) -> str:
+    digits = []
+    while n:
+        n, d = divmod(n, 36)
+        digits.append(_BASE36[d])
+    return "".join(reversed(digits)).rjust(width, "0")
+
+
+_last_ms = 0
+_id_lock = threading.Lock()
+
+
+def new_id() -> str:
+    """A short id that sorts by creation time: 9 base-36 digits of ms, 3 random.
+
+    Within one process ids strictly increase (two in the same ms get
+    consecutive ms); the random part keeps processes apart.
+    """
+    global _last_ms
+    with _id_lock:
+        _last_ms = max(time.time_ns() // 1_000_000, _last_ms + 1)
+        ms = _last_ms
+    return _base36(ms, 9) + "".join(secrets.choice(_BASE36) for _ in range(3))
+
+
+class Store:
+    """The SQLite database of sessions, tool calls and rate-limit windows.
+
+    Safe to share between threads (one connection behind a lock) and between
+    processes (SQLite's locking, WAL mode, a busy timeout).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else default_path()
+        self._db: Any = None
+        self._lock = threading.RLock()
+
+    # -- plumbing ------------------------------------------------------------------
+
+    def _connection(self) -> Any:
+        if self._db is None:
+            self._db = self._open()
+        return self._db
+
+    def _open(self) -> Any:
+        import sqlite3
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(
+            str(self.path),
+            timeout=BUSY_TIMEOUT_S,
+            isolation_level=None,  # autocommit; transactions are explicit and short
+            check_same_thread=False,  # guarded by self._lock
+        )
+        db.row_factory = sqlite3.Row
+        db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        _retry_busy(lambda: db.execute("PRAGMA journal_mode = WAL").fetchone())
+        # In WAL mode NORMAL survives a crash of the process; only a power cut
+        # may lose the last commits.
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("PRAGMA foreign_keys = ON")
+        self._migrate(db)
+        return db
+
+    def _migrate(self, db: Any) -> None:
+        if db.execute("PRAGMA user_version").fetchone()[0] >= len(MIGRATIONS):
+            return
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have migrated while this one waited for the lock.
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            for step in MIGRATIONS[version:]:
+                step(db)
+            db.execute(f"PRAGMA user_version = {max(version, len(MIGRATIONS))}")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[Any]:
+        """One short write transaction; BEGIN IMMEDIATE takes the write lock up front."""
+        with self._lock:
+            db = self._connection()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        with self._lock:
+            return self._connection().execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        """Close the connection (the next query reopens it)."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sessions ------------------------------------------------------------------
+
+    def new_session(self, cwd: str | os.PathLike[str], model: str, title: str = "") -> str:
+        """Start a session and return its id (short, sortable by creation time)."""
+        sid = new_id()
+        now = _now_iso()
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO sessions (id, created, updated, title, cwd, model)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (sid, now, now, title, os.fspath(cwd), model or ""),
+            )
+        return sid
+
+    def add_message(self, session_id: str, message: Mapping[str, Any]) -> int:
+        """Append ``message`` (a neutral message dict) to a session; returns its seq.
+
+        Committed before returning. The session's first user message with
+        text content becomes its title when it has none. Raises ``KeyError``
+        for an unknown session.
+        """
+        content = json.dumps(dict(message), ensure_ascii=False, default=str)
+        role = str(message.get("role", ""))
+        now = _now_iso()
+        title = ""
+        if role == "user" and isinstance(message.get("content"), str):
+            first = message["content"].strip().splitlines()
+            title = first[0][:80] if first else ""
+        with self._write() as db:
+            updated = db.execute(
+                "UPDATE sessions SET updated = ?,"
+                " title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?",
+                (now, title, session_id),
+            )
+            if updated.rowcount == 0:
+                raise KeyError(f"no session {session_id!r}")
+            seq = db.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()[0]
+            db.execute(
+                "INSERT INTO messages (session_id, seq, role, content, created)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (session_id, seq, role, content, now),
+            )
+        return seq
+
+    def messages(self, session_id: str) -> list[dict[str, Any]]:
+        """A session's messages, oldest first, as the dicts that were added."""
+        rows = self._read(
+            "SELECT content FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+        )
+        return [json.loads(row["content"]) for row in rows]
+
+    def latest_session(self, cwd: str | os.PathLike[str] | None = None) -> str | None:
+        """The id of the most recently updated session (in ``cwd`` when given)."""
+        if cwd is None:
+            rows = self._read("SELECT id FROM sessions ORDER BY updated DESC, id DESC LIMIT 1")
+        else:
+            rows = self._read(
+                "SELECT id FROM sessions WHERE cwd = ? ORDER BY updated DESC, id DESC LIMIT 1",
+                (os.fspath(cwd),),
+            )
+        return rows[0]["id"] if rows else None
+
+    _SESSION_COLUMNS = (
+        "s.id, s.created, s.updated, s.title, s.cwd, s.model,"
+        " (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS messages"
+    )
+
+    def sessions(self, limit: int = 20) -> list[dict[str, Any]]:
+        """Recent sessions, most recently updated first.
+
+        Each: ``id``, ``created``, ``updated``, ``title``, ``cwd``, ``model``,
+        ``messages`` (how many).
+        """
+        rows = self._read(
+            f"SELECT {self._SESSION_COLUMNS} FROM sessions s"
+            " ORDER BY s.updated DESC, s.id DESC LIMIT ?",
+            (int(limit),),
+        )
+        return [dict(row) for row in rows]
+
+    def session(self, id_or_prefix: str) -> dict[str, Any] | None:
+        """The session with this id or unique id prefix (as in :meth:`sessions`), or None.
+
+        Raises :class:`UsageError` when the prefix matches several sessions.
+        """
+        rows = self._read(
+            f"SELECT {self._SESSION_COLUMNS} FROM sessions s WHERE s.id = ?", (id_or_prefix,)
+        )
+        if not rows and id_or_prefix:
+            escaped = id_or_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            rows = self._read(
+                f"SELECT {self._SESSION_COLUMNS} FROM sessions s"
+                " WHERE s.id LIKE ? ESCAPE '\\' ORDER BY s.id LIMIT 6",
+                (escaped + "%",),
+            )
+        if len(rows) > 1:
+            shown = ", ".join(row["id"] for row in rows[:5])
+            raise UsageError(f"session prefix {id_or_prefix!r} is ambiguous: {shown}")
+        return dict(rows[0]) if rows else None
+
+    # -- the audit log ---------------------------------------------------------------
+
+    def record_call(
+        self,
+        caller: str | None,
+        tool: str,
+        args: Mapping[str, Any] | None,
+        ok: bool,
+        error: str | None,
+        code: str | None,
+        duration_ms: int | None,
+        approved_by: str | None,
+        session_id: str | None = None,
+    ) -> int:
+        """Add one tool call to the audit log (as given: redact first); returns its id."""
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT INTO audit (time, caller, tool, args, ok, error, code, duration_ms,"
+                " approved_by, session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    _now_iso(),
+                    caller,
+                    tool,
+                    json.dumps(dict(args or {}), ensure_ascii=False, default=str),
+                    1 if ok else 0,
+                    error,
+                    code,
+                    duration_ms,
+                    approved_by,
+                    session_id,
+                ),
+            )
+            return int(cursor.lastrowid)
+
+    def calls(
+        self, tool: str | None = None, limit: int = 20, session_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Audit rows, newest first; ``args`` decoded, ``ok`` a bool."""
+        where, params = [], []
+        if tool is not None:
+            where.append("tool = ?")
+            params.append(tool)
+        if session_id is not None:
+            where.append("session_id = ?")
+            params.append(session_id)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = self._read(
+            f"SELECT * FROM audit{clause} ORDER BY id DESC LIMIT ?", (*params, int(limit))
+        )
+        out = []
+        for row in rows:
+            item = dict(row)
+            item["ok"] = bool(item["ok"])
+            with contextlib.suppress(ValueError):  # keep undecodable args as text
+                item["args"] = json.loads(item["args"] or "{}")
+            out.append(item)
+        return out
+
+    # -- rate limits -------------------------------------------------------------------
+
+    def rate_limit(self, tool: str, max_calls: int, window_ms: int) -> int | None:
+        """Count one call of ``tool`` against a sliding window shared by all processes.
+
+        Returns ``None`` (and records the call) when fewer than ``max_calls``
+        calls happened in the last ``window_ms``; otherwise records nothing
+        and returns how many ms until the oldest of them leaves the window.
+        """
+        now = time.time_ns() // 1_000_000
+        start = now - int(window_ms)
+        with self._write() as db:
+            db.execute("DELETE FROM rate_calls WHERE tool = ? AND ts_ms <= ?", (tool, start))
+            count, oldest = db.execute(
+                "SELECT COUNT(*), MIN(ts_ms) FROM rate_calls WHERE tool = ?", (tool,)
+            ).fetchone()
+            if count < max_calls:
+                db.execute("INSERT INTO rate_calls (tool, ts_ms) VALUES (?, ?)", (tool, now))
+                return None
+        return max(1, int(oldest) + int(window_ms) - now)
+
+
+def _retry_busy(action: Callable[[], Any], attempts: int = 100) -> Any:
+    """Run ``action``, retrying while another process holds the lock it needs.
+
+    Switching to WAL needs an exclusive lock and SQLite may report busy at
+    once rather than call the busy handler when many processes open a new
+    file together.
+    """
+    import sqlite3
+
+    for attempt in range(attempts):
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.02 + 0.001 * attempt)
+    return None
+
+
+# -- the audit observer ------------------------------------------------------------------
+
+
+def audit_observer(
+    store: Store, settings: Mapping[str, Any] | None, session_id: str | None = None
+) -> Callable[..., None]:
+    """A :attr:`Toolbox.observers <mdagent.toolbox.Toolbox.observers>` entry that logs every call.
+
+    Records the caller (``ctx.caller``), tool, arguments, outcome, code,
+    duration and ``decision.approved_by``, under ``session_id`` (default:
+    ``ctx.conversation_id``). Secrets are redacted first: argument keys
+    named like a secret variable (``policy.env.exclude``: ``*KEY*``,
+    ``*TOKEN*``...) and any occurrence, in argument values or the error, of
+    the value of such an environment variable become ``[REDACTED]``.
+    """
+
+    def observe(
+        tool_name: str, args: Mapping[str, Any], result: Any, decision: Any, duration_s: float, ctx
+    ) -> None:
+        values = secret_values(settings)
+        error = getattr(result, "error", None)
+        data = getattr(result, "data", {}) or {}
+        store.record_call(
+            caller=getattr(ctx, "caller", None),
+            tool=tool_name,
+            args=redact(args, settings, values),
+            ok=bool(getattr(result, "ok", False)),
+            error=None if error is None else redact(error, settings, values),
+            code=data.get("code") if isinstance(data.get("code"), str) else None,
+            duration_ms=int(round(duration_s * 1000)),
+            approved_by=getattr(decision, "approved_by", None),
+            session_id=session_id or getattr(ctx, "conversation_id", None),
+        )
+
+    return observe
+
+
+def secret_values(
+    settings: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """Values of environment variables with secret names, longest first."""
+    from mdagent.environment import is_secret_name
+
+    environ = os.environ if environ is None else environ
+    found = {
+        value
+        for name, value in environ.items()
+        if len(value) >= MIN_SECRET_LENGTH and is_secret_name(name, settings)
+    }
+    # Longest first, so a secret containing another is replaced whole.
+    return sorted(found, key=len, reverse=True)
+
+
+def redact(value: Any, settings: Mapping[str, Any] | None, values: list[str]) -> Any:
+    """``value`` with secret-named keys and secret values replaced by ``[REDACTED]``."""
+    from mdagent.environment import is_secret_name
+
+    if isinstance(value, str):
+        for secret in values:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, Mapping):
+        return {
+            k: REDACTED if is_secret_name(str(k), settings) else redact(v, settings, values)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [redact(v, settings, values) for v in value]
+    return value

@@ -1,0 +1,271 @@
+"""The Anthropic Messages backend against a real local HTTP server."""
+
+from __future__ import annotations
+
+import pytest
+
+from mdagent.errors import ProviderError
+from mdagent.providers.anthropic import AnthropicProvider
+from mdagent.providers.base import ProviderConfig, ToolCall
+from model_server import ModelServer, unused_port
+
+EXEC_TOOL = {
+    "name": "exec",
+    "description": "Run a shell command",
+    "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+}
+
+
+@pytest.fixture
+def server():
+    with ModelServer() as running:
+        yield running
+
+
+@pytest.fixture(params=[True, False], ids=["stream", "no-stream"])
+def stream(request):
+    return request.param
+
+
+class Client:
+    """An AnthropicProvider aimed at a URL, with a recording sleep and no real env."""
+
+    def __init__(self, base_url, stream=True, environ=None, **config):
+        self.sleeps = []
+        self.deltas = []
+        config = {"model": "claude-test", "timeout": 5.0} | config
+        self.provider = AnthropicProvider(
+            ProviderConfig(provider="anthropic", base_url=base_url, stream=stream, **config),
+            sleep=self.sleeps.append,
+            environ=environ or {},
+        )
+
+    def ask(self, messages=None, tools=(EXEC_TOOL,), system="Be brief."):
+        messages = messages or [{"role": "user", "content": "hi"}]
+        return self.provider.complete(system, messages, list(tools), on_text=self.deltas.append)
+
+
+def test_plain_text_answer(server, stream):
+    server.add({"text": "Hello there, world!"})
+    client = Client(server.anthropic_url, stream)
+    reply = client.ask()
+    assert reply.text == "Hello there, world!"
+    assert reply.tool_calls == ()
+    assert reply.stop_reason == "end_turn"
+    assert "".join(client.deltas) == "Hello there, world!"
+    assert len(client.deltas) == (3 if stream else 1)
+
+
+def test_one_tool_call(server, stream):
+    server.add(
+        {"tool_calls": [{"name": "exec", "arguments": {"command": "echo hi"}, "id": "toolu_7"}]}
+    )
+    reply = Client(server.anthropic_url, stream).ask()
+    assert reply.tool_calls == (
+        ToolCall("toolu_7", "exec", {"command": "echo hi"}, '{"command": "echo hi"}', None),
+    )
+    assert reply.text == ""
+    assert reply.stop_reason == "tool_use"
+
+
+def test_two_tool_calls_after_text(server, stream):
+    server.add(
+        {
+            "text": "Running both.",
+            "tool_calls": [
+                {"name": "exec", "arguments": {"command": "ls -la /tmp"}},
+                {"name": "read", "arguments": {"path": "README.md", "lines": [1, 20]}},
+            ],
+        }
+    )
+    client = Client(server.anthropic_url, stream)
+    reply = client.ask()
+    assert reply.text == "Running both."
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [
+        ("exec", {"command": "ls -la /tmp"}),
+        ("read", {"path": "README.md", "lines": [1, 20]}),
+    ]
+    ids = [c.id for c in reply.tool_calls]
+    assert all(ids) and len(set(ids)) == 2
+
+
+def test_a_tool_without_arguments(server, stream):
+    server.add({"tool_calls": [{"name": "pwd", "arguments": {}}]})
+    (call,) = Client(server.anthropic_url, stream).ask().tool_calls
+    assert (call.arguments, call.error) == ({}, None)
+
+
+def test_arguments_that_are_not_json_become_an_error(server, stream):
+    server.add({"tool_calls": [{"name": "exec", "arguments": '{"command": "echo'}]})
+    (call,) = Client(server.anthropic_url, stream).ask().tool_calls
+    assert call.arguments is None
+    assert call.raw_arguments == '{"command": "echo'
+    assert call.error.startswith("arguments are not valid JSON")
+
+
+def test_usage_figures(server, stream):
+    server.add({"text": "ok", "usage": {"input_tokens": 321, "output_tokens": 12}})
+    reply = Client(server.anthropic_url, stream).ask()
+    assert reply.usage == {"input_tokens": 321, "output_tokens": 12}
+
+
+def test_429_waits_as_long_as_retry_after_says(server, stream):
+    server.add({"status": 429, "headers": {"retry-after": "7"}}, {"text": "ok"})
+    client = Client(server.anthropic_url, stream)
+    assert client.ask().text == "ok"
+    assert client.sleeps == [7.0]
+
+
+def test_overloaded_529_is_retried(server):
+    server.add({"status": 529}, {"text": "ok"})
+    client = Client(server.anthropic_url)
+    assert client.ask().text == "ok"
+    assert client.sleeps == [0.5]
+
+
+def test_500_three_times_then_success_backs_off(server, stream):
+    server.add(*[{"status": 500}] * 3, {"text": "finally"})
+    client = Client(server.anthropic_url, stream)
+    assert client.ask().text == "finally"
+    assert client.sleeps == [0.5, 1.0, 2.0]
+
+
+def test_500_four_times_fails_clearly(server, stream):
+    server.add(*[{"status": 500, "message": "Internal server error"}] * 4)
+    with pytest.raises(ProviderError) as err:
+        Client(server.anthropic_url, stream).ask()
+    assert str(err.value) == "server error (HTTP 500) after 3 retries: Internal server error"
+    assert len(server.requests) == 4
+
+
+def test_max_retries_zero_means_one_attempt(server):
+    server.add({"status": 503}, {"text": "never reached"})
+    with pytest.raises(ProviderError, match=r"server error \(HTTP 503\) after 0 retries"):
+        Client(server.anthropic_url, max_retries=0).ask()
+
+
+def test_401_names_the_key_variable(server):
+    server.add({"status": 401, "message": "invalid x-api-key"})
+    with pytest.raises(ProviderError) as err:
+        Client(server.anthropic_url).ask()
+    assert str(err.value) == (
+        "authentication failed (HTTP 401): set ANTHROPIC_API_KEY: invalid x-api-key"
+    )
+
+
+def test_404_names_model_and_url(server):
+    server.add({"status": 404})
+    with pytest.raises(ProviderError) as err:
+        Client(server.anthropic_url).ask()
+    assert str(err.value).startswith(
+        f"model or URL not found (HTTP 404): model 'claude-test' at {server.anthropic_url}/v1/messages"
+    )
+
+
+def test_connection_refused_is_retried_then_explained(stream):
+    url = f"http://127.0.0.1:{unused_port()}"
+    client = Client(url, stream)
+    with pytest.raises(ProviderError) as err:
+        client.ask()
+    assert str(err.value).startswith(f"cannot connect to {url}/v1/messages: is the server running?")
+    assert client.sleeps == [0.5, 1.0, 2.0]
+
+
+def test_timeout(server):
+    server.add({"text": "too late", "delay": 1.0})
+    with pytest.raises(ProviderError) as err:
+        Client(server.anthropic_url, timeout=0.2).ask()
+    assert str(err.value) == f"timed out after 0.2 s waiting for {server.anthropic_url}/v1/messages"
+
+
+def test_a_stream_cut_off_mid_way_is_an_error_not_a_short_answer(server):
+    server.add({"text": "The answer is forty two, as everyone knows.", "cut_off": True})
+    client = Client(server.anthropic_url)
+    with pytest.raises(ProviderError, match="^the model's answer was cut off mid-stream$"):
+        client.ask()
+    assert client.deltas
+    assert client.sleeps == []
+
+
+def test_an_error_event_mid_stream(server):
+    events = [
+        'event: message_start\ndata: {"type": "message_start", "message": {"usage": {}}}\n\n',
+        'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}\n\n',
+    ]
+    server.add(
+        {"status": 200, "headers": {"Content-Type": "text/event-stream"}, "body": "".join(events)}
+    )
+    with pytest.raises(ProviderError, match="reported an error: overloaded_error: Overloaded"):
+        Client(server.anthropic_url).ask()
+
+
+def test_request_shape(server, stream):
+    server.add({"text": "done"})
+    history = [
+        {"role": "user", "content": "list files"},
+        {
+            "role": "assistant",
+            "content": "Looking.",
+            "tool_calls": [
+                {"id": "toolu_1", "name": "exec", "arguments": {"command": "ls"}},
+                {"id": "toolu_2", "name": "exec", "arguments": None, "raw_arguments": "{oops"},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "toolu_1", "name": "exec", "content": '{"stdout": "a"}'},
+        {"role": "tool", "tool_call_id": "toolu_2", "name": "exec", "content": '{"error": "bad"}'},
+        {"role": "user", "content": "and now?"},
+    ]
+    client = Client(
+        server.anthropic_url + "/", stream, max_tokens=100, environ={"ANTHROPIC_API_KEY": "sk-ant"}
+    )
+    client.ask(history, system="You are terse.")
+    (request,) = server.requests
+    assert request["path"] == "/v1/messages"
+    assert request["headers"]["x-api-key"] == "sk-ant"
+    assert request["headers"]["anthropic-version"] == "2023-06-01"
+    body = request["json"]
+    assert body["model"] == "claude-test"
+    assert body["max_tokens"] == 100
+    assert body["system"] == "You are terse."
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "list files"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Looking."},
+                {"type": "tool_use", "id": "toolu_1", "name": "exec", "input": {"command": "ls"}},
+                {"type": "tool_use", "id": "toolu_2", "name": "exec", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": '{"stdout": "a"}'},
+                {"type": "tool_result", "tool_use_id": "toolu_2", "content": '{"error": "bad"}'},
+                {"type": "text", "text": "and now?"},
+            ],
+        },
+    ]
+    assert body["tools"] == [
+        {
+            "name": "exec",
+            "description": "Run a shell command",
+            "input_schema": EXEC_TOOL["parameters"],
+        }
+    ]
+    assert body.get("stream", False) is stream
+
+
+def test_no_key_no_header_and_no_empty_fields(server):
+    server.add({"text": "ok"})
+    Client(server.anthropic_url).ask(tools=(), system="")
+    request = server.requests[0]
+    assert "x-api-key" not in request["headers"]
+    assert "system" not in request["json"] and "tools" not in request["json"]
+
+
+def test_defaults():
+    provider = AnthropicProvider(ProviderConfig(provider="anthropic"), environ={})
+    assert provider.base_url == "https://api.anthropic.com"
+    assert provider.model == "claude-sonnet-4-5"
+    assert provider.api_key_env == "ANTHROPIC_API_KEY"

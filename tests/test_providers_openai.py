@@ -1,0 +1,325 @@
+"""The OpenAI Chat Completions backend against a real local HTTP server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mdagent.errors import ProviderError
+from mdagent.providers.base import ProviderConfig, ToolCall, retry_after_seconds
+from mdagent.providers.openai import OpenAIProvider
+from model_server import ModelServer, unused_port
+
+EXEC_TOOL = {
+    "name": "exec",
+    "description": "Run a shell command",
+    "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+}
+
+
+@pytest.fixture
+def server():
+    with ModelServer() as running:
+        yield running
+
+
+@pytest.fixture(params=[True, False], ids=["stream", "no-stream"])
+def stream(request):
+    return request.param
+
+
+class Client:
+    """An OpenAIProvider aimed at a URL, with a recording sleep and no real env."""
+
+    def __init__(self, base_url, stream=True, environ=None, **config):
+        self.sleeps = []
+        self.deltas = []
+        config = {"model": "test-model", "timeout": 5.0} | config
+        self.provider = OpenAIProvider(
+            ProviderConfig(provider="openai", base_url=base_url, stream=stream, **config),
+            sleep=self.sleeps.append,
+            environ=environ or {},
+        )
+
+    def ask(self, messages=None, tools=(EXEC_TOOL,), system="Be brief."):
+        messages = messages or [{"role": "user", "content": "hi"}]
+        return self.provider.complete(system, messages, list(tools), on_text=self.deltas.append)
+
+
+def test_plain_text_answer(server, stream):
+    server.add({"text": "Hello there, world!"})
+    client = Client(server.url, stream)
+    reply = client.ask()
+    assert reply.text == "Hello there, world!"
+    assert reply.tool_calls == ()
+    assert reply.stop_reason == "stop"
+    assert "".join(client.deltas) == "Hello there, world!"
+    # Streaming shows text as it arrives; otherwise on_text gets it once.
+    assert len(client.deltas) == (3 if stream else 1)
+
+
+def test_one_tool_call(server, stream):
+    server.add(
+        {"tool_calls": [{"name": "exec", "arguments": {"command": "echo hi"}, "id": "call_7"}]}
+    )
+    reply = Client(server.url, stream).ask()
+    assert reply.tool_calls == (
+        ToolCall("call_7", "exec", {"command": "echo hi"}, '{"command": "echo hi"}', None),
+    )
+    assert reply.text == ""
+    assert reply.stop_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("interleave", [False, True], ids=["sequential", "interleaved"])
+def test_two_tool_calls_in_one_answer(server, stream, interleave):
+    server.add(
+        {
+            "text": "Running both.",
+            "interleave": interleave,
+            "tool_calls": [
+                {"name": "exec", "arguments": {"command": "ls -la /tmp"}},
+                {"name": "read", "arguments": {"path": "README.md", "lines": [1, 20]}},
+            ],
+        }
+    )
+    reply = Client(server.url, stream).ask()
+    assert reply.text == "Running both."
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [
+        ("exec", {"command": "ls -la /tmp"}),
+        ("read", {"path": "README.md", "lines": [1, 20]}),
+    ]
+    ids = [c.id for c in reply.tool_calls]
+    assert all(ids) and len(set(ids)) == 2
+
+
+def test_arguments_that_are_not_json_become_an_error(server, stream):
+    server.add({"tool_calls": [{"name": "exec", "arguments": '{"command": "echo'}]})
+    (call,) = Client(server.url, stream).ask().tool_calls
+    assert call.arguments is None
+    assert call.raw_arguments == '{"command": "echo'
+    assert call.error.startswith("arguments are not valid JSON")
+
+
+def test_usage_figures(server, stream):
+    server.add({"text": "ok", "usage": {"input_tokens": 321, "output_tokens": 12}})
+    reply = Client(server.url, stream).ask()
+    assert reply.usage == {"input_tokens": 321, "output_tokens": 12}
+
+
+def test_429_waits_as_long_as_retry_after_says(server, stream):
+    server.add({"status": 429, "headers": {"Retry-After": "7"}}, {"text": "ok"})
+    client = Client(server.url, stream)
+    assert client.ask().text == "ok"
+    assert client.sleeps == [7.0]
+    assert len(server.requests) == 2
+
+
+def test_retry_after_is_capped(server):
+    server.add({"status": 503, "headers": {"Retry-After": "86400"}}, {"text": "ok"})
+    client = Client(server.url)
+    assert client.ask().text == "ok"
+    assert client.sleeps == [60.0]
+
+
+def test_retry_after_http_date():
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:30 GMT", now=1445412480.0) == 30.0
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480.0) == 0.0
+    assert retry_after_seconds("soon") is None
+
+
+def test_500_three_times_then_success_backs_off(server, stream):
+    server.add(*[{"status": 500}] * 3, {"text": "finally"})
+    client = Client(server.url, stream)
+    assert client.ask().text == "finally"
+    assert client.sleeps == [0.5, 1.0, 2.0]
+
+
+def test_500_four_times_fails_clearly(server, stream):
+    server.add(*[{"status": 500, "body": {"error": {"message": "boom"}}}] * 4)
+    client = Client(server.url, stream)
+    with pytest.raises(ProviderError) as err:
+        client.ask()
+    assert str(err.value) == "server error (HTTP 500) after 3 retries: boom"
+    assert len(server.requests) == 4
+
+
+def test_401_names_the_key_variable(server):
+    server.add({"status": 401, "body": {"error": {"message": "Incorrect API key"}}})
+    with pytest.raises(
+        ProviderError, match=r"authentication failed \(HTTP 401\): set OPENAI_API_KEY"
+    ):
+        Client(server.url).ask()
+
+
+def test_401_with_a_custom_key_variable_that_is_set(server):
+    server.add({"status": 403})
+    client = Client(server.url, api_key_env="MY_KEY", environ={"MY_KEY": "sk-wrong"})
+    with pytest.raises(ProviderError, match=r"\(HTTP 403\): check MY_KEY"):
+        client.ask()
+
+
+def test_404_names_model_and_url(server):
+    server.add({"status": 404})
+    with pytest.raises(ProviderError) as err:
+        Client(server.url).ask()
+    assert str(err.value).startswith(
+        f"model or URL not found (HTTP 404): model 'test-model' at {server.url}/chat/completions"
+    )
+
+
+def test_other_client_errors_pass_the_server_message_on(server):
+    server.add({"status": 400, "body": {"error": {"message": "tools[0] is invalid"}}})
+    with pytest.raises(
+        ProviderError, match=r"request rejected \(HTTP 400\).*tools\[0\] is invalid"
+    ):
+        Client(server.url).ask()
+
+
+def test_connection_refused_is_retried_then_explained(stream):
+    url = f"http://127.0.0.1:{unused_port()}/v1"
+    client = Client(url, stream)
+    with pytest.raises(ProviderError) as err:
+        client.ask()
+    assert str(err.value).startswith(
+        f"cannot connect to {url}/chat/completions: is the server running?"
+    )
+    assert client.sleeps == [0.5, 1.0, 2.0]
+
+
+def test_a_dropped_connection_before_the_answer_is_retried(server, stream):
+    server.add({"disconnect": True}, {"text": "second try"})
+    client = Client(server.url, stream)
+    assert client.ask().text == "second try"
+    assert client.sleeps == [0.5]
+
+
+def test_timeout(server):
+    server.add({"text": "too late", "delay": 1.0})
+    with pytest.raises(ProviderError) as err:
+        Client(server.url, timeout=0.2).ask()
+    assert str(err.value) == f"timed out after 0.2 s waiting for {server.url}/chat/completions"
+
+
+def test_a_stream_cut_off_mid_way_is_an_error_not_a_short_answer(server):
+    server.add({"text": "The answer is forty two, as everyone knows.", "cut_off": True})
+    client = Client(server.url)
+    with pytest.raises(ProviderError, match="^the model's answer was cut off mid-stream$"):
+        client.ask()
+    assert client.deltas  # some text had already been shown
+    assert client.sleeps == []  # never retried: the user saw part of it
+
+
+def test_a_cut_off_body_without_streaming_is_retried(server):
+    server.add({"text": "lost", "cut_off": True}, {"text": "whole"})
+    client = Client(server.url, stream=False)
+    assert client.ask().text == "whole"
+    assert client.deltas == ["whole"]
+
+
+def test_a_server_that_ignores_stream_true_still_works(server):
+    body = {"choices": [{"message": {"content": "plain JSON"}, "finish_reason": "stop"}]}
+    server.add({"status": 200, "body": body})
+    assert Client(server.url).ask().text == "plain JSON"
+
+
+def test_request_shape(server, stream):
+    server.add({"text": "done"})
+    history = [
+        {"role": "user", "content": "list files"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "call_1", "name": "exec", "arguments": {"command": "ls"}},
+                {"id": "call_2", "name": "exec", "arguments": None, "raw_arguments": "{oops"},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "name": "exec", "content": '{"stdout": "a"}'},
+        {"role": "tool", "tool_call_id": "call_2", "name": "exec", "content": '{"error": "bad"}'},
+    ]
+    Client(server.url + "/", stream, max_tokens=100).ask(history, system="You are terse.")
+    (request,) = server.requests
+    assert request["path"] == "/v1/chat/completions"  # the trailing slash was dropped
+    assert "authorization" not in request["headers"]  # no key, no header (Ollama & co.)
+    body = request["json"]
+    assert body["model"] == "test-model"
+    assert body["max_tokens"] == 100
+    assert body["messages"] == [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "list files"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "exec", "arguments": '{"command": "ls"}'},
+                },
+                {
+                    "id": "call_2",
+                    "type": "function",
+                    "function": {"name": "exec", "arguments": "{oops"},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": '{"stdout": "a"}'},
+        {"role": "tool", "tool_call_id": "call_2", "content": '{"error": "bad"}'},
+    ]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "exec",
+                "description": "Run a shell command",
+                "parameters": EXEC_TOOL["parameters"],
+            },
+        }
+    ]
+    if stream:
+        assert body["stream"] is True
+        assert body["stream_options"] == {"include_usage": True}
+    else:
+        assert "stream" not in body
+
+
+def test_bearer_key_sent_when_set(server):
+    server.add({"text": "ok"})
+    Client(server.url, environ={"OPENAI_API_KEY": "sk-test"}).ask(tools=())
+    request = server.requests[0]
+    assert request["headers"]["authorization"] == "Bearer sk-test"
+    assert "tools" not in request["json"]
+
+
+def test_official_api_gets_max_completion_tokens():
+    provider = OpenAIProvider(ProviderConfig(max_tokens=50), environ={})
+    body = provider.request_body("", [{"role": "user", "content": "hi"}], [])
+    assert body["max_completion_tokens"] == 50 and "max_tokens" not in body
+    assert body["model"] == "gpt-4o-mini"
+
+
+def test_reply_round_trips_into_the_next_request(server):
+    server.add(
+        {"tool_calls": [{"name": "exec", "arguments": {"command": "pwd"}}]},
+        lambda request: {"text": "tool said " + request["messages"][-1]["content"]},
+    )
+    client = Client(server.url)
+    history = [{"role": "user", "content": "where am I?"}]
+    reply = client.ask(history)
+    history.append(reply.to_message())
+    (call,) = reply.tool_calls
+    history.append(
+        {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": json.dumps("/work")}
+    )
+    assert client.ask(history).text == 'tool said "/work"'
+    sent = server.requests[1]["json"]["messages"]
+    assert sent[2]["tool_calls"][0]["id"] == sent[3]["tool_call_id"] == call.id
+
+
+def test_a_stream_that_ends_cleanly_without_done_is_cut_off(server):
+    chunk = {"choices": [{"index": 0, "delta": {"content": "Half"}, "finish_reason": None}]}
+    body = f"data: {json.dumps(chunk)}\n\n"
+    server.add({"status": 200, "headers": {"Content-Type": "text/event-stream"}, "body": body})
+    with pytest.raises(ProviderError, match="^the model's answer was cut off mid-stream$"):
+        Client(server.url).ask()

@@ -1,0 +1,231 @@
+import subprocess
+
+import pytest
+
+from mdagent.templates import (
+    TemplateError,
+    as_text,
+    check_shell,
+    expand_argv,
+    expand_shell,
+    expand_url,
+    expand_value,
+    placeholders,
+)
+
+PARAMS = {
+    "path": {"type": "string"},
+    "files": {"type": "array", "items": {"type": "string"}},
+    "limit": {"type": "integer", "default": 10},
+    "verbose": {"type": "boolean"},
+    "opt": {"type": "string"},
+    "meta": {"type": "object"},
+    "ratio": {"type": "number"},
+}
+
+
+def sh_words(script: str) -> list[str]:
+    """What sh makes of ``script``: one line per argument of printf."""
+    out = subprocess.run(
+        ["sh", "-c", "printf '[%s]\\n' " + script], capture_output=True, text=True, check=True
+    )
+    return [line[1:-1] for line in out.stdout.split("\n") if line]
+
+
+# -- placeholders / parsing ------------------------------------------------------
+
+
+def test_placeholders_in_strings_lists_and_mappings():
+    assert placeholders("wc {path} -l {limit}") == {"path", "limit"}
+    assert placeholders(["wc", "{path}", "--n={limit}"]) == {"path", "limit"}
+    template = {"a": "{path}", "b": ["{files}", {"c": "x {opt}"}], "{notakey}": 3, "n": None}
+    assert placeholders(template) == {"path", "files", "opt"}
+    assert placeholders(42) == set()
+    assert placeholders(None) == set()
+
+
+def test_doubled_braces_are_literal_and_not_placeholders():
+    assert placeholders("awk '{{print $1}}' {path}") == {"path"}
+    assert expand_argv(["{{", "{{{path}}}", "}}"], {"path": "p"}, PARAMS) == ["{", "{p}", "}"]
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ("wc {path", "unclosed '{' at column 4"),
+        ("wc {}", "empty placeholder"),
+        ("wc path}", "stray '}' at column 8"),
+        ("a } b", "stray '}'"),
+        ("awk '{print $1}'", "invalid placeholder '{print $1}'"),
+        ("{a{b}", "invalid placeholder"),
+        ("{1abc}", "invalid placeholder"),
+    ],
+)
+def test_malformed_templates_raise_value_error(template, message):
+    with pytest.raises(ValueError, match=message.replace("$", r"\$").replace("{", r"\{")):
+        placeholders(template)
+    with pytest.raises(ValueError):
+        placeholders(["ok", {"k": template}])
+
+
+# -- argv ----------------------------------------------------------------------------
+
+
+def test_exact_placeholder_is_one_element_whatever_it_holds():
+    value = "a b; rm -rf / && echo $(id) `x` *"
+    assert expand_argv(["echo", "{path}"], {"path": value}, PARAMS) == ["echo", value]
+
+
+def test_array_expands_to_several_elements_and_empty_array_to_none():
+    args = {"files": ["a b", "-c", ""]}
+    assert expand_argv(["cat", "{files}", "end"], args, PARAMS) == ["cat", "a b", "-c", "", "end"]
+    assert expand_argv(["cat", "{files}"], {"files": []}, PARAMS) == ["cat"]
+
+
+def test_absent_optional_removes_its_element_default_fills_in():
+    assert expand_argv(["ls", "{opt}", "-n", "{limit}"], {}, PARAMS) == ["ls", "-n", "10"]
+    assert expand_argv(["ls", "{limit}"], {"limit": 3}, PARAMS) == ["ls", "3"]
+
+
+def test_null_argument_counts_as_absent():
+    assert expand_argv(["ls", "{opt}", "{limit}"], {"opt": None, "limit": None}, PARAMS) == [
+        "ls",
+        "10",
+    ]
+
+
+def test_embedded_placeholder_is_substituted_and_dropped_whole_when_absent():
+    template = ["grep", "--max-count={limit}", "--label={opt}", "x{path}y"]
+    assert expand_argv(template, {"path": "P"}, PARAMS) == ["grep", "--max-count=10", "xPy"]
+
+
+def test_value_types_as_text():
+    args = {"verbose": True, "ratio": 0.5, "meta": {"k": "é"}, "files": ["a", "b"], "path": ""}
+    template = ["{verbose}", "v={verbose}", "{ratio}", "m={meta}", "f={files}", "{path}"]
+    assert expand_argv(template, args, PARAMS) == [
+        "true",
+        "v=true",
+        "0.5",
+        'm={"k": "é"}',
+        "f=a b",
+        "",
+    ]
+    assert expand_argv(["{verbose}"], {"verbose": False}, PARAMS) == ["false"]
+    assert expand_argv(["head", "-n", 5], {}, PARAMS) == ["head", "-n", "5"]
+    assert as_text([1, True, "x"]) == "1 true x"
+
+
+def test_missing_required_and_unknown_placeholder_are_clear_errors():
+    with pytest.raises(TemplateError, match="missing required argument: path"):
+        expand_argv(["{path}"], {}, PARAMS, required=["path"])
+    with pytest.raises(TemplateError, match=r"\{nope\} names no parameter"):
+        expand_argv(["{nope}"], {}, PARAMS)
+
+
+# -- shell ---------------------------------------------------------------------------
+
+
+def test_shell_values_are_quoted_into_single_words():
+    nasty = "x'; rm -rf ~ #"
+    script = expand_shell(
+        "{path} {files} {limit}", {"path": nasty, "files": ["a b", "$(id)"]}, PARAMS
+    )
+    assert sh_words(script) == [nasty, "a b", "$(id)", "10"]
+
+
+def test_shell_absent_optional_is_nothing_and_empty_string_is_an_empty_word():
+    assert expand_shell("ls {opt} -l", {}, PARAMS) == "ls  -l"
+    assert sh_words(expand_shell("{path} end", {"path": ""}, PARAMS)) == ["", "end"]
+    assert sh_words(expand_shell("{files} end", {"files": []}, PARAMS)) == ["end"]
+
+
+def test_shell_values_inside_the_authors_quotes_stay_literal():
+    nasty = 'it\'s $(id) `id` "q" \\ $HOME'
+    script = expand_shell(
+        "'single {path} x' \"double {path} y\" pre{path}post", {"path": nasty}, PARAMS
+    )
+    assert sh_words(script) == [f"single {nasty} x", f"double {nasty} y", f"pre{nasty}post"]
+    arrays = expand_shell("'{files}'", {"files": ["a", "b c"]}, PARAMS)
+    assert sh_words(arrays) == ["a b c"]
+
+
+def test_shell_values_inside_command_substitution_are_quoted_there():
+    script = expand_shell('"$(printf %s {path})" `printf %s {path}`', {"path": "a;b"}, PARAMS)
+    assert sh_words(script) == ["a;b", "a;b"]
+
+
+def test_shell_comment_apostrophe_does_not_confuse_quoting():
+    script = expand_shell("{path} # it's a comment\n", {"path": "a'b"}, PARAMS)
+    assert sh_words(script) == ["a'b"]
+
+
+def test_shell_literal_braces_and_shell_variables_without_placeholders():
+    check_shell("awk '{{print $1}}' ${{HOME}} {path}")
+    assert expand_shell("echo {{}} {path}", {"path": "x"}, PARAMS) == "echo {} x"
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ("echo \\{path}", "after a backslash"),
+        ("cat <<EOF\n{path}\nEOF", "here-document"),
+        ("echo ${{X:-{path}}}", r"inside \$\{...\}"),
+        ("echo $'{path}'", r"inside \$'...'"),
+        ("echo '{path}", "unbalanced quotes"),
+        ('echo "$(cat {path}"', "unbalanced"),
+    ],
+)
+def test_shell_contexts_that_cannot_be_quoted_safely_are_refused(template, message):
+    with pytest.raises(ValueError, match=message):
+        check_shell(template)
+    with pytest.raises(TemplateError):
+        expand_shell(template, {"path": "x"}, PARAMS)
+
+
+def test_shell_here_document_without_placeholders_after_it_is_fine():
+    check_shell("cat {path} <<EOF\nit's\nEOF")
+
+
+# -- url -----------------------------------------------------------------------------
+
+
+def test_url_values_are_percent_encoded_with_nothing_safe():
+    url = expand_url(
+        "https://h.test/files/{path}?q={opt}&n={limit}", {"path": "a/b c", "opt": "x&y=z#é"}, PARAMS
+    )
+    assert url == "https://h.test/files/a%2Fb%20c?q=x%26y%3Dz%23%C3%A9&n=10"
+
+
+def test_url_arrays_join_with_commas_and_absent_is_empty():
+    url = expand_url("https://h.test/?ids={files}&o={opt}", {"files": ["1", "a,b"]}, PARAMS)
+    assert url == "https://h.test/?ids=1,a%2Cb&o="
+
+
+# -- values (json, headers, with) -----------------------------------------------------
+
+
+def test_exact_placeholder_keeps_the_type_and_absent_removes_the_key():
+    template = {
+        "n": "{limit}",
+        "files": "{files}",
+        "flag": "{verbose}",
+        "opt": "{opt}",
+        "label": "limit={limit} {opt}!",
+        "nested": {"list": ["{opt}", "{path}", 1, None], "k": True},
+        "literal": "{{x}}",
+    }
+    args = {"files": ["a"], "verbose": False, "path": "p"}
+    assert expand_value(template, args, PARAMS) == {
+        "n": 10,
+        "files": ["a"],
+        "flag": False,
+        "label": "limit=10 !",
+        "nested": {"list": ["p", 1, None], "k": True},
+        "literal": "{x}",
+    }
+
+
+def test_whole_value_template_absent_is_none():
+    assert expand_value("{opt}", {}, PARAMS) is None
+    assert expand_value(None, {}, PARAMS) is None
+    assert expand_value("{meta}", {"meta": {"a": [1]}}, PARAMS) == {"a": [1]}
