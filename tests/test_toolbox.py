@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from mdagent import Result, ToolContext, Toolbox
+from mdagent import Result, Toolbox, ToolContext
 
 
 def wc(args):

@@ -1,0 +1,219 @@
+"""read_file, write_file and edit_file on real files."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from mdagent.builtins import register_builtins
+from mdagent.toolbox import Toolbox, ToolContext
+
+
+@pytest.fixture
+def ws(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("top secret\n")
+    return root
+
+
+@pytest.fixture
+def call(ws):
+    tb = Toolbox()
+    register_builtins(tb)
+
+    def call(name, **args):
+        return tb.run(name, args, ToolContext(workdir=str(ws)))
+
+    return call
+
+
+def numbered(*pairs):
+    return "\n".join(f"{n:6d}\t{text}" for n, text in pairs)
+
+
+# -- read_file -------------------------------------------------------------------
+
+
+def test_read_numbers_lines_like_cat_n(call, ws):
+    (ws / "notes.txt").write_text("alpha\nbeta\r\ngamma")
+    result = call("read_file", path="notes.txt")
+    assert result.ok
+    assert result.data == {
+        "path": "notes.txt",
+        "output": numbered((1, "alpha"), (2, "beta"), (3, "gamma")),
+        "total_lines": 3,
+        "truncated": False,
+    }
+
+
+def test_read_pages_with_offset_and_limit(call, ws):
+    (ws / "long.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    result = call("read", path="long.txt", offset=4, limit=2)
+    assert result.data["output"] == numbered((4, "line 4"), (5, "line 5"))
+    assert result.data["truncated"] is True and result.data["next_offset"] == 6
+    assert result.data["total_lines"] == 10
+    tail = call("read_file", path="long.txt", offset=9)
+    assert tail.data["output"] == numbered((9, "line 9"), (10, "line 10"))
+    assert tail.data["truncated"] is False
+    assert "past the end" in call("read_file", path="long.txt", offset=11).error
+
+
+def test_read_defaults_to_2000_lines(call, ws):
+    (ws / "big.txt").write_text("x\n" * 2500)
+    result = call("read_file", path="big.txt")
+    assert result.data["output"].count("\n") == 1999
+    assert result.data["truncated"] is True and result.data["total_lines"] == 2500
+
+
+def test_read_cuts_a_huge_line(call, ws):
+    (ws / "min.js").write_text("a" * 10_000 + "\n")
+    result = call("read_file", path="min.js")
+    assert len(result.data["output"]) < 2100
+    assert "8000 chars cut" in result.data["output"]
+    assert result.data["truncated"] is True
+
+
+def test_read_an_empty_file(call, ws):
+    (ws / "empty").write_text("")
+    assert call("read_file", path="empty").data == {
+        "path": "empty",
+        "output": "",
+        "total_lines": 0,
+        "truncated": False,
+    }
+
+
+def test_read_refuses_binary_files(call, ws):
+    (ws / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    result = call("read_file", path="image.png")
+    assert not result.ok and result.error == "binary file, not shown: image.png"
+
+
+def test_read_missing_file_and_directory(call, ws):
+    assert call("read_file", path="nope.txt").error == "not found: nope.txt"
+    (ws / "dir").mkdir()
+    assert call("read_file", path="dir").error.startswith("is a directory: dir")
+
+
+@pytest.mark.parametrize("path", ["../outside/secret.txt", "/etc/passwd", "link/secret.txt"])
+def test_read_refuses_paths_outside_the_workspace(call, ws, tmp_path, path):
+    (ws / "link").symlink_to(tmp_path / "outside")
+    result = call("read_file", path=path)
+    assert not result.ok
+    assert result.data["code"] == "DENIED"
+    assert result.error == f"path escapes the workspace: {path}"
+    assert "top secret" not in str(result.data)
+
+
+def test_read_follows_a_symlink_that_stays_inside(call, ws):
+    (ws / "real.txt").write_text("hello\n")
+    (ws / "alias.txt").symlink_to(ws / "real.txt")
+    assert call("read_file", path="alias.txt").data["output"] == numbered((1, "hello"))
+
+
+# -- write_file ------------------------------------------------------------------
+
+
+def test_write_creates_parent_folders(call, ws):
+    result = call("write_file", path="a/b/c.txt", content="héllo\n")
+    assert result.ok
+    assert result.data == {
+        "path": "a/b/c.txt",
+        "bytes": 7,
+        "created": True,
+        "output": "created a/b/c.txt (7 bytes)",
+    }
+    assert (ws / "a" / "b" / "c.txt").read_text(encoding="utf-8") == "héllo\n"
+
+
+def test_write_overwrites_keeping_the_mode_and_leaving_no_temp_file(call, ws):
+    script = ws / "run.sh"
+    script.write_text("old\n")
+    script.chmod(0o755)
+    result = call("write", path="run.sh", content="#!/bin/sh\necho new\n")
+    assert result.data["created"] is False
+    assert script.read_text() == "#!/bin/sh\necho new\n"
+    assert script.stat().st_mode & 0o777 == 0o755
+    assert sorted(os.listdir(ws)) == ["run.sh"]
+
+
+def test_write_through_an_inside_symlink_updates_the_target(call, ws):
+    (ws / "real.txt").write_text("old")
+    (ws / "alias.txt").symlink_to("real.txt")
+    call("write_file", path="alias.txt", content="new")
+    assert (ws / "alias.txt").is_symlink()
+    assert (ws / "real.txt").read_text() == "new"
+
+
+@pytest.mark.parametrize("path", ["../outside/new.txt", "link/new.txt", "link/secret.txt"])
+def test_write_refuses_paths_outside_the_workspace(call, ws, tmp_path, path):
+    (ws / "link").symlink_to(tmp_path / "outside")
+    result = call("write_file", path=path, content="pwned")
+    assert not result.ok and result.data["code"] == "DENIED"
+    assert sorted(os.listdir(tmp_path / "outside")) == ["secret.txt"]
+    assert (tmp_path / "outside" / "secret.txt").read_text() == "top secret\n"
+
+
+def test_write_refuses_a_directory(call, ws):
+    (ws / "dir").mkdir()
+    assert call("write_file", path="dir", content="x").error == "is a directory: dir"
+
+
+# -- edit_file -------------------------------------------------------------------
+
+
+def test_edit_replaces_a_unique_string(call, ws):
+    (ws / "app.py").write_text("def greet():\n    return 'hi'\n")
+    result = call("edit_file", path="app.py", old_string="'hi'", new_string="'hello'")
+    assert result.ok
+    assert result.data == {
+        "path": "app.py",
+        "replacements": 1,
+        "output": "replaced 1 occurrence in app.py",
+    }
+    assert (ws / "app.py").read_text() == "def greet():\n    return 'hello'\n"
+
+
+def test_edit_refuses_an_ambiguous_string(call, ws):
+    (ws / "x.txt").write_text("a\na\na\n")
+    result = call("edit", path="x.txt", old_string="a", new_string="b")
+    assert not result.ok
+    assert "occurs 3 times" in result.error and "replace_all" in result.error
+    assert (ws / "x.txt").read_text() == "a\na\na\n"
+
+
+def test_edit_replace_all(call, ws):
+    (ws / "x.txt").write_text("a\na\na\n")
+    result = call("edit_file", path="x.txt", old_string="a", new_string="b", replace_all=True)
+    assert result.data["replacements"] == 3
+    assert (ws / "x.txt").read_text() == "b\nb\nb\n"
+
+
+def test_edit_errors(call, ws):
+    (ws / "x.txt").write_text("hello\n")
+    assert call("edit_file", path="x.txt", old_string="bye", new_string="b").error == (
+        "old_string not found in x.txt"
+    )
+    assert (
+        "nothing to change"
+        in call("edit_file", path="x.txt", old_string="hello", new_string="hello").error
+    )
+    assert "empty" in call("edit_file", path="x.txt", old_string="", new_string="b").error
+    assert (
+        call("edit_file", path="no.txt", old_string="a", new_string="b").error
+        == "not found: no.txt"
+    )
+    (ws / "bin").write_bytes(b"\xff\xfe\x00bad")
+    assert (
+        "not a UTF-8 text file"
+        in call("edit_file", path="bin", old_string="bad", new_string="good").error
+    )
+
+
+def test_edit_refuses_paths_outside_the_workspace(call, ws, tmp_path):
+    result = call("edit_file", path="../outside/secret.txt", old_string="top", new_string="no")
+    assert result.data["code"] == "DENIED"
+    assert (tmp_path / "outside" / "secret.txt").read_text() == "top secret\n"

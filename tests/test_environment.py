@@ -1,0 +1,59 @@
+"""What children may see of the environment."""
+
+from __future__ import annotations
+
+from mdagent.environment import DEFAULT_EXCLUDE, child_env, env_rules, is_secret_name, scrubbed_env
+
+ENV = {
+    "PATH": "/usr/bin",
+    "HOME": "/home/me",
+    "MY_API_KEY": "sk-1",
+    "github_token": "ghp",
+    "DB_PASSWORD": "hunter2",
+    "AWS_SECRET_ACCESS_KEY": "x",
+    "GOOGLE_APPLICATION_CREDENTIALS": "/creds.json",
+    "KEYBOARD_LAYOUT": "us",
+}
+
+
+def test_secrets_are_dropped_case_insensitively_and_the_rest_kept():
+    env = scrubbed_env(ENV)
+    assert env == {"PATH": "/usr/bin", "HOME": "/home/me"}
+
+
+def test_include_lets_named_or_globbed_variables_through():
+    env = scrubbed_env(ENV, include=["MY_API_KEY", "KEYBOARD_*"])
+    assert env["MY_API_KEY"] == "sk-1"
+    assert env["KEYBOARD_LAYOUT"] == "us"
+    assert "github_token" not in env
+
+
+def test_child_env_reads_the_policy_settings():
+    settings = {"policy": {"env": {"include": ["GITHUB_TOKEN"]}}}
+    env = child_env(settings, ENV)
+    assert env["github_token"] == "ghp"
+    assert "MY_API_KEY" not in env
+
+
+def test_child_env_defaults_without_settings(monkeypatch):
+    monkeypatch.setenv("MY_API_KEY", "sk-live")
+    monkeypatch.setenv("PLAIN", "1")
+    env = child_env({})
+    assert "MY_API_KEY" not in env and env["PLAIN"] == "1"
+    assert child_env(None, ENV) == scrubbed_env(ENV)
+
+
+def test_exclude_from_settings_replaces_the_defaults():
+    settings = {"policy": {"env": {"exclude": ["HOME"]}}}
+    assert env_rules(settings) == (["HOME"], [])
+    env = child_env(settings, ENV)
+    assert "HOME" not in env and env["MY_API_KEY"] == "sk-1"
+    # A missing or empty policy block means the defaults.
+    assert env_rules({"policy": None}) == (DEFAULT_EXCLUDE, [])
+    assert env_rules({"policy": {"env": {"exclude": "*KEY*"}}}) == (["*KEY*"], [])
+
+
+def test_is_secret_name():
+    assert is_secret_name("OPENAI_API_KEY", {})
+    assert not is_secret_name("PATH", {})
+    assert not is_secret_name("OPENAI_API_KEY", {"policy": {"env": {"include": ["OPENAI_*"]}}})

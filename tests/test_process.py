@@ -1,0 +1,195 @@
+"""run_process: real children, real pipes, real process groups."""
+
+from __future__ import annotations
+
+import _thread
+import io
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from mdagent.process import ProcessResult, run_process, signal_name
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for init to reap it does not count)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
+
+
+def gone_soon(pid: int, within: float = 2.0) -> bool:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        if not alive(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def sh(command: str, **kw) -> ProcessResult:
+    kw.setdefault("cwd", None)
+    kw.setdefault("env", None)
+    kw.setdefault("timeout", 10)
+    return run_process(["bash", "-c", command], **kw)
+
+
+def test_captures_stdout_stderr_and_status():
+    result = sh("echo out; echo err >&2; exit 3")
+    assert (result.stdout, result.stderr, result.exit_code) == ("out\n", "err\n", 3)
+    assert not (result.truncated or result.timed_out or result.interrupted)
+    assert result.duration_ms >= 0
+
+
+def test_runs_in_cwd_with_the_given_environment(tmp_path):
+    env = {"PATH": os.environ["PATH"], "GREETING": "hello"}
+    result = sh('echo "$GREETING from $(pwd)"', cwd=str(tmp_path), env=env)
+    assert result.stdout == f"hello from {tmp_path}\n"
+
+
+def test_stdin_is_empty_unless_data_is_given():
+    assert sh("cat").stdout == ""
+    data = b"line\n" * 200_000  # larger than a pipe buffer: needs a concurrent writer
+    result = run_process(["cat"], cwd=None, env=None, timeout=10, stdin_data=data, max_output=10**7)
+    assert result.stdout.encode() == data
+
+
+def test_missing_program_reports_127():
+    result = run_process(["no-such-program-xyz"], cwd=None, env=None, timeout=5)
+    assert result.exit_code == 127
+    assert "no-such-program-xyz" in result.stderr
+
+
+def test_killed_by_a_signal_reports_128_plus_n():
+    result = sh("kill -9 $$")
+    assert result.exit_code == 137
+    assert signal_name(result.exit_code) == "SIGKILL"
+    assert signal_name(1) is None
+
+
+def test_timeout_kills_the_grandchild_holding_the_pipe():
+    started = time.monotonic()
+    # The grandchild keeps stdout open: a naive reader would wait 30 s for EOF.
+    result = sh("(sleep 30; echo late) & echo $!; sleep 30", timeout=1)
+    elapsed = time.monotonic() - started
+    assert result.exit_code == 124 and result.timed_out
+    assert elapsed < 5
+    grandchild = int(result.stdout.split()[0])
+    assert gone_soon(grandchild)
+    assert "late" not in result.stdout
+
+
+def test_timeout_kills_a_child_that_ignores_sigterm():
+    started = time.monotonic()
+    result = sh("trap '' TERM; sleep 30 & echo $!; trap '' TERM; wait", timeout=0.5)
+    assert result.exit_code == 124
+    assert time.monotonic() - started < 5
+    assert gone_soon(int(result.stdout.split()[0]))
+
+
+def test_background_job_neither_hangs_nor_survives_the_command():
+    started = time.monotonic()
+    result = sh("sleep 30 & echo $!", timeout=None)
+    assert time.monotonic() - started < 3
+    assert result.exit_code == 0
+    assert gone_soon(int(result.stdout.split()[0]))
+
+
+def test_cancel_stops_the_group_with_130():
+    cancel = threading.Event()
+    timer = threading.Timer(0.3, cancel.set)
+    timer.start()
+    started = time.monotonic()
+    result = sh("sleep 30 & echo $!; sleep 30", timeout=None, cancel=cancel)
+    assert result.exit_code == 130 and result.interrupted
+    assert time.monotonic() - started < 5
+    assert gone_soon(int(result.stdout.split()[0]))
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="main only")
+def test_keyboard_interrupt_kills_the_group_and_propagates(tmp_path):
+    pidfile = tmp_path / "pid"
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        sh(f"sleep 30 & echo $! > {pidfile}; sleep 30", timeout=None)
+    assert gone_soon(int(pidfile.read_text()))
+
+
+def test_output_is_kept_head_and_tail():
+    result = sh("seq 1 100000", max_output=1000)
+    full = "".join(f"{i}\n" for i in range(1, 100001))
+    assert result.truncated
+    assert result.stdout.startswith("1\n2\n3\n")
+    assert result.stdout.endswith("99999\n100000\n")
+    omitted = len(full) - 1000
+    assert f"\n[... {omitted} bytes omitted ...]\n" in result.stdout
+    assert len(result.stdout) < 1100
+
+
+def test_head_and_tail_cut_between_characters():
+    result = sh("for i in $(seq 1 3000); do printf 'é€'; done", max_output=101)
+    assert result.truncated
+    assert "\ufffd" not in result.stdout
+
+
+def test_live_output_arrives_while_the_command_runs():
+    class Recorder(io.StringIO):
+        def __init__(self):
+            super().__init__()
+            self.first_write = None
+
+        def write(self, text):
+            if self.first_write is None:
+                self.first_write = time.monotonic()
+            return super().write(text)
+
+    out, err = Recorder(), io.StringIO()
+    result = sh("echo first; echo oops >&2; sleep 1; echo second", output=out, error_output=err)
+    finished = time.monotonic()
+    assert out.getvalue() == "first\nsecond\n" == result.stdout
+    assert err.getvalue() == "oops\n" == result.stderr
+    assert finished - out.first_write > 0.7  # "first" was shown before the sleep ended
+
+
+def test_live_output_survives_a_closed_watcher():
+    out = io.StringIO()
+    out.close()
+    result = sh("echo still captured", output=out, error_output=io.StringIO())
+    assert result.stdout == "still captured\n"
+
+
+def test_a_flood_of_output_keeps_memory_flat():
+    # 1 GiB through the pipes; the parent must hold only head + tail.
+    script = textwrap.dedent(
+        """
+        import resource
+        from mdagent.process import run_process
+        r = run_process(["bash", "-c", "head -c 1073741824 /dev/zero | tr '\\\\0' a"],
+                        cwd=None, env=None, timeout=60)
+        rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(r.exit_code, r.truncated, len(r.stdout), int(rss_mib))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=90
+    )
+    assert done.returncode == 0, done.stderr
+    exit_code, truncated, length, rss_mib = done.stdout.split()
+    assert (exit_code, truncated) == ("0", "True")
+    assert int(length) < 100_100
+    assert int(rss_mib) < 100
