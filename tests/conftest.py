@@ -57,6 +57,9 @@ def run_agent(workspace):
             text=True,
             env=full_env,
             timeout=timeout,
+            # No controlling terminal: an approval prompt must never wait on
+            # the developer's /dev/tty while the tests run.
+            start_new_session=True,
         )
 
     return run

@@ -1,6 +1,9 @@
 from pathlib import Path
 
 import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mdagent.declarations import load_declarations, load_settings, merge_settings
 
@@ -120,3 +123,40 @@ def test_bad_settings_are_refused_whole(tmp_path):
 def test_unknown_settings_section_is_an_error(tmp_path):
     _, problems = load_settings(write(tmp_path / "a.yaml", "polcy:\n  mode: ask\n"))
     assert problems and "polcy" in problems[0].message
+
+
+yaml_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=10,
+)
+tool_fields = st.dictionaries(
+    st.sampled_from(
+        ["description", "params", "required", "run", "shell", "security", "tier", "timeout", "with", "tool", "http"]
+    ),
+    yaml_values,
+    max_size=5,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.one_of(
+        st.binary(max_size=200),
+        st.text(max_size=200),
+        st.dictionaries(st.sampled_from(["tools", "commands", "other"]), st.dictionaries(st.text(max_size=8), tool_fields, max_size=2), max_size=2),
+    )
+)
+def test_generated_yaml_never_raises_and_problems_have_lines(tmp_path, data):
+    path = tmp_path / "gen.yaml"
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    elif isinstance(data, str):
+        path.write_text(data)
+    else:
+        path.write_text(yaml.safe_dump(data, allow_unicode=True))
+    tools, commands, problems = load_declarations(path)
+    for problem in problems:
+        assert problem.path == str(path) and problem.line >= 1 and problem.message
+    if not any(p.severity == "error" for p in problems) and isinstance(data, dict):
+        assert len(tools) == len(data.get("tools", {}))

@@ -17,13 +17,11 @@ process group, capped output, timeout kills the group).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Container, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -349,6 +347,8 @@ def _import_file(path: Path, key: str, shown: str) -> Any:
 
     stem = re.sub(r"\W", "_", path.stem)
     # Unique per path: two layers may both have handlers/wc.py.
+    import hashlib
+
     module_name = f"_mdagent_handler_{stem}_{hashlib.sha1(key.encode()).hexdigest()[:10]}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None:
@@ -368,6 +368,8 @@ def _import_file(path: Path, key: str, shown: str) -> Any:
         sys.modules.pop(module_name, None)
         return f"cannot load {shown}: SyntaxError: {exc.msg} (line {exc.lineno})"
     except (Exception, SystemExit) as exc:
+        import traceback
+
         sys.modules.pop(module_name, None)
         lines = [
             f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)

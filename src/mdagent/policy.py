@@ -9,13 +9,14 @@ Settings (``agent.yaml``)::
 
 A rule is ``tool`` (every call of that tool) or ``tool(pattern)``. ``tool`` is
 the tool's real name or one of its aliases (``bash(git *)`` is an ``exec``
-rule), and may be a glob (``mcp_*``). What the pattern is matched against
-depends on the tool:
+rule), ignoring case, and may be a glob (``mcp_*``). What the pattern is
+matched against depends on the tool:
 
 - ``exec``: an fnmatch glob on each simple command of the command line (see
   :mod:`mdagent.shellparse`). An allow rule covers a command only when every
   segment is covered by some allow rule; a rule without wildcards also covers
-  the exact whole command line (that is what "always" writes). A deny rule
+  the exact whole command line (that is what "always" writes). Claude Code's
+  ``git status:*`` means ``git status`` alone or followed by arguments. A deny rule
   blocks when it matches any segment (as written, with quotes removed, or
   without wrappers such as ``env``/``xargs``) or the whole string. A command
   that cannot be parsed is never allowed by a pattern (only by a bare
@@ -99,7 +100,10 @@ class Rule:
 
     def names(self, names: Iterable[str]) -> bool:
         """Whether this rule is about a tool known by any of ``names``."""
-        return any(fnmatch.fnmatchcase(n, self.tool) for n in names)
+        # Case-insensitive: `Bash(git *)` and `Read` (Claude Code's spelling in
+        # a skill's allowed-tools) mean exec and read_file.
+        tool = self.tool.lower()
+        return any(fnmatch.fnmatchcase(n.lower(), tool) for n in names)
 
     def __str__(self) -> str:
         return self.text
@@ -391,10 +395,10 @@ class Policy:
         if self._call_key(tool.name, args) in self._always:
             return Decision(True, approved_by="always")
         rules = self._allowed_by(names, tool.name, args, workdir, view)
-        suggestion = self.rule_for(tool, args, workdir)
         if self.mode in ("allowlist", "deny"):
             if rules:
                 return Decision(True, approved_by="rule:" + ",".join(r.text for r in rules))
+            suggestion = self.rule_for(tool, args, workdir)
             return Decision(
                 False,
                 f"{tool.name} is not allowed: policy.mode is {self.mode} and no rule in "
@@ -409,7 +413,7 @@ class Policy:
                 return Decision(True, approved_by="rule:" + ",".join(r.text for r in rules))
             if str(tool.meta.get("security") or "moderate") == "safe":
                 return Decision(True, approved_by="safe")
-        return self._ask(tool, args, ctx, suggestion, needs_question)
+        return self._ask(tool, args, ctx, self.rule_for(tool, args, workdir), needs_question)
 
     def _ask(
         self, tool: Any, args: dict[str, Any], ctx: Any, suggestion: str, declared: bool
@@ -444,7 +448,9 @@ class Policy:
                 return Decision(True, approved_by="always")
             if answer == "yes":
                 return Decision(True, approved_by="user")
-        return Decision(False, f"the user declined this {tool.name} call", code="DENIED")
+        return Decision(
+            False, f"the user declined this {tool.name} call; do not retry it", code="DENIED"
+        )
 
     def _ask_person(self, tool_name: str, args: Mapping[str, Any]) -> str:
         prompt = self._prompt
@@ -531,7 +537,7 @@ class Policy:
         if real in EXEC_TOOLS:
             for candidate in view.deny_candidates():
                 for rule in rules:
-                    if fnmatch.fnmatchcase(candidate, rule.pattern):
+                    if _command_matches(candidate, rule.pattern):
                         return rule, candidate
             return None
         if real in FILE_TOOLS:
@@ -625,12 +631,20 @@ def _exec_allowed(rules: list[Rule], view: _ExecView) -> list[Rule]:
         return []
     used: list[Rule] = []
     for seg in view.segments:
-        rule = next((r for r in rules if fnmatch.fnmatchcase(seg.text, r.pattern)), None)
+        rule = next((r for r in rules if _command_matches(seg.text, r.pattern)), None)
         if rule is None:
             return []
         if rule not in used:
             used.append(rule)
     return used
+
+
+def _command_matches(text: str, pattern: str) -> bool:
+    """fnmatch, plus Claude Code's ``prefix:*``: the prefix alone or followed by a space."""
+    if pattern.endswith(":*"):
+        prefix = pattern[:-2]
+        return fnmatch.fnmatchcase(text, prefix) or fnmatch.fnmatchcase(text, prefix + " *")
+    return fnmatch.fnmatchcase(text, pattern)
 
 
 def _shorten(text: str, limit: int = 120) -> str:

@@ -8,7 +8,6 @@ re-stats those paths: it imports neither yaml nor frontmatter.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -161,8 +160,10 @@ def load_registry(layers: list[Layer], cache_dir: Path | None = None) -> Registr
 
 
 def _layers_key(layers: list[Layer]) -> str:
+    import zlib  # hashlib would cost more start-up time than the whole lookup
+
     text = "\n".join(f"{layer.kind}={layer.path}" for layer in layers)
-    return hashlib.sha1(text.encode()).hexdigest()[:16]
+    return f"{zlib.crc32(text.encode()):08x}{zlib.adler32(text.encode()):08x}"
 
 
 def _read_cache(path: Path) -> dict[str, Any] | None:

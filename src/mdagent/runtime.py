@@ -8,7 +8,6 @@ same validation, policy, hooks and audit log.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -97,7 +96,9 @@ class Runtime:
         from mdagent.policy import Policy
 
         if interactive is None:
-            interactive = _has_terminal()
+            from mdagent.approval import terminal_available
+
+            interactive = terminal_available()
         settings = self.settings
         if allow:
             section = dict(settings.get("policy") or {})
@@ -196,10 +197,3 @@ def add_declared_tool(box: Toolbox, spec: ToolSpec) -> None:
         handler=handler,
         **spec.meta,
     )
-
-
-def _has_terminal() -> bool:
-    try:
-        return sys.stdin.isatty() and sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False

@@ -113,8 +113,9 @@ def _parse(command: str, depth: int) -> list[Segment]:
         raise Unparseable("commands nested too deeply")
     if "\x00" in command:
         raise Unparseable("NUL byte in command")
-    if not command.strip() or all(
-        not line.strip() or line.lstrip().startswith("#") for line in command.splitlines()
+    # bash's own notion of lines and blanks (str.splitlines/strip know more).
+    if all(
+        not line.strip(" \t") or line.lstrip(" \t").startswith("#") for line in command.split("\n")
     ):
         return []
     import bashlex  # only exec calls need it; keeps `agent /name` startup lean

@@ -158,14 +158,18 @@ class Store:
             isolation_level=None,  # autocommit; transactions are explicit and short
             check_same_thread=False,  # guarded by self._lock
         )
-        db.row_factory = sqlite3.Row
-        db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        _retry_busy(lambda: db.execute("PRAGMA journal_mode = WAL").fetchone())
-        # In WAL mode NORMAL survives a crash of the process; only a power cut
-        # may lose the last commits.
-        db.execute("PRAGMA synchronous = NORMAL")
-        db.execute("PRAGMA foreign_keys = ON")
-        self._migrate(db)
+        try:
+            db.row_factory = sqlite3.Row
+            db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            _retry_busy(lambda: db.execute("PRAGMA journal_mode = WAL").fetchone())
+            # In WAL mode NORMAL survives a crash of the process; only a power
+            # cut may lose the last commits.
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.execute("PRAGMA foreign_keys = ON")
+            self._migrate(db)
+        except BaseException:
+            db.close()
+            raise
         return db
 
     def _migrate(self, db: Any) -> None:

@@ -14,14 +14,18 @@ unknown names get a stand-in that lists the real tools.
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
-log = logging.getLogger("mdagent.toolbox")
+
+def _log():
+    # logging costs a few ms to import; only a failing call needs it.
+    import logging
+
+    return logging.getLogger("mdagent.toolbox")
 
 Handler = Callable[..., Any]
 Hook = Callable[..., Any]
@@ -369,7 +373,7 @@ class Toolbox:
             try:
                 observe(tool.name, args, result, decision, time.perf_counter() - started, ctx)
             except Exception:  # an observer must never change a call's outcome
-                log.warning("observer %r raised", observe, exc_info=True)
+                _log().warning("observer %r raised", observe, exc_info=True)
         return result
 
     def _context(self, context: ToolContext | None) -> ToolContext:
@@ -402,7 +406,7 @@ class Toolbox:
         except KeyboardInterrupt:
             raise
         except Exception as exc:
-            log.warning("tool %s raised %s", tool.name, type(exc).__name__, exc_info=True)
+            _log().warning("tool %s raised %s", tool.name, type(exc).__name__, exc_info=True)
             return {
                 "error": str(exc) or type(exc).__name__,
                 "type": type(exc).__name__,
@@ -415,7 +419,7 @@ class Toolbox:
         try:
             hook(args, raw, **kw)
         except Exception:  # an after hook cannot undo a call that happened
-            log.warning("after hook %r raised", hook, exc_info=True)
+            _log().warning("after hook %r raised", hook, exc_info=True)
 
     # -- serialising ---------------------------------------------------------
 

@@ -1,0 +1,422 @@
+"""The policy: rules, modes, approval and rate limits, as a model or a person meets them."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mdagent.errors import ConfigError
+from mdagent.policy import Policy, Rule
+from mdagent.toolbox import Toolbox, ToolContext
+
+MODEL = "model"
+PERSON = "person"
+
+
+def make_toolbox() -> Toolbox:
+    box = Toolbox()
+    box.add(
+        "exec",
+        description="run",
+        params={"command": {"type": "string"}},
+        aliases=["bash", "sh"],
+        handler=lambda a: {"stdout": a["command"]},
+        security="dangerous",
+    )
+    for name, security in (("read_file", "safe"), ("write_file", "moderate"), ("grep", "safe")):
+        box.add(
+            name,
+            description=name,
+            params={"path": {"type": "string"}},
+            handler=lambda a: {"ok": True},
+            security=security,
+        )
+    box.add("fetch", description="get", params={"url": {"type": "string"}}, handler=dict)
+    box.add("weather", description="w", params={"city": {"type": "string"}}, handler=dict)
+    box.add("skill", description="s", handler=lambda a: {"ok": True}, security="safe")
+    box.add(
+        "deploy", description="d", handler=lambda a: {"ok": True}, security="safe", approval=True
+    )
+    box.add(
+        "limited",
+        description="l",
+        handler=lambda a: {"ok": True},
+        security="safe",
+        rate_limit={"max_calls": 2, "window_ms": 60_000},
+    )
+    return box
+
+
+@pytest.fixture
+def box():
+    return make_toolbox()
+
+
+@pytest.fixture
+def root(tmp_path):
+    project = tmp_path / "project"
+    (project / ".agents").mkdir(parents=True)
+    return project
+
+
+def make_policy(root, policy=None, **kw):
+    kw.setdefault("interactive", False)
+    kw.setdefault("project_layer", root / ".agents")
+    return Policy({"policy": policy or {}}, workdir=root, **kw)
+
+
+def check(policy, box, tool, args, caller=MODEL, **ctx):
+    context = ToolContext(caller=caller, workdir=str(policy.workdir), **ctx)
+    return policy.check(box.tool_for(tool), args, context)
+
+
+def cmd(command):
+    return {"command": command}
+
+
+# -- exec rules ---------------------------------------------------------------
+
+
+def test_a_rule_covers_a_compound_command_only_when_it_covers_every_segment(root, box):
+    policy = make_policy(root, {"allow": ["exec(git status*)"]})
+    ok = check(policy, box, "exec", cmd("git status --short"))
+    assert ok.allowed and ok.approved_by == "rule:exec(git status*)"
+    for command in ("git status && rm -rf x", "git status; rm -rf x", "git status | sh"):
+        decision = check(policy, box, "exec", cmd(command))
+        assert not decision.allowed, command
+        assert "needs approval" in decision.reason
+    allowlist = make_policy(root, {"mode": "allowlist", "allow": ["exec(git status*)"]})
+    assert not check(allowlist, box, "exec", cmd("git status && rm -rf x")).allowed
+
+
+def test_several_rules_together_cover_a_compound_command(root, box):
+    policy = make_policy(root, {"allow": ["exec(git *)", "exec(wc -l)"]})
+    decision = check(policy, box, "exec", cmd("git log | wc -l"))
+    assert decision.allowed and decision.approved_by == "rule:exec(git *),exec(wc -l)"
+    # Writing a file is a segment of its own.
+    assert not check(policy, box, "exec", cmd("git log > out.txt")).allowed
+
+
+def test_rules_name_a_tool_by_alias(root, box):
+    policy = make_policy(root, {"allow": ["bash(git *)"], "deny": ["sh(git push*)"]})
+    assert check(policy, box, "exec", cmd("git log")).allowed
+    assert check(policy, box, "exec", cmd("git push origin")).code == "DENIED"
+
+
+def test_claude_code_spellings(root, box):
+    policy = make_policy(root, {"mode": "allowlist", "allow": ["Bash(git status:*)", "Read"]})
+    assert check(policy, box, "exec", cmd("git status")).allowed
+    assert check(policy, box, "exec", cmd("git status -s")).allowed
+    assert not check(policy, box, "exec", cmd("git statusx")).allowed
+    assert check(policy, box, "read_file", {"path": "x"}).allowed
+
+
+def test_deny_blocks_model_and_person_calls(root, box):
+    policy = make_policy(root, {"mode": "full", "deny": ["exec(rm -rf *)"]})
+    for caller in (MODEL, PERSON):
+        decision = check(policy, box, "exec", cmd("rm -rf /tmp/x"), caller=caller)
+        assert not decision.allowed and decision.code == "DENIED"
+        assert "exec(rm -rf *)" in decision.reason
+    for command in (
+        "echo $(rm -rf /)",
+        "ls && rm -rf /",
+        "'rm' -rf /",
+        "FOO=1 nohup rm -rf /",
+        "bash -c 'rm -rf /'",
+        "[[ -d x ]] && rm -rf /",  # unparseable: the crude split still sees it
+    ):
+        assert not check(policy, box, "exec", cmd(command), caller=PERSON).allowed, command
+    assert check(policy, box, "exec", cmd("echo 'rm -rf is dangerous'"), caller=PERSON).allowed
+
+
+def test_a_person_runs_what_they_type(root, box):
+    policy = make_policy(root, {"mode": "deny"})
+    decision = check(policy, box, "exec", cmd("make clean"), caller=PERSON)
+    assert decision.allowed and decision.approved_by == "person"
+
+
+def test_unparseable_commands_are_never_allowed_by_a_pattern(root, box):
+    policy = make_policy(root, {"mode": "allowlist", "allow": ["exec(echo *)", "exec(*)"]})
+    assert check(policy, box, "exec", cmd("echo hi")).allowed
+    assert not check(policy, box, "exec", cmd("echo ${x:-$(rm -rf /)}")).allowed
+    bare = make_policy(root, {"mode": "allowlist", "allow": ["exec"]})
+    assert check(bare, box, "exec", cmd("echo ${x:-$(rm -rf /)}")).allowed
+
+
+def test_a_wildcard_free_rule_covers_the_exact_compound_command(root, box):
+    policy = make_policy(root, {"mode": "allowlist", "allow": ["exec(make && make test)"]})
+    assert check(policy, box, "exec", cmd("make && make test")).allowed
+    assert not check(policy, box, "exec", cmd("make && make test && rm x")).allowed
+
+
+# -- file rules ---------------------------------------------------------------
+
+
+def test_read_file_env_deny(root, box):
+    (root / "sub").mkdir()
+    (root / ".env").write_text("SECRET=1")
+    (root / "notes.txt").symlink_to(root / ".env")
+    policy = make_policy(root, {"mode": "full", "deny": ["read_file(**/.env)"]})
+    for path in (".env", "sub/.env", "./sub/../.env", str(root / ".env"), "notes.txt", ".ENV"):
+        for caller in (MODEL, PERSON):
+            decision = check(policy, box, "read_file", {"path": path}, caller=caller)
+            assert not decision.allowed, (path, caller)
+    assert check(policy, box, "read_file", {"path": "README.md"}).allowed
+    assert check(policy, box, "read_file", {"path": ".envrc"}).allowed
+
+
+def test_path_rules_are_gitignore_style(root, box):
+    (root / "src").mkdir()
+    (root / "src" / "escape").symlink_to(root / "secrets.txt")
+    policy = make_policy(root, {"mode": "allowlist", "allow": ["write_file(src/**)"]})
+    assert check(policy, box, "write_file", {"path": "src/a/b.py"}).allowed
+    assert check(policy, box, "write_file", {"path": str(root / "src" / "x.py")}).allowed
+    for path in ("src/../x.py", "other/src/x.py", "x.py", "src/escape", "/etc/passwd"):
+        assert not check(policy, box, "write_file", {"path": path}).allowed, path
+    anywhere = make_policy(root, {"mode": "allowlist", "allow": ["read_file(*.md)"]})
+    assert check(anywhere, box, "read_file", {"path": "docs/deep/x.md"}).allowed
+    absolute = make_policy(root, {"mode": "allowlist", "allow": ["read_file(/etc/**)"]})
+    assert check(absolute, box, "read_file", {"path": "/etc/hosts"}).allowed
+    folder = make_policy(root, {"mode": "allowlist", "allow": ["read_file(docs)"]})
+    assert check(folder, box, "read_file", {"path": "docs/a/b.txt"}).allowed
+
+
+# -- fetch and other tools ---------------------------------------------------------
+
+
+def test_fetch_domain_rule(root, box):
+    policy = make_policy(root, {"mode": "allowlist", "allow": ["fetch(domain:example.org)"]})
+    for url in ("https://example.org/x", "http://api.example.org:8080/", "https://EXAMPLE.org./"):
+        assert check(policy, box, "fetch", {"url": url}).allowed, url
+    for url in (
+        "https://example.org.evil.com/",
+        "https://notexample.org/",
+        "https://example.org@evil.com/",
+        "not a url",
+    ):
+        assert not check(policy, box, "fetch", {"url": url}).allowed, url
+    glob = make_policy(root, {"mode": "allowlist", "allow": ["fetch(https://api.github.com/*)"]})
+    assert check(glob, box, "fetch", {"url": "https://api.github.com/repos"}).allowed
+    deny = make_policy(root, {"mode": "full", "deny": ["fetch(domain:evil.example)"]})
+    assert (
+        check(deny, box, "fetch", {"url": "https://x.evil.example/"}, caller=PERSON).code
+        == "DENIED"
+    )
+
+
+def test_other_tools_match_an_argument_or_the_json_of_all(root, box):
+    policy = make_policy(
+        root, {"mode": "allowlist", "allow": ["weather(city=Par*)", 'weather(*"city":"Oslo"*)']}
+    )
+    assert check(policy, box, "weather", {"city": "Paris"}).allowed
+    assert check(policy, box, "weather", {"city": "Oslo"}).allowed
+    assert not check(policy, box, "weather", {"city": "Rome"}).allowed
+
+
+# -- modes ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mode", "tool", "args", "rules", "expected"),
+    [
+        ("ask", "read_file", {"path": "a"}, [], "safe"),
+        ("ask", "write_file", {"path": "a"}, [], None),
+        ("ask", "write_file", {"path": "a"}, ["write_file"], "rule:write_file"),
+        ("allowlist", "read_file", {"path": "a"}, [], None),
+        ("allowlist", "read_file", {"path": "a"}, ["read_file"], "rule:read_file"),
+        ("deny", "read_file", {"path": "a"}, [], None),
+        ("deny", "exec", cmd("ls"), ["exec(ls)"], "rule:exec(ls)"),
+        ("full", "exec", cmd("rm -rf build"), [], "mode:full"),
+        ("full", "deploy", {}, [], "mode:full"),
+    ],
+)
+def test_modes(root, box, mode, tool, args, rules, expected):
+    asked = []
+    policy = make_policy(
+        root, {"mode": mode, "allow": rules}, interactive=True, prompt=lambda *a: asked.append(a)
+    )
+    decision = check(policy, box, tool, args)
+    assert decision.approved_by == expected
+    assert decision.allowed is (expected is not None)
+    if mode != "ask":
+        assert asked == []  # only ask mode ever asks
+
+
+def test_approval_true_asks_even_when_safe_or_allowed(root, box):
+    policy = make_policy(root, {"allow": ["deploy"]})
+    decision = check(policy, box, "deploy", {})
+    assert not decision.allowed and "needs approval" in decision.reason
+    assert "--yes" in decision.reason
+    asked = []
+    interactive = make_policy(
+        root, {"allow": ["deploy"]}, interactive=True, prompt=lambda *a: asked.append(a) or "yes"
+    )
+    decision = check(interactive, box, "deploy", {})
+    assert decision.allowed and decision.approved_by == "user" and asked == [("deploy", {})]
+
+
+def test_yes_approves_what_would_be_asked(root, box):
+    policy = make_policy(root, approve_all=True)
+    decision = check(policy, box, "exec", cmd("make"))
+    assert decision.allowed and decision.approved_by == "--yes"
+    decision = check(make_policy(root), box, "exec", cmd("make"), approve_all=True)
+    assert decision.allowed and decision.approved_by == "--yes"
+    # --yes never overrides a deny rule.
+    denied = make_policy(root, {"deny": ["exec(make*)"]}, approve_all=True)
+    assert not check(denied, box, "exec", cmd("make")).allowed
+
+
+def test_without_a_terminal_asking_means_denied_with_how_to_allow(root, box):
+    decision = check(make_policy(root), box, "exec", cmd("git status"))
+    assert not decision.allowed and decision.code == "DENIED"
+    assert decision.reason == (
+        "exec needs approval: no terminal to ask on; rerun with --yes or add "
+        f"`exec(git status)` to policy.allow in {Path('.agents/config/agent.yaml')}"
+    )
+    result = make_toolbox()
+    result.policy = make_policy(root)
+    out = result.run("exec", cmd("git status"), ToolContext(caller=MODEL, workdir=str(root)))
+    assert not out.ok and out.data["code"] == "DENIED"
+    assert out.data["allow_rule"] == "exec(git status)"
+
+
+def test_declining(root, box):
+    policy = make_policy(root, interactive=True, prompt=lambda *a: "no")
+    decision = check(policy, box, "exec", cmd("make"))
+    assert not decision.allowed and "declined" in decision.reason
+
+
+def test_always_saves_the_rule_keeping_the_file_and_stops_asking(root, box):
+    settings_file = root / ".agents" / "config" / "agent.yaml"
+    settings_file.parent.mkdir()
+    original = (
+        "# project settings\n"
+        "model:\n"
+        "  name: llama3  # the small one\n"
+        "policy:\n"
+        "  mode: ask\n"
+        "  allow:\n"
+        "    - read_file   # reading is fine\n"
+        '  deny: ["exec(rm -rf *)"]\n'
+    )
+    settings_file.write_text(original)
+    asked = []
+
+    def prompt(tool, args):
+        asked.append(args)
+        return "always"
+
+    policy = make_policy(root, interactive=True, prompt=prompt)
+    first = check(policy, box, "exec", cmd("ls *.py && wc -l *.py"))
+    assert first.allowed and first.approved_by == "always"
+    second = check(policy, box, "exec", cmd("ls *.py && wc -l *.py"))
+    assert second.allowed and len(asked) == 1
+
+    text = settings_file.read_text()
+    assert (
+        "# project settings" in text and "# the small one" in text and "# reading is fine" in text
+    )
+    saved = yaml.safe_load(text)
+    assert saved["model"] == {"name": "llama3"}
+    assert saved["policy"]["deny"] == ["exec(rm -rf *)"]
+    assert saved["policy"]["allow"] == ["read_file", "exec(ls [*].py && wc -l [*].py)"]
+
+    # A new process reads the rule: the same call runs, a different one still asks.
+    fresh = Policy(saved, workdir=root, interactive=False)
+    assert check(fresh, box, "exec", cmd("ls *.py && wc -l *.py")).allowed
+    assert not check(fresh, box, "exec", cmd("ls a.py; rm -rf /; x.py && wc -l b.py")).allowed
+
+
+def test_always_for_a_file_saves_its_path(root, box):
+    policy = make_policy(root, interactive=True, prompt=lambda *a: "always")
+    assert check(policy, box, "write_file", {"path": "src/new[1].py"}).allowed
+    saved = yaml.safe_load((root / ".agents" / "config" / "agent.yaml").read_text())
+    assert saved == {"policy": {"allow": ["write_file(src/new\\[1].py)"]}}
+    fresh = Policy(saved, workdir=root, interactive=False)
+    assert check(fresh, box, "write_file", {"path": "src/new[1].py"}).allowed
+    assert not check(fresh, box, "write_file", {"path": "src/new1.py"}).allowed
+
+
+def test_one_question_at_a_time_and_always_is_seen_by_waiting_calls(root, box):
+    active, overlaps, asked = [], [], []
+
+    def prompt(tool, args):
+        active.append(1)
+        if len(active) > 1:
+            overlaps.append(1)
+        time.sleep(0.05)
+        asked.append(args)
+        active.pop()
+        return "always"
+
+    policy = make_policy(root, interactive=True, prompt=prompt)
+    results = []
+    threads = [
+        threading.Thread(target=lambda: results.append(check(policy, box, "exec", cmd("make"))))
+        for _ in range(5)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert overlaps == [] and len(asked) == 1
+    assert all(d.allowed for d in results)
+
+
+# -- rate limits -------------------------------------------------------------------
+
+
+def test_rate_limit(root, box, tmp_path):
+    from mdagent.store import Store
+
+    policy = make_policy(root, store=Store(tmp_path / "db.sqlite"))
+    assert check(policy, box, "limited", {}).allowed
+    assert check(policy, box, "limited", {}, caller=PERSON).allowed
+    decision = check(policy, box, "limited", {})
+    assert not decision.allowed and decision.code == "RATE_LIMITED"
+    assert decision.reason.startswith("rate limited: ")
+    assert decision.extra["retryable"] is True
+    assert 0 < decision.extra["retry_after_ms"] <= 60_000
+
+
+def test_rate_limit_uses_the_state_dir_when_no_store_is_given(root, box, hermetic):
+    policy = make_policy(root)
+    assert not (hermetic["state"] / "mdagent.db").exists()  # nothing touched until needed
+    check(policy, box, "read_file", {"path": "x"})
+    assert not (hermetic["state"] / "mdagent.db").exists()
+    check(policy, box, "limited", {})
+    assert (hermetic["state"] / "mdagent.db").exists()
+
+
+# -- settings -------------------------------------------------------------------
+
+
+def test_bad_settings_are_config_errors(root):
+    with pytest.raises(ConfigError, match="policy.mode"):
+        make_policy(root, {"mode": "yolo"})
+    with pytest.raises(ConfigError, match="invalid rule"):
+        make_policy(root, {"allow": ["exec(git"]})
+
+
+def test_rule_parsing():
+    assert Rule.parse("exec(echo $(date))") == Rule("exec(echo $(date))", "exec", "echo $(date)")
+    assert Rule.parse(" read_file ").pattern is None
+    assert Rule.parse("mcp_*").names(["mcp_github_search"])
+
+
+def test_policy_module_imports_nothing_heavy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mdagent.policy; "
+        "print(sorted(m for m in ('bashlex', 'sqlite3', 'yaml', 'httpx') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    assert os.environ.get("AGENT_STATE_DIR")  # the hermetic fixture is in place

@@ -1,0 +1,249 @@
+"""The SQLite store: sessions, the audit log, rate limits, shared by many processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from mdagent.errors import UsageError
+from mdagent.store import MIGRATIONS, REDACTED, Store, audit_observer
+from mdagent.toolbox import Toolbox, ToolContext
+
+
+@pytest.fixture
+def store(hermetic):
+    with Store() as s:
+        yield s
+
+
+def run_python(code: str, count: int = 1) -> list[str]:
+    """Run ``code`` in ``count`` concurrent interpreters (same env); their outputs."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(count)
+    ]
+    outputs = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        outputs.append(out)
+    return outputs
+
+
+def test_nothing_is_created_until_first_use(hermetic):
+    state = hermetic["state"] / "nested"
+    s = Store(state / "mdagent.db")
+    assert not state.exists()
+    s.sessions()
+    assert (state / "mdagent.db").exists()
+    s.close()
+
+
+def test_the_database_lives_in_the_state_dir_in_wal_mode(store, hermetic):
+    store.sessions()
+    assert store.path == hermetic["state"] / "mdagent.db"
+    db = store._connection()
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    assert db.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+
+
+def test_sessions_round_trip(store):
+    sid = store.new_session("/work/p", "gpt-test")
+    messages = [
+        {"role": "user", "content": "summarise README.md\nplease"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "name": "read_file"}]},
+        {"role": "tool", "tool_call_id": "1", "content": "ünïcode ✓"},
+    ]
+    assert [store.add_message(sid, m) for m in messages] == [1, 2, 3]
+    assert store.messages(sid) == messages
+    info = store.session(sid)
+    assert info["title"] == "summarise README.md"
+    assert info["messages"] == 3 and info["cwd"] == "/work/p" and info["model"] == "gpt-test"
+
+    # Reopened (another process, later): everything is there.
+    again = Store(store.path)
+    assert again.messages(sid) == messages
+    again.close()
+
+
+def test_session_ids_sort_by_creation_and_resolve_by_prefix(store):
+    first = store.new_session("/a", "m")
+    second = store.new_session("/b", "m", title="second")
+    assert first < second and len(first) == 12
+    assert store.session(second[:-1] + "?") is None
+    assert store.session(first)["id"] == first
+    assert store.session("no-such") is None
+    store.add_message(first, {"role": "user", "content": "hi"})
+    assert store.latest_session() == first  # most recently updated
+    assert store.latest_session("/b") == second
+    assert store.latest_session("/c") is None
+    assert [s["id"] for s in store.sessions()] == [first, second]
+    assert store.sessions(limit=1)[0]["messages"] == 1
+    common = 0
+    while first[common] == second[common]:
+        common += 1
+    with pytest.raises(UsageError, match="ambiguous"):
+        store.session(first[:common])
+    assert store.session(second[: common + 1])["id"] == second
+
+
+def test_add_message_to_an_unknown_session(store):
+    with pytest.raises(KeyError):
+        store.add_message("nope", {"role": "user", "content": "x"})
+
+
+def test_calls_newest_first(store):
+    store.record_call("person", "exec", {"command": "ls"}, True, None, None, 5, "person")
+    store.record_call(
+        "model", "read_file", {"path": "x"}, False, "not found", None, 1, "safe", "s1"
+    )
+    store.record_call("model", "exec", {"command": "rm"}, False, "denied", "DENIED", 0, None)
+    rows = store.calls()
+    assert [r["tool"] for r in rows] == ["exec", "read_file", "exec"]
+    assert rows[0]["code"] == "DENIED" and rows[0]["ok"] is False
+    assert rows[1]["args"] == {"path": "x"} and rows[1]["session_id"] == "s1"
+    assert [r["args"]["command"] for r in store.calls(tool="exec")] == ["rm", "ls"]
+    assert len(store.calls(limit=1)) == 1
+
+
+def test_rate_limit_window(store):
+    assert store.rate_limit("t", 2, 60_000) is None
+    assert store.rate_limit("t", 2, 60_000) is None
+    wait = store.rate_limit("t", 2, 60_000)
+    assert wait is not None and 59_000 < wait <= 60_000
+    assert store.rate_limit("other", 2, 60_000) is None
+    assert store.rate_limit("short", 1, 1) is None
+    import time
+
+    time.sleep(0.01)
+    assert store.rate_limit("short", 1, 1) is None  # the window slid past
+
+
+def test_rate_limit_holds_across_processes(hermetic):
+    code = """
+        import json
+        from mdagent.store import Store
+        s = Store()
+        print(json.dumps([s.rate_limit("fetch", 5, 60_000) for _ in range(4)]))
+    """
+    results = [json.loads(out) for out in run_python(code, count=2)]
+    flat = results[0] + results[1]
+    assert flat.count(None) == 5
+    assert all(isinstance(r, int) and r > 0 for r in flat if r is not None)
+    assert Store().rate_limit("fetch", 5, 60_000) is not None
+
+
+def test_many_processes_writing_at_once_lose_no_row(hermetic):
+    code = """
+        import os
+        from mdagent.store import Store
+        s = Store()
+        for i in range(50):
+            s.record_call("model", "exec", {"i": i, "pid": os.getpid()}, True, None, None, 1, "safe")
+        sid = s.new_session("/w", "m")
+        s.add_message(sid, {"role": "user", "content": "x"})
+    """
+    run_python(code, count=20)
+    store = Store()
+    assert len(store.calls(limit=5000)) == 1000
+    assert len({(r["args"]["pid"], r["args"]["i"]) for r in store.calls(limit=5000)}) == 1000
+    assert len(store.sessions(limit=100)) == 20
+    store.close()
+
+
+def test_audit_observer_records_every_call_with_secrets_redacted(store, monkeypatch):
+    monkeypatch.setenv("MY_API_KEY", "sk-verysecret123")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_abcdef")
+    monkeypatch.setenv("SHORT_TOKEN", "abc")  # too short to redact safely
+    monkeypatch.setenv("HOME_DIR_NAME", "sk-verysecret123-not-secret-name")
+    box = Toolbox()
+    box.add(
+        "exec",
+        description="run",
+        params={"command": {"type": "string"}},
+        handler=lambda a: {"error": "failed with ghp_abcdef"},
+    )
+    box.observers.append(audit_observer(store, {}, session_id="s1"))
+    box.run(
+        "exec",
+        {
+            "command": "curl -H 'Authorization: sk-verysecret123' x; echo abc",
+            "api_key": "anything",
+            "headers": {"X-Auth-Token": "t", "Accept": "json"},
+            "list": ["ghp_abcdef"],
+        },
+        ToolContext(caller="model"),
+    )
+    [row] = store.calls()
+    assert row["caller"] == "model" and row["session_id"] == "s1" and row["ok"] is False
+    assert row["args"] == {
+        "command": f"curl -H 'Authorization: {REDACTED}' x; echo abc",
+        "api_key": REDACTED,
+        "headers": {"X-Auth-Token": REDACTED, "Accept": "json"},
+        "list": [REDACTED],
+    }
+    assert row["error"] == f"failed with {REDACTED}"
+    assert "sk-verysecret123" not in json.dumps(row)
+
+
+def test_audit_observer_records_policy_decisions(store, hermetic, tmp_path):
+    from mdagent.policy import Policy
+
+    box = Toolbox(policy=Policy({}, workdir=tmp_path, interactive=False, store=store))
+    box.add("exec", description="run", params={"command": {"type": "string"}}, handler=dict)
+    box.add("read_file", description="read", handler=dict, security="safe")
+    box.observers.append(audit_observer(store, {}))
+    box.run("exec", {"command": "ls"}, ToolContext(caller="model"))
+    box.run("read_file", {}, ToolContext(caller="model", conversation_id="conv"))
+    box.run("exec", {"command": "ls"}, ToolContext(caller="person"))
+    rows = store.calls()
+    assert [(r["caller"], r["approved_by"], r["ok"], r["code"]) for r in rows] == [
+        ("person", "person", True, None),
+        ("model", "safe", True, None),
+        ("model", None, False, "DENIED"),
+    ]
+    assert rows[1]["session_id"] == "conv"
+
+
+def test_a_new_migration_upgrades_an_existing_database(store, monkeypatch):
+    sid = store.new_session("/w", "m")
+    store.close()
+
+    def add_tags(db):
+        db.execute("ALTER TABLE sessions ADD COLUMN tags TEXT NOT NULL DEFAULT ''")
+
+    monkeypatch.setattr("mdagent.store.MIGRATIONS", [*MIGRATIONS, add_tags])
+    upgraded = Store(store.path)
+    db = upgraded._connection()
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) + 1
+    assert db.execute("SELECT tags FROM sessions WHERE id = ?", (sid,)).fetchone()[0] == ""
+    upgraded.close()
+
+
+def test_messages_survive_a_crash(hermetic):
+    code = """
+        import os
+        from mdagent.store import Store
+        s = Store()
+        sid = s.new_session("/w", "m")
+        s.add_message(sid, {"role": "user", "content": "first"})
+        s.add_message(sid, {"role": "assistant", "content": "second"})
+        print(sid, flush=True)
+        os._exit(9)
+    """
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 9
+    sid = proc.stdout.strip()
+    assert [m["content"] for m in Store().messages(sid)] == ["first", "second"]
