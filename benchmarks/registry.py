@@ -25,8 +25,9 @@ def make_layer(root: Path, count: int) -> Path:
         dispatch = "command-dispatch: tool\ncommand-tool: exec\n" if i % 2 else ""
         (folder / "SKILL.md").write_text(
             f"---\nname: skill-{i:04d}\ndescription: Generated skill number {i} for the benchmark\n"
-            f"{dispatch}metadata: {{\"openclaw\": {{\"requires\": {{\"bins\": [\"sh\"]}}}}}}\n---\n"
-            + "Some instructions.\n" * 20
+            f'{dispatch}metadata: {{"openclaw": {{"requires": {{"bins": ["sh"]}}}}}}\n---\n'
+            + "Some instructions.\n"
+            * 20
         )
     return layer
 

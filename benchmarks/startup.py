@@ -66,7 +66,11 @@ def measure(name: str, argv: list[str], cwd: Path, env: dict[str, str]) -> dict[
         elapsed, peak = run_once(argv, cwd, env)
         times.append(elapsed)
         peaks.append(peak)
-    return {"name": name, "median_ms": statistics.median(times) * 1000, "peak_mib": max(peaks) / 1024}
+    return {
+        "name": name,
+        "median_ms": statistics.median(times) * 1000,
+        "peak_mib": max(peaks) / 1024,
+    }
 
 
 def main() -> None:
@@ -81,7 +85,12 @@ def main() -> None:
         rows = [
             measure("sh -c true", ["sh", "-c", "true"], root, env),
             measure("python -c pass", [sys.executable, "-c", "pass"], root, env),
-            measure("python -c 'import jsonschema'", [sys.executable, "-c", "import jsonschema"], root, env),
+            measure(
+                "python -c 'import jsonschema'",
+                [sys.executable, "-c", "import jsonschema"],
+                root,
+                env,
+            ),
         ]
         for skills in (10, 1000):
             project = make_project(root, skills)

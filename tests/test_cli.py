@@ -118,8 +118,15 @@ def test_handler_tool(workspace, run_agent):
 
 
 def test_handler_that_raises_is_one_line_exit_1(workspace, run_agent):
-    write(workspace / ".agents" / "config" / "handlers" / "boom.py", "def run(args):\n    raise ValueError('kaboom')\n")
-    config(workspace, "b.yaml", "tools:\n  boom:\n    description: B\n    handler: handlers/boom.py\ncommands:\n  boom: {tool: boom}\n")
+    write(
+        workspace / ".agents" / "config" / "handlers" / "boom.py",
+        "def run(args):\n    raise ValueError('kaboom')\n",
+    )
+    config(
+        workspace,
+        "b.yaml",
+        "tools:\n  boom:\n    description: B\n    handler: handlers/boom.py\ncommands:\n  boom: {tool: boom}\n",
+    )
     result = run_agent("/boom")
     assert result.returncode == 1
     assert result.stderr == "agent: /boom: kaboom\n"
@@ -194,7 +201,9 @@ def test_every_builtin_tool_through_a_command(workspace, run_agent, http_server)
     wrote = run_agent("/wf", json.dumps({"path": "notes/a.txt", "content": "alpha\nbeta\n"}))
     assert wrote.returncode == 0 and (workspace / "notes" / "a.txt").read_text() == "alpha\nbeta\n"
     assert run_agent("/rf", "notes/a.txt").stdout == "     1\talpha\n     2\tbeta\n"
-    edited = run_agent("/ef", json.dumps({"path": "notes/a.txt", "old_string": "beta", "new_string": "gamma"}))
+    edited = run_agent(
+        "/ef", json.dumps({"path": "notes/a.txt", "old_string": "beta", "new_string": "gamma"})
+    )
     assert edited.returncode == 0 and "gamma" in (workspace / "notes" / "a.txt").read_text()
     assert "notes/a.txt" in run_agent("/gl", "**/*.txt").stdout.split()
     assert run_agent("/gr", "gam+a").stdout.strip() == "notes/a.txt:2:gamma"
@@ -276,7 +285,9 @@ def test_ctrl_c_exits_130_and_stops_the_child(workspace):
     )
     try:
         deadline = time.monotonic() + 10
-        while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+        while (
+            not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
         child = int(pidfile.read_text())
         proc.send_signal(signal.SIGINT)
@@ -306,7 +317,10 @@ def test_help_lists_commands_and_command_help(workspace, run_agent):
     assert listing.returncode == 0 and "/my-command" in listing.stdout and "/term" in listing.stdout
     one = run_agent("/my-command", "--help")
     assert one.returncode == 0
-    assert one.stdout.splitlines()[:2] == ["/my-command - my-command command", "usage: /my-command <shell command>"]
+    assert one.stdout.splitlines()[:2] == [
+        "/my-command - my-command command",
+        "usage: /my-command <shell command>",
+    ]
 
 
 def test_global_options_before_the_command(workspace, run_agent, tmp_path):
@@ -322,7 +336,9 @@ def test_global_options_before_the_command(workspace, run_agent, tmp_path):
 
 def test_completion_lists_registry_commands(workspace, run_agent):
     skill(workspace, "my-command", "exec")
-    result = run_agent(env={"_AGENT_COMPLETE": "complete_bash", "COMP_WORDS": "agent /my", "COMP_CWORD": "1"})
+    result = run_agent(
+        env={"_AGENT_COMPLETE": "complete_bash", "COMP_WORDS": "agent /my", "COMP_CWORD": "1"}
+    )
     assert result.returncode == 0
     assert "/my-command" in result.stdout
 
@@ -334,6 +350,9 @@ def test_install_completion_is_offered(run_agent):
 def test_python_m_runs_slash_commands(workspace):
     skill(workspace, "t", "exec")
     result = subprocess.run(
-        [sys.executable, "-m", "mdagent", "/t", "echo via-m"], cwd=workspace, capture_output=True, text=True
+        [sys.executable, "-m", "mdagent", "/t", "echo via-m"],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
     )
     assert result.stdout == "via-m\n"

@@ -102,10 +102,16 @@ def test_empty_file_is_a_warning(tmp_path):
 
 def test_settings_validated_and_merged(tmp_path):
     high, problems = load_settings(
-        write(tmp_path / "h.yaml", "policy:\n  mode: allowlist\n  deny: ['exec(rm *)']\nexec: {timeout: 5}\n")
+        write(
+            tmp_path / "h.yaml",
+            "policy:\n  mode: allowlist\n  deny: ['exec(rm *)']\nexec: {timeout: 5}\n",
+        )
     )
     assert problems == []
-    low = {"policy": {"deny": ["read_file(**/.env)"], "allow": ["glob"]}, "exec": {"max_output": 5000}}
+    low = {
+        "policy": {"deny": ["read_file(**/.env)"], "allow": ["glob"]},
+        "exec": {"max_output": 5000},
+    }
     merged = merge_settings([high, low])
     assert merged["policy"]["mode"] == "allowlist"
     assert merged["policy"]["deny"] == ["exec(rm *)", "read_file(**/.env)"]
@@ -115,7 +121,9 @@ def test_settings_validated_and_merged(tmp_path):
 
 
 def test_bad_settings_are_refused_whole(tmp_path):
-    settings, problems = load_settings(write(tmp_path / "a.yaml", "policy:\n  mode: sometimes\n  deny: [x]\n"))
+    settings, problems = load_settings(
+        write(tmp_path / "a.yaml", "policy:\n  mode: sometimes\n  deny: [x]\n")
+    )
     assert settings == {}
     assert problems[0].line == 2 and "mode" in problems[0].message
 
@@ -127,24 +135,44 @@ def test_unknown_settings_section_is_an_error(tmp_path):
 
 yaml_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=12),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
     max_leaves=10,
 )
 tool_fields = st.dictionaries(
     st.sampled_from(
-        ["description", "params", "required", "run", "shell", "security", "tier", "timeout", "with", "tool", "http"]
+        [
+            "description",
+            "params",
+            "required",
+            "run",
+            "shell",
+            "security",
+            "tier",
+            "timeout",
+            "with",
+            "tool",
+            "http",
+        ]
     ),
     yaml_values,
     max_size=5,
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     st.one_of(
         st.binary(max_size=200),
         st.text(max_size=200),
-        st.dictionaries(st.sampled_from(["tools", "commands", "other"]), st.dictionaries(st.text(max_size=8), tool_fields, max_size=2), max_size=2),
+        st.dictionaries(
+            st.sampled_from(["tools", "commands", "other"]),
+            st.dictionaries(st.text(max_size=8), tool_fields, max_size=2),
+            max_size=2,
+        ),
     )
 )
 def test_generated_yaml_never_raises_and_problems_have_lines(tmp_path, data):

@@ -38,7 +38,9 @@ def test_raw_string_as_typed():
 
 
 def test_parsed_positionals_fill_params_in_order_and_array_takes_rest():
-    args = parse_words(["TODO", "3", "0.5", "true", '{"a": 1}', "a.py", "b.py"], TOOL, cmd("parsed"))
+    args = parse_words(
+        ["TODO", "3", "0.5", "true", '{"a": 1}', "a.py", "b.py"], TOOL, cmd("parsed")
+    )
     assert args == {
         "pattern": "TODO",
         "count": 3,
@@ -51,11 +53,27 @@ def test_parsed_positionals_fill_params_in_order_and_array_takes_rest():
 
 def test_parsed_named_forms():
     args = parse_words(
-        ["--count", "2", "--ratio=1.5", "pattern=x", "--ignore-case", "--files", "a", "--files", "b"],
+        [
+            "--count",
+            "2",
+            "--ratio=1.5",
+            "pattern=x",
+            "--ignore-case",
+            "--files",
+            "a",
+            "--files",
+            "b",
+        ],
         TOOL,
         cmd("parsed"),
     )
-    assert args == {"count": 2, "ratio": 1.5, "pattern": "x", "ignore_case": True, "files": ["a", "b"]}
+    assert args == {
+        "count": 2,
+        "ratio": 1.5,
+        "pattern": "x",
+        "ignore_case": True,
+        "files": ["a", "b"],
+    }
 
 
 def test_parsed_no_flag_and_double_dash():

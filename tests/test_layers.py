@@ -48,6 +48,7 @@ def test_project_root_and_layer(tmp_path):
     layers = find_layers([], cwd=tmp_path / "p" / "sub")
     assert project_layer(layers, tmp_path / "p" / "sub") == (tmp_path / "p" / ".agents").resolve()
     (tmp_path / "q").mkdir()
-    assert project_layer(find_layers([], cwd=tmp_path / "q"), tmp_path / "q") == (
-        tmp_path / "q" / ".agents"
-    ).resolve()
+    assert (
+        project_layer(find_layers([], cwd=tmp_path / "q"), tmp_path / "q")
+        == (tmp_path / "q" / ".agents").resolve()
+    )

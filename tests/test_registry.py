@@ -142,11 +142,14 @@ def test_bad_files_do_not_stop_the_rest_of_the_layer(tmp_path):
     write(layer / "skills" / "binary" / "SKILL.md", bytes(range(256)))
     write(layer / "skills" / "empty" / "SKILL.md", "")
     write(layer / "config" / "bad.yaml", "tools:\n\tx: 1\n")
-    write(layer / "config" / "ok.yaml", "tools:\n  fine:\n    description: d\n    run: [\"true\"]\n")
+    write(layer / "config" / "ok.yaml", 'tools:\n  fine:\n    description: d\n    run: ["true"]\n')
     (layer / "skills" / "loop").symlink_to(layer / "skills" / "loop")
     registry, _ = compile_registry(only(tmp_path, layer))
     assert "good" in registry.skills and registry.tool("fine") is not None
-    by_file = {Path(p.path).parent.name if p.path.endswith(".md") else Path(p.path).name for p in registry.errors}
+    by_file = {
+        Path(p.path).parent.name if p.path.endswith(".md") else Path(p.path).name
+        for p in registry.errors
+    }
     assert {"broken", "binary", "empty", "bad.yaml", "loop"} <= by_file
 
 
@@ -191,7 +194,7 @@ def test_corrupt_cache_is_rebuilt(tmp_path):
 def test_warm_load_imports_neither_yaml_nor_frontmatter(tmp_path):
     layer = tmp_path / "l"
     skill(layer, "one", "command-dispatch: tool\ncommand-tool: exec\n")
-    write(layer / "config" / "t.yaml", "tools:\n  t:\n    description: d\n    run: [\"true\"]\n")
+    write(layer / "config" / "t.yaml", 'tools:\n  t:\n    description: d\n    run: ["true"]\n')
     code = (
         "import sys; from pathlib import Path\n"
         "from mdagent.layers import Layer\nfrom mdagent.registry import load_registry\n"

@@ -50,15 +50,21 @@ def test_folder_name_used_when_name_absent(tmp_path):
 
 
 def test_name_differing_from_folder_is_a_warning(tmp_path):
-    skill, problems = load_skill(write_skill(tmp_path, "folder", "---\nname: other\ndescription: d\n---\n"))
+    skill, problems = load_skill(
+        write_skill(tmp_path, "folder", "---\nname: other\ndescription: d\n---\n")
+    )
     assert skill.name == "other"
     assert [(p.severity, p.line) for p in problems] == [("warning", 2)]
     assert "differs from its folder" in problems[0].message
 
 
-@pytest.mark.parametrize("bad", ["Upper", "-lead", "trail-", "dou--ble", "sp ace", "x" * 65, "un_der"])
+@pytest.mark.parametrize(
+    "bad", ["Upper", "-lead", "trail-", "dou--ble", "sp ace", "x" * 65, "un_der"]
+)
 def test_bad_names_are_errors(tmp_path, bad):
-    skill, problems = load_skill(write_skill(tmp_path, "f", f"---\nname: '{bad}'\ndescription: d\n---\n"))
+    skill, problems = load_skill(
+        write_skill(tmp_path, "f", f"---\nname: '{bad}'\ndescription: d\n---\n")
+    )
     assert skill is None
     assert problems[0].severity == "error" and problems[0].line == 2
 
@@ -121,13 +127,17 @@ def test_requires_from_metadata_and_openclaw(tmp_path):
     )
     assert skill.requires == {"bins": ["memo"], "env": ["TOKEN"], "os": ["darwin"]}
     other, _ = load_skill(
-        write_skill(tmp_path, "y", "---\ndescription: d\nmetadata:\n  requires:\n    anyBins: [a, b]\n---\n")
+        write_skill(
+            tmp_path, "y", "---\ndescription: d\nmetadata:\n  requires:\n    anyBins: [a, b]\n---\n"
+        )
     )
     assert other.requires == {"anyBins": ["a", "b"]}
 
 
 def test_long_description_loads_with_a_warning(tmp_path):
-    skill, problems = load_skill(write_skill(tmp_path, "x", f"---\ndescription: {'a' * 1100}\n---\n"))
+    skill, problems = load_skill(
+        write_skill(tmp_path, "x", f"---\ndescription: {'a' * 1100}\n---\n")
+    )
     assert skill is not None
     assert [p.severity for p in problems] == ["warning"]
 
@@ -159,7 +169,9 @@ def test_bad_files_are_one_problem_with_line(tmp_path, content, line, needle):
 
 
 def test_non_utf8_names_the_line(tmp_path):
-    skill, problems = load_skill(write_skill(tmp_path, "x", b"---\ndescription: ok\nname: \xff\n---\n"))
+    skill, problems = load_skill(
+        write_skill(tmp_path, "x", b"---\ndescription: ok\nname: \xff\n---\n")
+    )
     assert skill is None
     assert problems[0].line == 3 and "UTF-8" in problems[0].message
 
@@ -170,7 +182,9 @@ def test_binary_file_named_skill_md(tmp_path):
 
 
 def test_read_body_and_substitute(tmp_path):
-    path = write_skill(tmp_path, "x", "---\ndescription: d\n---\nSay $ARGUMENTS[1] then $0 in ${SKILL_DIR}\n")
+    path = write_skill(
+        tmp_path, "x", "---\ndescription: d\n---\nSay $ARGUMENTS[1] then $0 in ${SKILL_DIR}\n"
+    )
     body = read_body(path)
     assert body == "Say $ARGUMENTS[1] then $0 in ${SKILL_DIR}\n"
     assert substitute(body, 'one "two words"', "/s") == "Say two words then one in /s\n"
@@ -184,19 +198,31 @@ def test_substitute_whole_arguments_and_append():
 
 front_matter_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
     max_leaves=8,
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     st.one_of(
         st.binary(max_size=300),
         st.text(max_size=300),
         st.dictionaries(
             st.sampled_from(
-                ["name", "description", "command-dispatch", "command-tool", "command-arg-mode", "metadata", "x"]
+                [
+                    "name",
+                    "description",
+                    "command-dispatch",
+                    "command-tool",
+                    "command-arg-mode",
+                    "metadata",
+                    "x",
+                ]
             ),
             front_matter_values,
             max_size=5,

@@ -328,7 +328,11 @@ def test_to_openai_and_anthropic_never_send_aliases(tb):
         }
     ]
     assert tb.to_anthropic() == [
-        {"name": "wc", "description": "Count lines, words, and bytes in a file", "input_schema": schema}
+        {
+            "name": "wc",
+            "description": "Count lines, words, and bytes in a file",
+            "input_schema": schema,
+        }
     ]
     names = [t["function"]["name"] for t in tb.to_openai()] + [t["name"] for t in tb.to_anthropic()]
     assert names == ["wc", "wc"]
@@ -337,7 +341,12 @@ def test_to_openai_and_anthropic_never_send_aliases(tb):
 def test_handler_with_context_can_call_another_tool_through_hooks():
     seen = []
     box = Toolbox()
-    box.add("inner", description="d", params={"n": {"type": "integer"}}, handler=lambda a: {"n": a["n"] + 1})
+    box.add(
+        "inner",
+        description="d",
+        params={"n": {"type": "integer"}},
+        handler=lambda a: {"n": a["n"] + 1},
+    )
     box.before("inner")(lambda args: seen.append(args["n"]))
 
     def outer(args, ctx: ToolContext):

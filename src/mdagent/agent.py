@@ -23,7 +23,7 @@ import shlex
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,10 +38,10 @@ DEFAULT_MAX_STEPS = 25
 MAX_RESULT_CHARS = 50_000
 #: The same call this many times in a row is answered with a notice instead.
 REPEAT_LIMIT = 3
-#: Threads for concurrent safe calls; more would only queue on the same disk.
+#: Safe calls running at once; more would only queue on the same disk.
 MAX_WORKERS = 8
 #: How long Ctrl-C waits for cancelled tools to finish before leaving them.
-CANCEL_GRACE_S = 5.0
+CANCEL_GRACE_S = 3.0
 
 BASE_INSTRUCTIONS = """\
 You are mdagent, a command-line agent. You work in the workspace {workdir}; \
@@ -364,7 +364,7 @@ class Agent:
         self.records: list[dict[str, Any]] = []
         self._last_call: tuple[str, str] | None = None
         self._repeats = 0
-        self._pool: ThreadPoolExecutor | None = None
+        self._slots = threading.BoundedSemaphore(MAX_WORKERS)
         self._calls: list[Any] = []
         self._results: list[Result | None] = []
         self._written = 0
@@ -405,9 +405,6 @@ class Agent:
             ) from None
         finally:
             self.display.end_text()
-            if self._pool is not None:
-                self._pool.shutdown(wait=False)
-                self._pool = None
         return Outcome(
             answer=answer,
             steps=self.steps,
@@ -456,12 +453,13 @@ class Agent:
         """
         calls = list(calls)
         self._calls = calls
-        self._results: list[Result | None] = [None] * len(calls)
+        self._results = [None] * len(calls)
         self._written = 0
         plan: list[tuple[int, Any, str]] = []  # (index, call, real tool name) to run
         for index, call in enumerate(calls):
             tool_name, refusal = self._admit(call)
-            self.display.tool_call(tool_name or call.name, call.arguments or call.raw_arguments)
+            shown = call.arguments if call.arguments is not None else call.raw_arguments
+            self.display.tool_call(tool_name or call.name, shown)
             if refusal is not None:
                 self._results[index] = refusal
             else:
@@ -515,11 +513,9 @@ class Agent:
     def _run_batch(self, batch: list[tuple[int, Any, str]]) -> None:
         # Even a lone call runs in a worker: the main thread stays free to take
         # Ctrl-C and set the call's cancel event, which stops exec's process group.
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(MAX_WORKERS, thread_name_prefix="mdagent-tool")
         contexts = [self.context(call.id) for _, call, _ in batch]
-        futures: list[Future[Result]] = [
-            self._pool.submit(self.toolbox.run, name, call.arguments, ctx)
+        futures = [
+            self._in_thread(self.toolbox.run, name, call.arguments, ctx)
             for (_, call, name), ctx in zip(batch, contexts, strict=True)
         ]
         try:
@@ -532,6 +528,23 @@ class Agent:
             self._write_ready(missing="interrupted by the user")
             raise
         self._collect(batch, futures)
+
+    def _in_thread(self, fn: Callable[..., Result], *args: Any) -> Future[Result]:
+        """Run ``fn`` in a daemon thread: a tool that ignores its cancel event
+        must not keep the process alive after Ctrl-C (a pool's threads would)."""
+        future: Future[Result] = Future()
+
+        def work() -> None:
+            with self._slots:
+                if not future.set_running_or_notify_cancel():
+                    return
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as exc:  # handed to the waiting thread
+                    future.set_exception(exc)
+
+        threading.Thread(target=work, name="mdagent-tool", daemon=True).start()
+        return future
 
     def _collect(self, batch: list[tuple[int, Any, str]], futures: list[Future[Result]]) -> None:
         for (index, _, _), future in zip(batch, futures, strict=True):
@@ -705,14 +718,18 @@ def build_agent(
     *,
     allow: Iterable[str] = (),
     display: Display | None = None,
+    toolbox: Toolbox | None = None,
 ) -> Agent:
     """An :class:`Agent` wired to ``runtime``: its toolbox, policy, settings and prompt.
 
     ``allow`` pre-approves tools for this agent only (a prompt skill's
-    ``allowed-tools``).
+    ``allowed-tools``). ``toolbox`` reuses one built by ``runtime.toolbox``
+    (an interactive session keeps one, so "always" answers last all session).
     """
-    policy = runtime.policy(allow=list(allow))
-    box = runtime.toolbox(policy=policy, session_id=conversation.session_id)
+    box = toolbox
+    if box is None:
+        policy = runtime.policy(allow=list(allow))
+        box = runtime.toolbox(policy=policy, session_id=conversation.session_id)
     tools = model_tools(box, runtime.settings)
     system = system_prompt(
         workdir=runtime.workdir,

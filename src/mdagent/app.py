@@ -73,7 +73,9 @@ def _version(value: bool) -> None:
 @app.callback(invoke_without_command=True)
 def root(
     ctx: typer.Context,
-    layer: list[Path] = typer.Option([], "--layer", help="Extra layer folder (repeatable; first wins)."),
+    layer: list[Path] = typer.Option(
+        [], "--layer", help="Extra layer folder (repeatable; first wins)."
+    ),
     no_user: bool = typer.Option(False, "--no-user", help="Skip the user layer ($AGENT_HOME)."),
     json_out: bool = typer.Option(False, "--json", help="Print results as JSON."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Approve every call that would ask."),
@@ -81,7 +83,9 @@ def root(
     provider: str | None = typer.Option(None, "--provider", help="openai, anthropic or fake."),
     model: str | None = typer.Option(None, "--model", help="The model's name."),
     base_url: str | None = typer.Option(None, "--base-url", help="The provider's API base URL."),
-    script: str | None = typer.Option(None, "--script", help="Scripted conversation (fake provider)."),
+    script: str | None = typer.Option(
+        None, "--script", help="Scripted conversation (fake provider)."
+    ),
     version: bool = typer.Option(
         False, "--version", "-V", callback=_version, is_eager=True, help="Show the version."
     ),
@@ -109,7 +113,9 @@ def _options(ctx: typer.Context) -> Options:
     if isinstance(root_ctx.obj, Options):
         return root_ctx.obj
     params = root_ctx.params or {}
-    return Options(layers=[str(p) for p in params.get("layer") or []], no_user=bool(params.get("no_user")))
+    return Options(
+        layers=[str(p) for p in params.get("layer") or []], no_user=bool(params.get("no_user"))
+    )
 
 
 def _runtime(ctx: typer.Context) -> Runtime:
@@ -127,7 +133,9 @@ def _print_json(value: Any) -> None:
 def _table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths, strict=True)).rstrip()]
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines += [
+        "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    ]
     return "\n".join(lines)
 
 
@@ -144,7 +152,13 @@ def check(
     if _wants_json(ctx, json_out):
         _print_json(
             [
-                {"path": p.path, "line": p.line, "col": p.col, "severity": p.severity, "message": p.message}
+                {
+                    "path": p.path,
+                    "line": p.line,
+                    "col": p.col,
+                    "severity": p.severity,
+                    "message": p.message,
+                }
                 for p in problems
             ]
         )
@@ -167,7 +181,9 @@ def tools(
     name: str | None = typer.Argument(None, help="Show one tool's parameters."),
     all_: bool = typer.Option(False, "--all", help="Include unavailable tools, with the reason."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    fmt: str | None = typer.Option(None, "--format", help="openai or anthropic: the schema sent to a model."),
+    fmt: str | None = typer.Option(
+        None, "--format", help="openai or anthropic: the schema sent to a model."
+    ),
 ) -> None:
     """List tools: name, aliases, category, security, tier, source."""
     runtime = _runtime(ctx)
@@ -176,7 +192,9 @@ def tools(
     if name is not None:
         spec = registry.tool(name)
         if spec is None:
-            raise UsageError(f"unknown tool: {name}. Available: {', '.join(sorted(registry.tools))}")
+            raise UsageError(
+                f"unknown tool: {name}. Available: {', '.join(sorted(registry.tools))}"
+            )
         specs = [spec]
     rows = [(s, runtime.unavailable(s)) for s in sorted(specs, key=lambda s: s.name)]
     if not all_ and name is None:
@@ -188,25 +206,37 @@ def tools(
 
         box = Toolbox()
         for spec, _ in rows:
-            box.add(spec.name, description=spec.description, params=spec.params, required=spec.required, handler=dict)
+            box.add(
+                spec.name,
+                description=spec.description,
+                params=spec.params,
+                required=spec.required,
+                handler=dict,
+            )
         _print_json(box.to_openai() if fmt == "openai" else box.to_anthropic())
         return
     if _wants_json(ctx, json_out):
-        _print_json([{**s.to_dict(), "available": r is None, "unavailable_reason": r} for s, r in rows])
+        _print_json(
+            [{**s.to_dict(), "available": r is None, "unavailable_reason": r} for s, r in rows]
+        )
         return
     if name is not None:
         spec, reason = rows[0]
         typer.echo(f"{spec.name} - {spec.description}")
         if spec.aliases:
             typer.echo(f"aliases: {', '.join(spec.aliases)}")
-        typer.echo(f"category: {spec.category}  security: {spec.security}  tier: {spec.tier}  kind: {spec.kind}")
+        typer.echo(
+            f"category: {spec.category}  security: {spec.security}  tier: {spec.tier}  kind: {spec.kind}"
+        )
         typer.echo(f"source: {spec.source}{':' + str(spec.line) if spec.line else ''}")
         if reason:
             typer.echo(f"unavailable: {reason}")
         typer.echo("parameters:" if spec.params else "parameters: (none)")
         for param, schema in spec.params.items():
             req = " (required)" if param in spec.required else ""
-            typer.echo(f"  {param:<16} {schema.get('type', 'any')!s:<8} {schema.get('description', '')}{req}".rstrip())
+            typer.echo(
+                f"  {param:<16} {schema.get('type', 'any')!s:<8} {schema.get('description', '')}{req}".rstrip()
+            )
         return
     table = [
         [
@@ -231,7 +261,9 @@ def _short_source(source: str, line: int = 0) -> str:
 
 
 @app.command()
-def commands(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def commands(
+    ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")
+) -> None:
     """List slash commands: name, tool or prompt skill, argument mode, source."""
     registry = _runtime(ctx).registry
     visible = [c for _, c in sorted(registry.commands.items()) if c.user_invocable]
@@ -239,21 +271,31 @@ def commands(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", 
         _print_json([c.to_dict() for c in visible])
         return
     rows = [
-        [f"/{c.name}", c.tool if c.kind == "tool" else "(prompt)", c.arg_mode if c.kind == "tool" else "", _short_source(c.source, c.line if not c.skill else 0), c.description[:60]]
+        [
+            f"/{c.name}",
+            c.tool if c.kind == "tool" else "(prompt)",
+            c.arg_mode if c.kind == "tool" else "",
+            _short_source(c.source, c.line if not c.skill else 0),
+            c.description[:60],
+        ]
         for c in visible
     ]
     typer.echo(_table(rows, ["COMMAND", "TOOL", "ARGS", "SOURCE", "DESCRIPTION"]))
 
 
 @app.command()
-def skills(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def skills(
+    ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")
+) -> None:
     """List skills: name, kind, whether a model may load it, source."""
     from mdagent.specs import unmet_requirement
 
     registry = _runtime(ctx).registry
     items = sorted(registry.skills.values(), key=lambda s: s.name)
     if _wants_json(ctx, json_out):
-        _print_json([{**s.to_dict(), "unavailable_reason": unmet_requirement(s.requires)} for s in items])
+        _print_json(
+            [{**s.to_dict(), "unavailable_reason": unmet_requirement(s.requires)} for s in items]
+        )
         return
     rows = []
     for s in items:
@@ -294,7 +336,9 @@ def new_skill(
         raise UsageError(f"--arg-mode must be one of {', '.join(ARG_MODES)}")
     runtime = _runtime(ctx)
     if tool is not None and runtime.registry.tool(tool) is None:
-        raise UsageError(f"unknown tool: {tool}. Available: {', '.join(sorted(runtime.registry.tools))}")
+        raise UsageError(
+            f"unknown tool: {tool}. Available: {', '.join(sorted(runtime.registry.tools))}"
+        )
     folder = runtime.project_layer / "skills" / name
     target = folder / "SKILL.md"
     if target.exists():
@@ -328,15 +372,23 @@ def skill_skeleton(name: str, tool: str | None, arg_mode: str) -> str:
 @app.command()
 def ask(
     ctx: typer.Context,
-    prompt: list[str] = typer.Argument(None, help="The prompt (read from stdin when absent and piped)."),
+    prompt: list[str] = typer.Argument(
+        None, help="The prompt (read from stdin when absent and piped)."
+    ),
     continue_: bool = typer.Option(False, "--continue", "-c", help="Continue the latest session."),
-    session: str | None = typer.Option(None, "--session", help="Continue this session (id or prefix)."),
+    session: str | None = typer.Option(
+        None, "--session", help="Continue this session (id or prefix)."
+    ),
     yes: bool = typer.Option(False, "--yes", "-y", help="Approve every call that would ask."),
-    json_out: bool = typer.Option(False, "--json", help="Print the answer and the tool calls as JSON."),
+    json_out: bool = typer.Option(
+        False, "--json", help="Print the answer and the tool calls as JSON."
+    ),
     provider: str | None = typer.Option(None, "--provider", help="openai, anthropic or fake."),
     model: str | None = typer.Option(None, "--model", help="The model's name."),
     base_url: str | None = typer.Option(None, "--base-url", help="The provider's API base URL."),
-    script: str | None = typer.Option(None, "--script", help="Scripted conversation (fake provider)."),
+    script: str | None = typer.Option(
+        None, "--script", help="Scripted conversation (fake provider)."
+    ),
 ) -> None:
     """Run an agent turn: the model answers, calling the declared tools."""
     from mdagent.agent import run_ask
@@ -344,7 +396,12 @@ def ask(
     options = _options(ctx)
     options.yes = options.yes or yes
     options.json = options.json or json_out
-    for key, value in {"provider": provider, "model": model, "base_url": base_url, "script": script}.items():
+    for key, value in {
+        "provider": provider,
+        "model": model,
+        "base_url": base_url,
+        "script": script,
+    }.items():
         if value is not None:
             setattr(options, key, value)
     text = " ".join(prompt or [])
@@ -375,7 +432,10 @@ def sessions_list(
     if not rows:
         typer.echo("(no sessions)")
         return
-    table = [[r["id"], str(r["updated"])[:19], str(r.get("messages", "")), (r.get("title") or "")[:60]] for r in rows]
+    table = [
+        [r["id"], str(r["updated"])[:19], str(r.get("messages", "")), (r.get("title") or "")[:60]]
+        for r in rows
+    ]
     typer.echo(_table(table, ["ID", "UPDATED", "MESSAGES", "TITLE"]))
 
 
@@ -452,7 +512,9 @@ def _short_args(args: Any, limit: int = 60) -> str:
 
 
 @config_app.command("env")
-def config_env(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def config_env(
+    ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")
+) -> None:
     """Names of the environment variables a child process would get (values hidden)."""
     import os
 

@@ -9,7 +9,6 @@ become one line on stderr and an exit status (DESIGN §6).
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 from typing import Any
@@ -19,7 +18,12 @@ from mdagent.runtime import Options, Runtime
 
 _FLAGS = {"--no-user": "no_user", "--json": "json", "--yes": "yes", "-y": "yes"}
 _VERBOSE = {"-v", "--verbose"}
-_VALUED = {"--provider": "provider", "--model": "model", "--base-url": "base_url", "--script": "script"}
+_VALUED = {
+    "--provider": "provider",
+    "--model": "model",
+    "--base-url": "base_url",
+    "--script": "script",
+}
 _COMPLETE_VARS = ("_AGENT_COMPLETE", "_MDAGENT_COMPLETE")
 
 
@@ -69,14 +73,15 @@ def _global_options(argv: list[str]) -> tuple[Options, list[str] | None]:
 
 
 def _configure_logging(verbose: bool) -> None:
-    logger = logging.getLogger("mdagent")
+    # Without -v nothing is configured (and logging is not even imported):
+    # mdagent's loggers carry a NullHandler (errors.logger), so tracebacks
+    # already in a result never reach stderr twice.
     if verbose:
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(message)s")
-    else:
-        # Handler tracebacks are in the result already; without -v they must
-        # not reach stderr through logging's last-resort handler.
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
+        import logging
+
+        logging.basicConfig(
+            level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(message)s"
+        )
 
 
 def _guarded(options: Options, action) -> int:
@@ -94,7 +99,9 @@ def _guarded(options: Options, action) -> int:
     except Exception as err:  # a bug: still one line unless -v
         if options.verbose:
             raise
-        print(f"agent: internal error: {type(err).__name__}: {err} (rerun with -v)", file=sys.stderr)
+        print(
+            f"agent: internal error: {type(err).__name__}: {err} (rerun with -v)", file=sys.stderr
+        )
         return 1
 
 
@@ -103,8 +110,8 @@ def _guarded(options: Options, action) -> int:
 
 def run_slash(options: Options, name: str, argv: list[str]) -> int:
     """Run ``/name`` with shell words ``argv``; returns the exit status."""
-    from mdagent.commands import command_key
     from mdagent.dispatch import build_call, help_text, usage
+    from mdagent.specs import command_key
 
     runtime = Runtime(options)
     registry = runtime.registry
@@ -132,7 +139,7 @@ def run_slash(options: Options, name: str, argv: list[str]) -> int:
     if reason:
         raise ToolFailed(f"/{command.name} is unavailable: {reason}")
     call = build_call(command, tool_spec, argv=argv)
-    box = runtime.toolbox(policy=runtime.policy())
+    box = runtime.toolbox(policy=runtime.person_policy())
     problems = box.tool_for(call.tool).validate(call.args)
     if problems:
         raise UsageError(f"/{command.name}: {', '.join(problems)}\n{usage(command, tool_spec)}")
@@ -209,12 +216,14 @@ def _first_line(text: str, limit: int = 80) -> str:
 
 def unknown_command(registry, name: str) -> str:
     """The unknown-command message: did you mean, and the list."""
-    from mdagent.commands import command_key
+    from mdagent.specs import command_key
 
     key = command_key(name)
     lines = [f"unknown command /{key}"]
     for problem in registry.errors:
-        if f"/{key}/" in problem.path.replace(os.sep, "/") or problem.message.startswith(f"/{key}:"):
+        if f"/{key}/" in problem.path.replace(os.sep, "/") or problem.message.startswith(
+            f"/{key}:"
+        ):
             lines[0] += f" (it did not load: {problem})"
             break
     similar = registry.similar_commands(key)

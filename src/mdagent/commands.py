@@ -5,12 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from mdagent.specs import command_key
+
 Completions = list[str] | Callable[[], Iterable[str]] | None
-
-
-def command_key(name: str) -> str:
-    """The canonical form of a command name: no ``/``, lower case, ``_`` as ``-``."""
-    return name.lstrip("/").strip().lower().replace("_", "-")
+__all__ = ["Command", "Commands", "command_key"]
 
 
 @dataclass(frozen=True)

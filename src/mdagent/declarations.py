@@ -22,7 +22,6 @@ DEFAULT_SETTINGS: dict[str, Any] = {
 }
 
 
-
 def read_yaml_file(path: Path) -> tuple[Any, list[Problem]]:
     """Parse one YAML file; a broken file is a problem, never an exception."""
     where = str(path)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from mdagent.errors import UsageError
 from mdagent.specs import CommandSpec, ToolSpec
@@ -19,8 +18,7 @@ _TRUE = {"true", "yes", "y", "1", "on"}
 _FALSE = {"false", "no", "n", "0", "off"}
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     """What a command line turned into: which tool, with which arguments."""
 
     command: CommandSpec

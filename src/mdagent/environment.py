@@ -9,16 +9,26 @@ of ``env``. Names are matched against globs, case-insensitively:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
-from fnmatch import fnmatchcase
+from fnmatch import translate
+from functools import lru_cache
 from typing import Any
 
 DEFAULT_EXCLUDE = ["*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*", "*CREDENTIAL*"]
 
 
 def _matches(name: str, patterns: Iterable[str]) -> bool:
-    upper = name.upper()
-    return any(fnmatchcase(upper, str(p).upper()) for p in patterns)
+    return _pattern(tuple(str(p).upper() for p in patterns)).match(name.upper()) is not None
+
+
+@lru_cache(maxsize=32)
+def _pattern(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    # One regex for the whole list: scrubbing runs on every start-up, over
+    # every variable, and fnmatch per (name, pattern) pair adds up.
+    if not patterns:
+        return re.compile(r"(?!)")
+    return re.compile("|".join(f"(?:{translate(p)})" for p in patterns))
 
 
 def scrubbed_env(

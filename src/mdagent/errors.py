@@ -6,6 +6,8 @@ once, prints one line and exits with the error's ``exit_code``.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class MdagentError(Exception):
     """Base class of every error mdagent raises on purpose."""
@@ -96,3 +98,18 @@ class Problem(tuple):
     def from_error(cls, err: ConfigError, severity: str = "error") -> Problem:
         """The problem a :class:`ConfigError` describes."""
         return cls(err.path or "?", err.line or 1, err.col or 1, severity, err.message)
+
+
+def logger(name: str) -> Any:
+    """A logger under ``mdagent``, which carries a NullHandler as a library's should.
+
+    Nothing reaches stderr unless the application configures logging (the
+    CLI does with ``-v``): tracebacks of failing tools are in their results.
+    ``logging`` is imported here, on first use, not at start-up.
+    """
+    import logging
+
+    root = logging.getLogger("mdagent")
+    if not any(isinstance(h, logging.NullHandler) for h in root.handlers):
+        root.addHandler(logging.NullHandler())
+    return logging.getLogger(name)

@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
-from mdagent.errors import ConfigError, MdagentError
+from mdagent.errors import ConfigError, MdagentError, logger
 
-log = logging.getLogger("mdagent.hooks")
+log = logger("mdagent.hooks")
 
 DEFAULT_TIMEOUT = 30.0
 BLOCK_STATUS = 2

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import logging
 import os
 import re
 import sys
@@ -56,10 +55,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from mdagent.errors import ConfigError
+from mdagent.errors import ConfigError, logger
 from mdagent.toolbox import Decision, ToolContext
 
-log = logging.getLogger("mdagent.policy")
+log = logger("mdagent.policy")
 
 MODES = ("ask", "allowlist", "deny", "full")
 EXEC_TOOLS = frozenset({"exec"})

@@ -25,8 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 TIMEOUT_EXIT = 124
 INTERRUPTED_EXIT = 130
@@ -40,8 +39,7 @@ _CHUNK = 65536
 _POLL = 0.05
 
 
-@dataclass(frozen=True)
-class ProcessResult:
+class ProcessResult(NamedTuple):
     """What a finished child left: its (capped) output, status and timing.
 
     ``exit_code`` follows the shell: a child killed by signal N reports

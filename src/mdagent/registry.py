@@ -15,10 +15,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mdagent.commands import command_key
 from mdagent.errors import Problem
 from mdagent.layers import Layer, state_dir
-from mdagent.specs import CommandSpec, LazyRecords, Skill, ToolSpec
+from mdagent.specs import CommandSpec, LazyRecords, Skill, ToolSpec, command_key
 
 CACHE_FORMAT = 3
 
@@ -155,7 +154,9 @@ def load_registry(layers: list[Layer], cache_dir: Path | None = None) -> Registr
     if cached is not None and _fresh(cached["sources"]):
         return Registry.from_dict(cached["registry"], layers)
     registry, sources = compile_registry(layers)
-    _write_cache(cache_file, {"format": CACHE_FORMAT, "sources": sources, "registry": registry.to_dict()})
+    _write_cache(
+        cache_file, {"format": CACHE_FORMAT, "sources": sources, "registry": registry.to_dict()}
+    )
     return registry
 
 
@@ -431,13 +432,13 @@ class _Compiler:
 
     def _add_skill(self, skill: Skill, layer_commands: dict[str, CommandSpec]) -> None:
         if skill.name in RESERVED_NAMES:
-            self.problem(
-                skill.path, 1, "error", f"skill name {skill.name!r} is a built-in command"
-            )
+            self.problem(skill.path, 1, "error", f"skill name {skill.name!r} is a built-in command")
             return
         shadowed = self.skills.get(skill.name)
         if shadowed is not None:
-            self.problem(shadowed.path, 1, "info", f"skill {skill.name!r} is shadowed by {skill.path}")
+            self.problem(
+                shadowed.path, 1, "info", f"skill {skill.name!r} is shadowed by {skill.path}"
+            )
         self.skills[skill.name] = skill
         command = CommandSpec(
             name=skill.name,

@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 from mdagent.commands import Commands
-from mdagent.errors import MdagentError, UsageError
+from mdagent.errors import Interrupted, MdagentError, UsageError
 
 PROMPT = "› "
 
@@ -42,6 +42,7 @@ class Repl:
         self._config: Any = None
         self._conversation: Any = None
         self._person_box: Any = None
+        self._model_box: Any = None
         self._register()
 
     @staticmethod
@@ -138,7 +139,8 @@ class Repl:
     def person_box(self) -> Any:
         """The toolbox for commands the person types (caller "person")."""
         if self._person_box is None:
-            self._person_box = self.runtime.toolbox(policy=self.runtime.policy())
+            # As on the command line: only deny rules and rate limits apply.
+            self._person_box = self.runtime.toolbox(policy=self.runtime.person_policy())
         return self._person_box
 
     # -- lines --
@@ -158,10 +160,19 @@ class Repl:
         self.chat({"role": "user", "content": line})
 
     def chat(self, message: dict[str, Any], allow: list[str] | None = None) -> None:
-        """One agent turn in this session."""
+        """One agent turn in this session (``allow``: extra allow rules for this turn)."""
         from mdagent.agent import build_agent
 
-        agent = build_agent(self.runtime, self.provider(), self.conversation(), allow=allow or ())
+        box = None
+        if not allow:
+            if self._model_box is None:
+                # One policy for the session: an "always" answer holds until /exit.
+                # No session id: the audit log takes each call's conversation id.
+                self._model_box = self.runtime.toolbox(policy=self.runtime.policy())
+            box = self._model_box
+        agent = build_agent(
+            self.runtime, self.provider(), self.conversation(), allow=allow or (), toolbox=box
+        )
         outcome = agent.run(message)
         if outcome.message:
             print(f"agent: {outcome.message}", file=sys.stderr, flush=True)
@@ -199,6 +210,7 @@ class Repl:
 
     def run(self) -> int:
         """Read lines until EOF, ``/exit`` or ``/quit``; returns 0."""
+        self.runtime.check_settings()  # a half-read policy is not a policy
         interactive = _is_terminal(sys.stdin)
         if interactive:
             self._install_completion()
@@ -218,7 +230,7 @@ class Repl:
                     self.handle(line)
                 except Exit:
                     return 0
-                except KeyboardInterrupt:
+                except (KeyboardInterrupt, Interrupted):
                     print("agent: interrupted", file=sys.stderr, flush=True)
                 except MdagentError as err:
                     print(f"agent: {err}", file=sys.stderr, flush=True)

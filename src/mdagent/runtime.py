@@ -119,7 +119,6 @@ class Runtime:
     def toolbox(self, *, policy: Any = None, session_id: str | None = None) -> Toolbox:
         """A toolbox with every available tool, the YAML hooks and the audit log."""
         from mdagent.builtins import register_builtins
-        from mdagent.hooks import install_hooks
         from mdagent.store import audit_observer
 
         box = Toolbox(policy=policy)
@@ -128,7 +127,10 @@ class Runtime:
         for spec in self.registry.tools.values():
             if spec.kind != "builtin":
                 add_declared_tool(box, spec)
-        install_hooks(box, self.settings, workdir=str(self.workdir), env=self.env)
+        if any(self.settings.get("hooks", {}).get(when) for when in ("before", "after")):
+            from mdagent.hooks import install_hooks
+
+            install_hooks(box, self.settings, workdir=str(self.workdir), env=self.env)
         box.observers.append(audit_observer(self.store, self.settings, session_id=session_id))
         return box
 
@@ -157,6 +159,17 @@ class Runtime:
             approve_all=self.options.yes,
             **extra,
         )
+
+    def person_policy(self):
+        """The policy for commands a person types, or None when it cannot refuse.
+
+        A typed command meets only deny rules and rate limits; with neither
+        configured, the policy module need not even be imported.
+        """
+        rate_limited = any(self.registry.tools[name].rate_limit for name in self.registry.tools)
+        if self.settings.get("policy", {}).get("deny") or rate_limited:
+            return self.policy(interactive=False)
+        return None
 
     def unavailable(self, spec: ToolSpec) -> str | None:
         """Why ``spec`` cannot run here (its ``requires`` unmet), or None."""

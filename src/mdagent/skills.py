@@ -43,10 +43,7 @@ def name_problem(name: str) -> str | None:
     if not 1 <= len(name) <= MAX_NAME:
         return f"name {name!r} must be 1-{MAX_NAME} characters"
     if not NAME_RULE.match(name):
-        return (
-            f"name {name!r} may hold only a-z, 0-9 and single hyphens, "
-            "not at the start or end"
-        )
+        return f"name {name!r} may hold only a-z, 0-9 and single hyphens, not at the start or end"
     return None
 
 

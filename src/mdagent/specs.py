@@ -10,9 +10,7 @@ import os
 import shutil
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field, fields
-from functools import cache
-from typing import Any, Generic, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 CATEGORIES = ("execution", "filesystem", "web", "data", "system", "memory", "browser", "custom")
 SECURITY_LEVELS = ("safe", "moderate", "dangerous")
@@ -20,27 +18,126 @@ TIERS = ("essential", "standard", "full")
 ARG_MODES = ("raw", "parsed", "json")
 
 
-class _Record:
-    """Dict round-trip shared by the records below."""
+def command_key(name: str) -> str:
+    """The canonical form of a command name: no ``/``, lower case, ``_`` as ``-``."""
+    return name.lstrip("/").strip().lower().replace("_", "-")
+
+
+# Records are NamedTuples, not dataclasses: a frozen dataclass costs about a
+# millisecond to define, and these three are defined on every `agent /name`.
+# Their dict and list fields are never mutated after construction.
+
+
+class ToolSpec(NamedTuple):
+    """A declared tool: its schema, metadata and one implementation."""
+
+    name: str
+    description: str
+    params: dict[str, Any] = {}
+    required: list[str] = []
+    aliases: list[str] = []
+    category: str = "custom"
+    security: str = "moderate"
+    tier: str = "full"
+    approval: bool = False
+    requires: dict[str, Any] = {}
+    rate_limit: dict[str, Any] | None = None
+    timeout: float | None = None
+    implementation: dict[str, Any] = {}
+    source: str = ""
+    line: int = 0
+    layer: str = ""
+
+    @property
+    def kind(self) -> str:
+        """Which implementation: builtin, run, shell, handler, http or tool."""
+        for key in ("builtin", "run", "shell", "handler", "http", "tool"):
+            if key in self.implementation:
+                return key
+        return "?"
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The metadata the toolbox keeps for policy and listings."""
+        return {
+            "category": self.category,
+            "security": self.security,
+            "tier": self.tier,
+            "approval": self.approval,
+            "requires": self.requires,
+            "rate_limit": self.rate_limit,
+            "timeout": self.timeout,
+            "source": self.source,
+        }
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+        return self._asdict()
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]):
-        names = _field_names(cls)
-        return cls(**{k: v for k, v in data.items() if k in names})
+    def from_dict(cls, data: dict[str, Any]) -> ToolSpec:
+        return cls(**{k: v for k, v in data.items() if k in cls._fields})
 
 
-@cache
-def _field_names(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in fields(cls))  # type: ignore[arg-type]
+class CommandSpec(NamedTuple):
+    """``/name`` bound to a tool (``kind == "tool"``) or to a prompt skill."""
+
+    name: str
+    description: str = ""
+    tool: str | None = None
+    arg_mode: str = "raw"
+    completions: Any = None
+    argument_hint: str = ""
+    skill: str | None = None
+    kind: str = "tool"  # "tool" | "prompt"
+    user_invocable: bool = True
+    source: str = ""
+    line: int = 0
+    layer: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._asdict()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CommandSpec:
+        return cls(**{k: v for k, v in data.items() if k in cls._fields})
 
 
-R = TypeVar("R", bound=_Record)
+class Skill(NamedTuple):
+    """A SKILL.md: front-matter fields plus where its body lives."""
+
+    name: str
+    description: str
+    path: str
+    dispatch: str | None = None
+    tool: str | None = None
+    arg_mode: str = "raw"
+    user_invocable: bool = True
+    disable_model_invocation: bool = False
+    argument_hint: str = ""
+    allowed_tools: list[str] = []
+    requires: dict[str, Any] = {}
+    license: str | None = None
+    homepage: str | None = None
+    extra: dict[str, Any] = {}
+    line: int = 1
+    layer: str = ""
+
+    @property
+    def dir(self) -> str:
+        return os.path.dirname(self.path)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._asdict()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Skill:
+        return cls(**{k: v for k, v in data.items() if k in cls._fields})
 
 
-class LazyRecords(Mapping[str, R], Generic[R]):
+R = TypeVar("R", ToolSpec, CommandSpec, Skill)
+
+
+class LazyRecords(Mapping[str, R]):
     """Records kept as the cache's dicts and built on first access.
 
     A warm ``agent /name`` touches one command and one tool out of maybe
@@ -68,94 +165,6 @@ class LazyRecords(Mapping[str, R], Generic[R]):
 
     def __len__(self) -> int:
         return len(self._raw)
-
-
-@dataclass(frozen=True)
-class ToolSpec(_Record):
-    """A declared tool: its schema, metadata and one implementation."""
-
-    name: str
-    description: str
-    params: dict[str, Any] = field(default_factory=dict)
-    required: list[str] = field(default_factory=list)
-    aliases: list[str] = field(default_factory=list)
-    category: str = "custom"
-    security: str = "moderate"
-    tier: str = "full"
-    approval: bool = False
-    requires: dict[str, Any] = field(default_factory=dict)
-    rate_limit: dict[str, Any] | None = None
-    timeout: float | None = None
-    implementation: dict[str, Any] = field(default_factory=dict)
-    source: str = ""
-    line: int = 0
-    layer: str = ""
-
-    @property
-    def kind(self) -> str:
-        """Which implementation: builtin, run, shell, handler, http or tool."""
-        for key in ("builtin", "run", "shell", "handler", "http", "tool"):
-            if key in self.implementation:
-                return key
-        return "?"
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        """The metadata the toolbox keeps for policy and listings."""
-        return {
-            "category": self.category,
-            "security": self.security,
-            "tier": self.tier,
-            "approval": self.approval,
-            "requires": self.requires,
-            "rate_limit": self.rate_limit,
-            "timeout": self.timeout,
-            "source": self.source,
-        }
-
-
-@dataclass(frozen=True)
-class CommandSpec(_Record):
-    """``/name`` bound to a tool (``kind == "tool"``) or to a prompt skill."""
-
-    name: str
-    description: str = ""
-    tool: str | None = None
-    arg_mode: str = "raw"
-    completions: Any = None
-    argument_hint: str = ""
-    skill: str | None = None
-    kind: str = "tool"  # "tool" | "prompt"
-    user_invocable: bool = True
-    source: str = ""
-    line: int = 0
-    layer: str = ""
-
-
-@dataclass(frozen=True)
-class Skill(_Record):
-    """A SKILL.md: front-matter fields plus where its body lives."""
-
-    name: str
-    description: str
-    path: str
-    dispatch: str | None = None
-    tool: str | None = None
-    arg_mode: str = "raw"
-    user_invocable: bool = True
-    disable_model_invocation: bool = False
-    argument_hint: str = ""
-    allowed_tools: list[str] = field(default_factory=list)
-    requires: dict[str, Any] = field(default_factory=dict)
-    license: str | None = None
-    homepage: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    line: int = 1
-    layer: str = ""
-
-    @property
-    def dir(self) -> str:
-        return os.path.dirname(self.path)
 
 
 _OS_NAMES = {"linux": "linux", "darwin": "darwin", "win32": "windows", "cygwin": "windows"}

@@ -26,11 +26,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +96,10 @@ def default_path() -> Path:
 
 def _now_iso() -> str:
     # Microseconds: "most recently updated" must tell apart writes in the same ms.
-    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    # time.strftime, not datetime: the same ISO UTC text, without another
+    # import on every start-up.
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
 
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -126,7 +127,9 @@ def new_id() -> str:
     with _id_lock:
         _last_ms = max(time.time_ns() // 1_000_000, _last_ms + 1)
         ms = _last_ms
-    return _base36(ms, 9) + "".join(secrets.choice(_BASE36) for _ in range(3))
+    # os.urandom rather than secrets: secrets drags hashlib and random into
+    # every `agent /name` start-up, for three characters of an id.
+    return _base36(ms, 9) + "".join(_BASE36[b % len(_BASE36)] for b in os.urandom(3))
 
 
 class Store:
@@ -449,7 +452,10 @@ def audit_observer(
             error=None if error is None else redact(error, settings, values),
             code=data.get("code") if isinstance(data.get("code"), str) else None,
             duration_ms=int(round(duration_s * 1000)),
-            approved_by=getattr(decision, "approved_by", None),
+            # No policy at all (a typed command with nothing to refuse it):
+            # the person who typed it is who approved it.
+            approved_by=getattr(decision, "approved_by", None)
+            or ("person" if getattr(ctx, "caller", None) == "person" else None),
             session_id=session_id or getattr(ctx, "conversation_id", None),
         )
 

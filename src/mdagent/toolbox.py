@@ -18,14 +18,15 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 
 def _log():
     # logging costs a few ms to import; only a failing call needs it.
-    import logging
+    from mdagent.errors import logger
 
-    return logging.getLogger("mdagent.toolbox")
+    return logger("mdagent.toolbox")
+
 
 Handler = Callable[..., Any]
 Hook = Callable[..., Any]
@@ -55,8 +56,7 @@ class ToolContext:
     approve_all: bool = False
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     """A policy's verdict on one call.
 
     ``approved_by`` says why an allowed call may run ("safe", "rule:exec(git *)",
@@ -68,7 +68,7 @@ class Decision:
     reason: str = ""
     approved_by: str | None = None
     code: str = "DENIED"
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = {}
 
     def to_result(self) -> Result:
         """The failure a refused call returns."""
@@ -78,8 +78,7 @@ class Decision:
 ALLOWED = Decision(True)
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(NamedTuple):
     """The outcome of one tool call: a dict plus whether it succeeded."""
 
     data: dict[str, Any]
@@ -152,19 +151,44 @@ def _describe(err: Any) -> str:
     return message
 
 
-@dataclass
 class Tool:
     """A named, described, schema-checked callable."""
 
-    name: str
-    description: str
-    handler: Handler
-    params: dict[str, Any] = field(default_factory=dict)
-    required: tuple[str, ...] = ()
-    aliases: tuple[str, ...] = ()
-    meta: dict[str, Any] = field(default_factory=dict)
-    _validator: Any = field(default=None, repr=False)
-    _wants_context: bool | None = field(default=None, repr=False)
+    # A plain class rather than a dataclass: it is defined on every start-up.
+    __slots__ = (
+        "name",
+        "description",
+        "handler",
+        "params",
+        "required",
+        "aliases",
+        "meta",
+        "_validator",
+        "_wants_context",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        handler: Handler,
+        params: dict[str, Any] | None = None,
+        required: tuple[str, ...] = (),
+        aliases: tuple[str, ...] = (),
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.handler = handler
+        self.params = params if params is not None else {}
+        self.required = tuple(required)
+        self.aliases = tuple(aliases)
+        self.meta = meta if meta is not None else {}
+        self._validator: Any = None
+        self._wants_context: bool | None = None
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r}, aliases={self.aliases!r})"
 
     @property
     def schema(self) -> dict[str, Any]:

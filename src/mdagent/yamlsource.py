@@ -108,7 +108,9 @@ def load_yaml(text: str, path: str | Path, line_offset: int = 0) -> Any:
     except yaml.YAMLError as exc:
         raise ConfigError(f"invalid YAML: {exc}", str(path), 1 + line_offset, 1) from None
     except RecursionError:
-        raise ConfigError("invalid YAML: nested too deeply", str(path), 1 + line_offset, 1) from None
+        raise ConfigError(
+            "invalid YAML: nested too deeply", str(path), 1 + line_offset, 1
+        ) from None
 
 
 def position(data: Any, pointer: Iterable[Any], offset: int = 0) -> tuple[int, int]:

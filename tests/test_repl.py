@@ -1,0 +1,126 @@
+"""The interactive session, driven through piped stdin."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from mdagent.repl import Repl, run_repl
+from mdagent.runtime import Options, Runtime
+from model_server import ModelServer
+
+
+@pytest.fixture
+def server():
+    with ModelServer() as running:
+        yield running
+
+
+@pytest.fixture
+def declared(workspace):
+    """A project layer with a parsed tool command and a prompt skill."""
+    config = workspace / ".agents" / "config"
+    config.mkdir()
+    (config / "tools.yaml").write_text(
+        "tools:\n"
+        "  shout:\n"
+        "    description: Print a word in capitals\n"
+        "    params: {word: {type: string}}\n"
+        "    required: [word]\n"
+        "    run: [python3, -c, 'import sys; print(sys.argv[1].upper())', '{word}']\n"
+        "commands:\n"
+        "  shout: {description: Shout a word, tool: shout, arg-mode: parsed}\n"
+    )
+    skill = workspace / ".agents" / "skills" / "review"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: review\ndescription: Review a file\n---\nReview the file $ARGUMENTS carefully.\n"
+    )
+    return workspace
+
+
+def repl_session(workspace, monkeypatch, lines, **options):
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(f"{line}\n" for line in lines)))
+    return run_repl(Runtime(Options(**options), cwd=workspace))
+
+
+def test_builtin_commands_and_eof(declared, monkeypatch, capsys):
+    status = repl_session(declared, monkeypatch, ["/help", "/skills", "/tools"])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "/exit" in out and "/clear" in out  # the session's own commands
+    assert "/shout" in out and "/review" in out  # the declared ones
+    assert any(row.split(None, 1) == ["review", "Review a file"] for row in out.splitlines())
+    assert "exec" in out and "shout" in out
+
+
+def test_tools_lists_only_the_configured_tier(declared, monkeypatch, capsys):
+    (declared / ".agents" / "config" / "agent.yaml").write_text("agent:\n  tier: essential\n")
+    repl_session(declared, monkeypatch, ["/tools"])
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert "exec" in names and "grep" not in names and "shout" not in names
+
+
+def test_exit_leaves_at_once(declared, monkeypatch, capsys):
+    assert repl_session(declared, monkeypatch, ["/exit", "/help"]) == 0
+    assert "/clear" not in capsys.readouterr().out
+
+
+def test_a_tool_command_runs_as_the_cli_would(declared, monkeypatch, capsys):
+    repl_session(declared, monkeypatch, ["/shout hello", "/shout"])
+    captured = capsys.readouterr()
+    assert "HELLO" in captured.out
+    assert "agent: /shout: value at `/word` is required" in captured.err
+
+
+def test_unknown_commands_are_reported_and_the_session_goes_on(declared, monkeypatch, capsys):
+    assert repl_session(declared, monkeypatch, ["/shuot x", "/model"], provider="anthropic") == 0
+    captured = capsys.readouterr()
+    assert "unknown command /shuot" in captured.err and "did you mean /shout?" in captured.err
+    assert captured.out.startswith("anthropic ")
+
+
+def test_chat_turns_share_a_session_until_clear(declared, monkeypatch, capsys, server):
+    server.add({"text": "First answer."}, {"text": "Second answer."}, {"text": "Fresh start."})
+    lines = ["first question", "second question", "/clear", "third question"]
+    status = repl_session(declared, monkeypatch, lines, provider="openai", base_url=server.url)
+    assert status == 0
+    out = capsys.readouterr().out
+    assert "First answer.\n" in out and "Second answer.\n" in out and "Fresh start.\n" in out
+    second = json.dumps(server.requests[1]["json"]["messages"])
+    assert "first question" in second and "First answer." in second
+    third = json.dumps(server.requests[2]["json"]["messages"])
+    assert "first question" not in third and "third question" in third
+
+
+def test_a_prompt_skill_is_an_agent_turn(declared, monkeypatch, capsys, server):
+    server.add({"text": "Looks good."})
+    repl_session(
+        declared, monkeypatch, ["/review src/app.py"], provider="openai", base_url=server.url
+    )
+    assert "Looks good." in capsys.readouterr().out
+    last = server.requests[0]["json"]["messages"][-1]
+    assert last == {"role": "user", "content": "Review the file src/app.py carefully.\n"}
+
+
+def test_a_provider_error_is_one_line_and_the_session_goes_on(
+    declared, monkeypatch, capsys, server
+):
+    server.add({"status": 401}, {"text": "Back."})
+    repl_session(declared, monkeypatch, ["hi", "again"], provider="openai", base_url=server.url)
+    captured = capsys.readouterr()
+    assert "agent: authentication failed (HTTP 401)" in captured.err
+    assert "Back." in captured.out
+
+
+def test_completions_cover_own_and_declared_commands(declared):
+    names = Repl(Runtime(Options(), cwd=declared)).completions()
+    assert {"/exit", "/help", "/shout", "/review"} <= set(names)
+
+
+def test_the_real_executable_with_piped_stdin(run_agent, declared):
+    result = run_agent(input="/shout piped\n/quit\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "PIPED"
