@@ -1,8 +1,8 @@
 """Safety through the real ``agent`` executable, where a person would see it (DESIGN §8)."""
 
 import json
-import os
 import subprocess
+import sys
 from pathlib import Path
 
 from conftest import agent_executable
@@ -130,19 +130,38 @@ def test_rate_limit_holds_across_processes(workspace, run_agent):
     )
 
 
+# Runs a command and prints the peak RSS (KiB) of it and its descendants. A
+# small wrapper is needed: a child's ru_maxrss includes the RSS it had before
+# exec, which for a direct child of pytest is pytest's own.
+PEAK_RSS = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode\n"
+    "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+)
+
+
 def test_gigabyte_of_output_keeps_memory_flat(workspace):
     term(workspace)
     for extra in ([], ["--json"]):
-        proc = subprocess.Popen(
-            [agent_executable(), *extra, "/t", "head -c 1073741824 /dev/zero | tr '\\0' a"],
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                PEAK_RSS,
+                agent_executable(),
+                *extra,
+                "/t",
+                "head -c 1073741824 /dev/zero | tr '\\0' a",
+            ],
             cwd=workspace,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
             start_new_session=True,
         )
-        _, status, usage = os.wait4(proc.pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
-        assert usage.ru_maxrss < 100 * 1024, f"peak RSS {usage.ru_maxrss} KiB with {extra}"
+        code, peak_kib = map(int, done.stdout.split())
+        assert code == 0, done.stderr
+        assert peak_kib < 100 * 1024, f"peak RSS {peak_kib} KiB with {extra}"
 
 
 def test_concurrent_processes_lose_no_audit_row(workspace, run_agent):
