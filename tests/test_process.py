@@ -177,11 +177,14 @@ def test_a_flood_of_output_keeps_memory_flat():
     # 1 GiB through the pipes; the parent must hold only head + tail.
     script = textwrap.dedent(
         """
-        import resource
         from mdagent.process import run_process
         r = run_process(["bash", "-c", "head -c 1073741824 /dev/zero | tr '\\\\0' a"],
                         cwd=None, env=None, timeout=60)
-        rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        # VmHWM, not ru_maxrss: ru_maxrss keeps the RSS this process had
+        # before exec, i.e. that of the (large) pytest process it forked from.
+        with open("/proc/self/status") as fh:
+            hwm_kib = next(int(l.split()[1]) for l in fh if l.startswith("VmHWM:"))
+        rss_mib = hwm_kib / 1024
         print(r.exit_code, r.truncated, len(r.stdout), int(rss_mib))
         """
     )
