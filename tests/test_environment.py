@@ -43,14 +43,15 @@ def test_child_env_defaults_without_settings(monkeypatch):
     assert child_env(None, ENV) == scrubbed_env(ENV)
 
 
-def test_exclude_from_settings_replaces_the_defaults():
+def test_exclude_from_settings_adds_to_the_defaults():
     settings = {"policy": {"env": {"exclude": ["HOME"]}}}
-    assert env_rules(settings) == (["HOME"], [])
+    assert env_rules(settings) == ([*DEFAULT_EXCLUDE, "HOME"], [])
     env = child_env(settings, ENV)
-    assert "HOME" not in env and env["MY_API_KEY"] == "sk-1"
+    # One more pattern never lets the default secrets through.
+    assert "HOME" not in env and "MY_API_KEY" not in env
     # A missing or empty policy block means the defaults.
     assert env_rules({"policy": None}) == (DEFAULT_EXCLUDE, [])
-    assert env_rules({"policy": {"env": {"exclude": "*KEY*"}}}) == (["*KEY*"], [])
+    assert env_rules({"policy": {"env": {"exclude": "*KEY*"}}}) == (DEFAULT_EXCLUDE, [])
 
 
 def test_is_secret_name():

@@ -53,16 +53,17 @@ def scrubbed_env(
 def env_rules(settings: Mapping[str, Any] | None) -> tuple[list[str], list[str]]:
     """``(exclude, include)`` from ``settings["policy"]["env"]``, with the defaults.
 
-    ``exclude``, when the settings give it, *replaces* :data:`DEFAULT_EXCLUDE`
-    (the bundled ``agent.yaml`` lists the defaults and layers concatenate
-    lists, so a layer's entries add to them); to let one variable through
-    while keeping the rest, list it under ``include`` instead.
+    ``exclude`` from the settings *adds* to :data:`DEFAULT_EXCLUDE`: the five
+    default patterns always apply, so a layer that names one more pattern
+    cannot let API keys through by accident. The only way to pass a
+    secret-looking variable is to list it under ``include``.
     """
     policy = (settings or {}).get("policy") or {}
     env = (policy.get("env") or {}) if isinstance(policy, Mapping) else {}
     exclude = env.get("exclude") if isinstance(env, Mapping) else None
     include = env.get("include") if isinstance(env, Mapping) else None
-    exclude = list(DEFAULT_EXCLUDE) if exclude is None else [str(p) for p in _as_list(exclude)]
+    extra = [] if exclude is None else [str(p) for p in _as_list(exclude)]
+    exclude = [*DEFAULT_EXCLUDE, *(p for p in extra if p not in DEFAULT_EXCLUDE)]
     include = [] if include is None else [str(p) for p in _as_list(include)]
     return exclude, include
 
@@ -82,6 +83,13 @@ def child_env(
     """
     exclude, include = env_rules(settings)
     return scrubbed_env(os.environ if environ is None else environ, exclude, include)
+
+
+def env_for(ctx: Any) -> dict[str, str]:
+    """The environment a tool call's children get: ``ctx.env`` when the caller
+    built it (the runtime does, once per process), else scrubbed from the settings."""
+    env = getattr(ctx, "env", None)
+    return dict(env) if env is not None else child_env(getattr(ctx, "settings", None))
 
 
 def is_secret_name(name: str, settings: Mapping[str, Any] | None = None) -> bool:

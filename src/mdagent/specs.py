@@ -18,6 +18,15 @@ TIERS = ("essential", "standard", "full")
 ARG_MODES = ("raw", "parsed", "json")
 
 
+def setting(settings: Mapping[str, Any] | None, section: str, key: str, default: Any) -> Any:
+    """``settings[section][key]``, or ``default`` when any level is missing or None."""
+    block = settings.get(section) if isinstance(settings, Mapping) else None
+    if not isinstance(block, Mapping):
+        return default
+    value = block.get(key)
+    return default if value is None else value
+
+
 def command_key(name: str) -> str:
     """The canonical form of a command name: no ``/``, lower case, ``_`` as ``-``."""
     return name.lstrip("/").strip().lower().replace("_", "-")

@@ -212,9 +212,6 @@ def register_builtins(toolbox: Any, names: Iterable[str] | None = None) -> None:
 
 def setting(ctx: Any, section: str, key: str, default: Any) -> Any:
     """``ctx.settings[section][key]``, or ``default`` when any level is missing."""
-    settings = getattr(ctx, "settings", None) or {}
-    block = settings.get(section) if isinstance(settings, Mapping) else None
-    if not isinstance(block, Mapping):
-        return default
-    value = block.get(key)
-    return default if value is None else value
+    from mdagent.specs import setting as lookup
+
+    return lookup(getattr(ctx, "settings", None), section, key, default)
