@@ -122,3 +122,28 @@ def test_logs_and_sessions_on_an_empty_state_dir(workspace, run_agent):
 def test_unknown_subcommand_is_a_usage_error(run_agent):
     result = run_agent("frobnicate")
     assert result.returncode == 2 and "No such command" in result.stderr
+
+
+def test_format_sends_only_the_configured_tier(workspace, run_agent):
+    write(workspace / ".agents" / "config" / "agent.yaml", "agent: {tier: essential}\n")
+    names = {
+        t["function"]["name"] for t in json.loads(run_agent("tools", "--format", "openai").stdout)
+    }
+    assert "exec" in names and "read_file" in names
+    assert "write_file" not in names and "glob" not in names
+
+
+def test_new_skill_refuses_a_name_the_project_already_declares(workspace, run_agent):
+    write(workspace / ".agents" / "config" / "c.yaml", "commands:\n  slow:\n    tool: exec\n")
+    result = run_agent("new", "skill", "slow", "--tool", "exec")
+    assert result.returncode == 1 and "already declared" in result.stderr
+    assert not (workspace / ".agents" / "skills" / "slow").exists()
+    assert run_agent("check").returncode == 0
+
+
+def test_new_skill_when_the_layer_is_not_a_folder(tmp_path, run_agent):
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / ".agents").write_text("not a folder")
+    result = run_agent("new", "skill", "x", cwd=odd)
+    assert result.returncode == 1 and result.stderr.startswith("agent: cannot write")

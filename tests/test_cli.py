@@ -356,3 +356,21 @@ def test_python_m_runs_slash_commands(workspace):
         text=True,
     )
     assert result.stdout == "via-m\n"
+
+
+def test_completion_of_a_commands_arguments(workspace, run_agent):
+    (workspace / "notes.txt").write_text("x")
+    (workspace / "src").mkdir()
+    config(
+        workspace,
+        "c.yaml",
+        "commands:\n  env-cmd:\n    tool: exec\n    completions: [staging, production]\n",
+    )
+
+    def complete(words: str, cword: str) -> list[str]:
+        env = {"_AGENT_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": cword}
+        return run_agent(env=env).stdout.split()
+
+    assert complete("agent /count ", "2") == ["notes.txt", "src/"]
+    assert complete("agent /count no", "2") == ["notes.txt"]
+    assert complete("agent /env-cmd pro", "2") == ["production"]

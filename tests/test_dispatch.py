@@ -129,3 +129,19 @@ def test_help_text_lists_parameters():
     text = help_text(cmd("parsed", description="Search"), TOOL)
     assert text.splitlines()[0] == "/x - Search"
     assert "pattern" in text and "(required)" in text
+
+
+def test_complete_argument_files_and_lists(tmp_path):
+    from mdagent.dispatch import complete_argument
+
+    (tmp_path / "a.txt").write_text("")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "inner.py").write_text("")
+    (tmp_path / ".hidden").write_text("")
+    files = CommandSpec(name="f", completions="files")
+    assert complete_argument(files, "", str(tmp_path)) == ["a.txt", "dir/"]
+    assert complete_argument(files, "dir/i", str(tmp_path)) == ["dir/inner.py"]
+    assert complete_argument(files, ".h", str(tmp_path)) == [".hidden"]
+    listed = CommandSpec(name="l", completions=["alpha", "beta"])
+    assert complete_argument(listed, "b") == ["beta"]
+    assert complete_argument(CommandSpec(name="n"), "x") == []

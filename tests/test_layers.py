@@ -52,3 +52,12 @@ def test_project_root_and_layer(tmp_path):
         project_layer(find_layers([], cwd=tmp_path / "q"), tmp_path / "q")
         == (tmp_path / "q" / ".agents").resolve()
     )
+
+
+def test_unknown_user_in_a_layer_path_is_a_usage_error(tmp_path):
+    import pytest
+
+    from mdagent.errors import UsageError
+
+    with pytest.raises(UsageError, match="AGENT_PATH"):
+        find_layers([], cwd=tmp_path, environ={"AGENT_PATH": "~no-such-user-xyz/layer"})

@@ -233,8 +233,19 @@ def test_bundled_layer_is_clean():
     layers = [layer for layer in find_layers([], no_user=True) if layer.kind == "bundled"]
     registry, _ = compile_registry(layers)
     assert [p for p in registry.problems if p.severity != "info"] == []
-    assert {"term", "count", "todos", "commit-message"} <= set(registry.commands)
+    assert {"term", "count", "recent", "todos", "commit-message"} <= set(registry.commands)
     assert registry.command("count").arg_mode == "parsed"
+    assert registry.command("recent").arg_mode == "parsed"
     assert registry.tool("wc").kind == "handler"
-    assert registry.tool("todos").kind == "run"
+    assert registry.tool("recent-commits").kind == "run"
+    assert registry.tool("todos").kind == "tool"
+    assert registry.command("term").tool == "exec" and registry.command("term").arg_mode == "raw"
+    assert registry.command("commit-message").kind == "prompt"
     assert os.path.basename(registry.skills["term"].path) == "SKILL.md"
+
+
+def test_a_named_layer_that_does_not_exist_is_a_warning(tmp_path):
+    registry, _ = compile_registry([Layer(tmp_path / "typo", "option")])
+    assert [(p.severity, p.message) for p in registry.problems] == [
+        ("warning", "--layer names no folder")
+    ]

@@ -124,3 +124,16 @@ def test_the_real_executable_with_piped_stdin(run_agent, declared):
     result = run_agent(input="/shout piped\n/quit\n")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "PIPED"
+
+
+def test_an_unavailable_skill_is_refused_as_from_the_shell(declared, monkeypatch, capsys):
+    needs = declared / ".agents" / "skills" / "needs"
+    needs.mkdir(parents=True)
+    (needs / "SKILL.md").write_text(
+        "---\ndescription: d\ncommand-dispatch: tool\ncommand-tool: exec\n"
+        "metadata: {requires: {bins: [no-such-binary-xyz]}}\n---\n"
+    )
+    assert repl_session(declared, monkeypatch, ["/needs echo ran"]) == 0
+    out, err = capsys.readouterr()
+    assert "ran" not in out
+    assert "/needs is unavailable: needs no-such-binary-xyz on PATH" in err

@@ -109,7 +109,7 @@ def test_hook_exit_2_blocks_with_its_reason(workspace, run_agent):
     guard.chmod(0o755)
     settings(workspace, "hooks:\n  before:\n    - {tool: exec, run: ./guard.sh}\n")
     result = run_agent("/t", "echo should-not-run")
-    assert result.returncode == 1
+    assert result.returncode == 126
     assert "should-not-run" not in result.stdout
     assert "no deploys on Fridays" in result.stderr
 

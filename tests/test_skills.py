@@ -253,3 +253,14 @@ def test_openclaw_corpus_loads_without_errors():
         assert [p for p in problems if p.severity == "error"] == [], folder
         assert skill.name == folder.name
         assert skill.description
+
+
+def test_a_string_requirement_is_a_one_item_list(tmp_path):
+    skill, problems = load_skill(
+        write_skill(
+            tmp_path,
+            "x",
+            "---\ndescription: d\nmetadata: {requires: {bins: no-such-bin, os: linux}}\n---\n",
+        )
+    )
+    assert problems == [] and skill.requires == {"bins": ["no-such-bin"], "os": ["linux"]}

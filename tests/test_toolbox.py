@@ -383,3 +383,55 @@ def test_result_accessors():
     assert (ok.ok, ok.error, ok.data) == (True, None, {"v": 1})
     assert (bad.ok, bad.error) == (False, "broken")
     assert json.loads(bad.to_json()) == {"error": "broken", "code": "X", "ok": False}
+
+
+def test_before_hook_refusal_is_a_denial():
+    box = Toolbox()
+    box.add("t", description="d", handler=lambda a: {})
+    box.before("t")(lambda args: (_ for _ in ()).throw(RuntimeError("not allowed here")))
+    assert box.run("t").to_dict() == {
+        "error": "not allowed here",
+        "code": "DENIED",
+        "blocked_by": "hook",
+        "ok": False,
+    }
+
+
+def test_handler_calling_exit_is_a_failure_not_the_end_of_the_process():
+    box = Toolbox()
+
+    def quits(args):
+        raise SystemExit(3)
+
+    box.add("quits", description="d", handler=quits)
+    result = box.run("quits")
+    assert not result.ok and result.error == "tool called exit(3)"
+
+
+def test_policy_decision_and_observers():
+    from mdagent.toolbox import Decision
+
+    seen = []
+
+    class Refuse:
+        def check(self, tool, args, ctx):
+            return (
+                Decision(False, "no way", code="DENIED")
+                if args.get("bad")
+                else Decision(True, approved_by="test")
+            )
+
+    box = Toolbox(policy=Refuse())
+    box.add("t", description="d", handler=lambda a: {"v": 1})
+    box.observers.append(
+        lambda name, args, result, decision, took, ctx: seen.append(
+            (name, result.ok, decision.approved_by)
+        )
+    )
+    assert box.run("t", {"bad": True}).to_dict() == {
+        "error": "no way",
+        "code": "DENIED",
+        "ok": False,
+    }
+    assert box.run("t").ok
+    assert seen == [("t", False, None), ("t", True, "test")]

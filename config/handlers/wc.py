@@ -1,15 +1,14 @@
 """The bundled ``wc`` tool: what ``wc`` prints, as a dict a model can read."""
 
-from pathlib import Path
-
 
 def run(args, ctx):
     """Count lines, words and bytes of ``args["path"]`` inside the workspace."""
-    from mdagent.workspace import confine
+    from mdagent.errors import PolicyDenied
+    from mdagent.workspace import confine_for
 
     try:
-        path = confine(args["path"], ctx.workdir or ".")
-    except Exception as err:  # PolicyDenied: say why, as data
+        path = confine_for(ctx, args["path"])  # the workspace and policy.paths roots
+    except PolicyDenied as err:
         return {"error": str(err), "code": "DENIED"}
     if not path.is_file():
         return {"error": f"not found: {args['path']}"}

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from mdagent.console import is_terminal
 from mdagent.errors import Interrupted, ProviderError, ToolFailed, UsageError
-from mdagent.specs import TIERS, unmet_requirement
+from mdagent.specs import TIERS, setting, unmet_requirement
 from mdagent.toolbox import Result, Toolbox, ToolContext, UnknownTool
 
 DEFAULT_MAX_STEPS = 25
@@ -193,7 +194,7 @@ class Display:
         self._out = out
         self._err = err
         self.show_text = show_text
-        self.spinner = _is_terminal(self.err) if spinner is None else spinner
+        self.spinner = is_terminal(self.err) if spinner is None else spinner
         self._line_open = False
         self._spin_stop: threading.Event | None = None
         self._spin_thread: threading.Thread | None = None
@@ -284,13 +285,6 @@ def short_arguments(arguments: Any, limit: int = 80) -> str:
         text = str(arguments or "")
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _is_terminal(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
 
 
 # -- the loop ---------------------------------------------------------------------------
@@ -589,7 +583,7 @@ def model_tools(toolbox: Toolbox, settings: Mapping[str, Any]) -> list[dict[str,
     full); a tool whose ``requires`` is unmet here is left out. Aliases are
     never sent.
     """
-    tier = str(_agent_setting(settings, "tier", "full"))
+    tier = str(setting(settings, "agent", "tier", "full"))
     ceiling = TIERS.index(tier) if tier in TIERS else len(TIERS) - 1
     out = []
     for tool in toolbox:
@@ -611,7 +605,7 @@ def system_prompt(
 ) -> str:
     """Base instructions + ``agent.instructions`` + the nearest AGENTS.md + the skill index."""
     parts = [BASE_INSTRUCTIONS.format(workdir=workdir, cwd=cwd)]
-    extra = _agent_setting(settings, "instructions", "")
+    extra = setting(settings, "agent", "instructions", "")
     if extra:
         parts.append(str(extra).strip())
     agents_md = find_agents_md(Path(cwd), Path(workdir))
@@ -662,13 +656,6 @@ def skill_index(registry: Any) -> str:
         "Skills hold instructions for particular tasks. Before doing a task one of them "
         "covers, use the `skill` tool to load it:\n" + "\n".join(lines)
     )
-
-
-def _agent_setting(settings: Mapping[str, Any], key: str, default: Any) -> Any:
-    section = (settings or {}).get("agent")
-    if not isinstance(section, Mapping) or section.get(key) is None:
-        return default
-    return section[key]
 
 
 # -- entry points ---------------------------------------------------------------------------
@@ -750,7 +737,7 @@ def build_agent(
         system=system,
         tools=tools,
         conversation=conversation,
-        max_steps=int(_agent_setting(runtime.settings, "max_steps", DEFAULT_MAX_STEPS)),
+        max_steps=int(setting(runtime.settings, "agent", "max_steps", DEFAULT_MAX_STEPS)),
         context=context,
         display=display or Display(show_text=not runtime.options.json),
     )

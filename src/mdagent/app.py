@@ -14,6 +14,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from mdagent.console import table
 from mdagent.errors import MdagentError, UsageError
 from mdagent.runtime import Options, Runtime
 
@@ -34,6 +35,21 @@ class AgentGroup(TyperGroup):
     def shell_complete(self, ctx, incomplete):  # noqa: D102 - click API
         CompletionItem = _click_module("shell_completion").CompletionItem  # noqa: N806
 
+        # click keeps the words it could not resolve in _protected_args
+        # (protected_args before click 8.2).
+        held = getattr(ctx, "_protected_args", None) or getattr(ctx, "protected_args", None)
+        words = [*(held or []), *ctx.args]
+        if words and words[0].startswith("/"):
+            # `agent /count <TAB>`: the command's own completions (files, a list).
+            from mdagent.dispatch import complete_argument
+
+            try:
+                command = Runtime(_options(ctx)).registry.command(words[0])
+            except Exception:  # completion must never print a traceback
+                return []
+            if command is None:
+                return []
+            return [CompletionItem(v) for v in complete_argument(command, incomplete)]
         items = super().shell_complete(ctx, incomplete)
         if incomplete.startswith("/") or not incomplete:
             try:
@@ -130,15 +146,6 @@ def _print_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
-def _table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths, strict=True)).rstrip()]
-    lines += [
-        "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
-    ]
-    return "\n".join(lines)
-
-
 # -- check, tools, commands, skills ----------------------------------------------
 
 
@@ -202,6 +209,7 @@ def tools(
     if fmt is not None:
         if fmt not in ("openai", "anthropic"):
             raise UsageError("--format must be openai or anthropic")
+        from mdagent.agent import model_tools
         from mdagent.toolbox import Toolbox
 
         box = Toolbox()
@@ -212,8 +220,11 @@ def tools(
                 params=spec.params,
                 required=spec.required,
                 handler=dict,
+                **spec.meta,
             )
-        _print_json(box.to_openai() if fmt == "openai" else box.to_anthropic())
+        # Exactly what a model is sent: the configured tier, available tools only.
+        sent = [t["name"] for t in model_tools(box, runtime.settings)]
+        _print_json(box.to_openai(sent) if fmt == "openai" else box.to_anthropic(sent))
         return
     if _wants_json(ctx, json_out):
         _print_json(
@@ -249,7 +260,7 @@ def tools(
         ]
         for s, r in rows
     ]
-    typer.echo(_table(table, ["NAME", "ALIASES", "CATEGORY", "SECURITY", "TIER", "SOURCE"]))
+    typer.echo(table(table, ["NAME", "ALIASES", "CATEGORY", "SECURITY", "TIER", "SOURCE"]))
 
 
 def _short_source(source: str, line: int = 0) -> str:
@@ -280,7 +291,7 @@ def commands(
         ]
         for c in visible
     ]
-    typer.echo(_table(rows, ["COMMAND", "TOOL", "ARGS", "SOURCE", "DESCRIPTION"]))
+    typer.echo(table(rows, ["COMMAND", "TOOL", "ARGS", "SOURCE", "DESCRIPTION"]))
 
 
 @app.command()
@@ -309,7 +320,7 @@ def skills(
         if reason:
             flags.append(f"unavailable: {reason}")
         rows.append([s.name, kind, ",".join(flags), _short_source(s.path)])
-    typer.echo(_table(rows, ["SKILL", "KIND", "FLAGS", "SOURCE"]))
+    typer.echo(table(rows, ["SKILL", "KIND", "FLAGS", "SOURCE"]))
 
 
 # -- new skill ------------------------------------------------------------------
@@ -343,8 +354,18 @@ def new_skill(
     target = folder / "SKILL.md"
     if target.exists():
         raise MdagentError(f"{target} already exists; not overwriting it")
-    folder.mkdir(parents=True, exist_ok=True)
-    target.write_text(skill_skeleton(name, tool, arg_mode), encoding="utf-8")
+    taken = runtime.registry.command(name)
+    if taken is not None and taken.layer == "project":
+        # Two declarations of one name in a layer is an error: don't write one.
+        raise MdagentError(f"/{name} is already declared in {taken.source}; choose another name")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(target, "x", encoding="utf-8") as fh:
+            fh.write(skill_skeleton(name, tool, arg_mode))
+    except FileExistsError:
+        raise MdagentError(f"{target} already exists; not overwriting it") from None
+    except OSError as err:
+        raise MdagentError(f"cannot write {target}: {err.strerror or err}") from None
     typer.echo(f"wrote {target}")
     typer.echo(f"try: agent /{name} --help")
 
@@ -436,7 +457,7 @@ def sessions_list(
         [r["id"], str(r["updated"])[:19], str(r.get("messages", "")), (r.get("title") or "")[:60]]
         for r in rows
     ]
-    typer.echo(_table(table, ["ID", "UPDATED", "MESSAGES", "TITLE"]))
+    typer.echo(table(table, ["ID", "UPDATED", "MESSAGES", "TITLE"]))
 
 
 @sessions_app.command("show")
@@ -500,7 +521,7 @@ def logs(
         ]
         for r in rows
     ]
-    typer.echo(_table(table, ["TIME", "CALLER", "TOOL", "OUTCOME", "TOOK", "APPROVED BY", "ARGS"]))
+    typer.echo(table(table, ["TIME", "CALLER", "TOOL", "OUTCOME", "TOOK", "APPROVED BY", "ARGS"]))
 
 
 def _short_args(args: Any, limit: int = 60) -> str:

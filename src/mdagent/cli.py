@@ -110,7 +110,7 @@ def _guarded(options: Options, action) -> int:
 
 def run_slash(options: Options, name: str, argv: list[str]) -> int:
     """Run ``/name`` with shell words ``argv``; returns the exit status."""
-    from mdagent.dispatch import build_call, help_text, usage
+    from mdagent.dispatch import help_text
     from mdagent.specs import command_key
 
     runtime = Runtime(options)
@@ -118,10 +118,7 @@ def run_slash(options: Options, name: str, argv: list[str]) -> int:
     if command_key(name) == "help":
         print(command_listing(registry))
         return 0
-    command = registry.command(name)
-    if command is None or not command.user_invocable:
-        raise UsageError(unknown_command(registry, name))
-    tool_spec = registry.tool(command.tool) if command.kind == "tool" and command.tool else None
+    command, tool_spec = resolve_command(runtime, name)
     if argv == ["--help"]:
         print(help_text(command, tool_spec))
         return 0
@@ -130,22 +127,57 @@ def run_slash(options: Options, name: str, argv: list[str]) -> int:
         from mdagent.agent import run_prompt_skill
 
         return run_prompt_skill(runtime, command, argv)
-    reason = runtime.unavailable(tool_spec)
-    skill = registry.skills.get(command.skill or "")
-    if reason is None and skill is not None:
-        from mdagent.specs import unmet_requirement
+    return run_tool_command(runtime, command, tool_spec, argv=argv, as_json=options.json)
 
+
+def resolve_command(runtime: Runtime, name: str):
+    """``(command, tool spec or None)`` for ``/name`` typed by a person.
+
+    Unknown and hidden (``user-invocable: false``) names are a UsageError
+    carrying the list of commands and a "did you mean".
+    """
+    registry = runtime.registry
+    command = registry.command(name)
+    if command is None or not command.user_invocable:
+        raise UsageError(unknown_command(registry, name))
+    tool_spec = registry.tool(command.tool) if command.kind == "tool" and command.tool else None
+    return command, tool_spec
+
+
+def run_tool_command(
+    runtime: Runtime,
+    command,
+    tool_spec,
+    *,
+    argv: list[str] | None = None,
+    text: str | None = None,
+    box=None,
+    as_json: bool = False,
+) -> int:
+    """Run a tool command a person typed (shell words or a typed line); returns the status.
+
+    The one path for the shell and the interactive session: availability
+    (the tool's and the skill's requirements), argument mode, validation with
+    the usage line, the person's policy, live output, rendering.
+    """
+    from mdagent.dispatch import build_call, usage
+    from mdagent.specs import unmet_requirement
+
+    reason = runtime.unavailable(tool_spec)
+    skill = runtime.registry.skills.get(command.skill or "")
+    if reason is None and skill is not None:
         reason = unmet_requirement(skill.requires)
     if reason:
         raise ToolFailed(f"/{command.name} is unavailable: {reason}")
-    call = build_call(command, tool_spec, argv=argv)
-    box = runtime.toolbox(policy=runtime.person_policy())
+    call = build_call(command, tool_spec, argv=argv, text=text)
+    if box is None:
+        box = runtime.toolbox(policy=runtime.person_policy())
     problems = box.tool_for(call.tool).validate(call.args)
     if problems:
         raise UsageError(f"/{command.name}: {', '.join(problems)}\n{usage(command, tool_spec)}")
-    ctx = runtime.context(box, caller="person", output=None if options.json else sys.stdout)
+    ctx = runtime.context(box, caller="person", output=None if as_json else sys.stdout)
     result = box.run(call.tool, call.args, ctx)
-    return render(result, as_json=options.json, label=f"/{command.name}")
+    return render(result, as_json=as_json, label=f"/{command.name}")
 
 
 def render(result, *, as_json: bool, label: str) -> int:
@@ -199,19 +231,14 @@ def exit_status(result) -> int:
 
 def command_listing(registry) -> str:
     """``/name  description`` for every user-invocable command."""
+    from mdagent.console import described
+
     rows = sorted(
         (f"/{key}", command.description)
         for key, command in registry.commands.items()
         if command.user_invocable
     )
-    width = max((len(r[0]) for r in rows), default=0)
-    lines = [f"{name:<{width}}  {_first_line(desc)}" for name, desc in rows]
-    return "\n".join(lines) if lines else "(no commands)"
-
-
-def _first_line(text: str, limit: int = 80) -> str:
-    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return described(rows) or "(no commands)"
 
 
 def unknown_command(registry, name: str) -> str:

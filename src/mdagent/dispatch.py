@@ -246,3 +246,29 @@ def help_text(command: CommandSpec, tool: ToolSpec | None) -> str:
     if command.source:
         lines.append(f"Declared in {command.source}")
     return "\n".join(lines)
+
+
+def complete_argument(command: CommandSpec, partial: str, cwd: str = ".") -> list[str]:
+    """Completions for an argument of ``/name`` from its ``completions:`` declaration.
+
+    ``files`` completes paths under ``cwd`` (folders end in ``/``); a list
+    completes its own entries; no declaration completes nothing.
+    """
+    import os
+
+    if isinstance(command.completions, list):
+        return [str(c) for c in command.completions if str(c).startswith(partial)]
+    if command.completions != "files":
+        return []
+    folder, _, stem = partial.rpartition("/")
+    base = os.path.join(cwd, folder) if folder else cwd
+    try:
+        entries = sorted(os.scandir(base), key=lambda e: e.name)
+    except OSError:
+        return []
+    prefix = f"{folder}/" if folder else ""
+    return [
+        f"{prefix}{e.name}/" if e.is_dir() else f"{prefix}{e.name}"
+        for e in entries
+        if e.name.startswith(stem) and (stem.startswith(".") or not e.name.startswith("."))
+    ]

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from mdagent.errors import UsageError
+
 PROJECT_DIR = ".agents"
 
 
@@ -87,6 +89,13 @@ def project_root(cwd: Path | None = None, environ: Mapping[str, str] = os.enviro
     return cwd
 
 
+def _folder(text: str, origin: str) -> Path:
+    try:
+        return Path(text).expanduser().resolve()
+    except (RuntimeError, OSError) as err:  # "~nobody/x": no such user
+        raise UsageError(f"{origin}: cannot use {text!r}: {err}") from None
+
+
 def find_layers(
     options: Iterable[str] = (),
     *,
@@ -101,10 +110,10 @@ def find_layers(
     A folder named twice is kept once, at its highest place.
     """
     cwd = (cwd or Path.cwd()).resolve()
-    found: list[Layer] = [Layer(Path(p).expanduser().resolve(), "option") for p in options]
+    found: list[Layer] = [Layer(_folder(p, "--layer"), "option") for p in options]
     for entry in environ.get("AGENT_PATH", "").split(os.pathsep):
         if entry.strip():
-            found.append(Layer(Path(entry).expanduser().resolve(), "env"))
+            found.append(Layer(_folder(entry, "AGENT_PATH"), "env"))
     user = user_layer_path(environ)
     project = find_project_layer(cwd, exclude=[user])
     if project is not None:

@@ -293,6 +293,11 @@ class _Compiler:
         self.watch(layer.path)
         self.watch(layer.config_dir)
         self.watch(layer.skills_dir)
+        if layer.kind in ("option", "env") and not layer.path.is_dir():
+            # Named on purpose (--layer, AGENT_PATH): a typo must not pass quietly.
+            origin = "--layer" if layer.kind == "option" else "AGENT_PATH"
+            self.problem(str(layer.path), 1, "warning", f"{origin} names no folder")
+            return []
         layer_tools: dict[str, ToolSpec] = {}
         layer_commands: dict[str, CommandSpec] = {}
         checks: list[tuple[ToolSpec, Path]] = []

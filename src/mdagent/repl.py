@@ -19,7 +19,8 @@ import sys
 from typing import Any
 
 from mdagent.commands import Commands
-from mdagent.errors import Interrupted, MdagentError, UsageError
+from mdagent.console import described, is_terminal
+from mdagent.errors import Interrupted, MdagentError
 
 PROMPT = "› "
 
@@ -73,12 +74,12 @@ class Repl:
 
             box = self.person_box()
             tools = model_tools(box, self.runtime.settings)
-            self.say(_rows((t["name"], t["description"]) for t in tools) or "(no tools)")
+            self.say(described((t["name"], t["description"]) for t in tools) or "(no tools)")
 
         @register("skills", "List the skills")
         def _skills(_: str | None) -> None:
             skills = self.runtime.registry.skills.values()
-            self.say(_rows((s.name, s.description) for s in skills) or "(no skills)")
+            self.say(described((s.name, s.description) for s in skills) or "(no skills)")
 
         @register("clear", "Start a new session")
         def _clear(_: str | None) -> None:
@@ -95,9 +96,21 @@ class Repl:
         """The session's commands, then the declared ones."""
         from mdagent.cli import command_listing
 
-        own = _rows(self.commands)
+        own = described(self.commands)
         declared = command_listing(self.runtime.registry)
         return f"{own}\n{declared}\nAnything else is a message to the model."
+
+    def argument_completions(self, line: str, partial: str) -> list[str]:
+        """Completions of ``partial`` as an argument of the ``/name`` that starts ``line``."""
+        from mdagent.dispatch import complete_argument
+
+        first = line.lstrip().split(" ", 1)[0]
+        if not first.startswith("/"):
+            return []
+        own = self.commands.completions_for(first, partial)
+        command = self.runtime.registry.command(first)
+        declared = complete_argument(command, partial) if command is not None else []
+        return own or declared
 
     def completions(self) -> list[str]:
         """Every ``/name`` a line may start with."""
@@ -179,39 +192,23 @@ class Repl:
 
     def declared(self, name: str, rest: str) -> None:
         """Run ``/name rest`` from the registry, as the CLI would."""
-        from mdagent.cli import render, unknown_command
-        from mdagent.dispatch import build_call, usage
+        from mdagent.cli import resolve_command, run_tool_command
 
-        registry = self.runtime.registry
-        command = registry.command(name)
-        if command is None or not command.user_invocable:
-            raise UsageError(unknown_command(registry, name))
+        command, tool_spec = resolve_command(self.runtime, name)
         if command.kind == "prompt":
             from mdagent.agent import prompt_skill, skill_allow_rules, skill_message
 
             skill = prompt_skill(self.runtime, command)
             self.chat(skill_message(skill, rest), allow=skill_allow_rules(skill))
             return
-        tool_spec = registry.tool(command.tool) if command.tool else None
-        if tool_spec is None:
-            raise UsageError(f"/{command.name}: its tool {command.tool!r} does not exist")
-        reason = self.runtime.unavailable(tool_spec)
-        if reason:
-            raise UsageError(f"/{command.name} is unavailable: {reason}")
-        call = build_call(command, tool_spec, text=rest)
-        box = self.person_box()
-        problems = box.tool_for(call.tool).validate(call.args)
-        if problems:
-            raise UsageError(f"/{command.name}: {', '.join(problems)}\n{usage(command, tool_spec)}")
-        ctx = self.runtime.context(box, caller="person", output=sys.stdout)
-        render(box.run(call.tool, call.args, ctx), as_json=False, label=f"/{command.name}")
+        run_tool_command(self.runtime, command, tool_spec, text=rest, box=self.person_box())
 
     # -- the loop --
 
     def run(self) -> int:
         """Read lines until EOF, ``/exit`` or ``/quit``; returns 0."""
         self.runtime.check_settings()  # a half-read policy is not a policy
-        interactive = _is_terminal(sys.stdin)
+        interactive = is_terminal(sys.stdin)
         if interactive:
             self._install_completion()
             self.say("mdagent — /help for commands, /exit to leave")
@@ -247,7 +244,11 @@ class Repl:
         names = self.completions()
 
         def complete(text: str, state: int) -> str | None:
-            matches = [n for n in names if n.startswith(text)] if text.startswith("/") else []
+            line = readline.get_line_buffer()
+            if text.startswith("/") and " " not in line.lstrip():
+                matches = [n for n in names if n.startswith(text)]
+            else:  # an argument of /name: its declared completions
+                matches = self.argument_completions(line, text)
             return matches[state] if state < len(matches) else None
 
         readline.set_completer(complete)
@@ -258,22 +259,3 @@ class Repl:
 def run_repl(runtime: Any) -> int:
     """``agent`` with no subcommand: the interactive session; returns the exit status."""
     return Repl(runtime).run()
-
-
-def _rows(pairs: Any) -> str:
-    pairs = [(str(a), _first_line(b)) for a, b in pairs]
-    width = max((len(a) for a, _ in pairs), default=0)
-    return "\n".join(f"{a:<{width}}  {b}" for a, b in pairs)
-
-
-def _first_line(text: str | None, limit: int = 80) -> str:
-    lines = (text or "").strip().splitlines()
-    line = lines[0] if lines else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def _is_terminal(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False

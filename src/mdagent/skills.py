@@ -84,12 +84,22 @@ def _requirements(meta: dict[str, Any]) -> dict[str, Any]:
         requires = block.get("requires")
         if isinstance(requires, dict):
             for key in ("bins", "anyBins", "env", "os"):
-                value = requires.get(key)
-                if isinstance(value, list) and value:
-                    found[key] = [str(v) for v in value]
-        if isinstance(block.get("os"), list) and block["os"]:
-            found.setdefault("os", [str(v) for v in block["os"]])
+                value = _as_list(requires.get(key))
+                if value:
+                    found[key] = value
+        if _as_list(block.get("os")):
+            found.setdefault("os", _as_list(block["os"]))
     return found
+
+
+def _as_list(value: Any) -> list[str]:
+    # `bins: pandoc` means `bins: [pandoc]`: dropping it would leave the skill
+    # available on a machine that cannot run it, without a word.
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return []
 
 
 def load_skill(path: Path, layer: str = "") -> tuple[Skill | None, list[Problem]]:

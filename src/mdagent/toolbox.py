@@ -414,8 +414,8 @@ class Toolbox:
                 hook(args, tool_name=tool.name)
             for hook in self._before.get(tool.name, ()):
                 hook(args)
-        except Exception as exc:  # a before hook vetoes the call
-            return Result.failure(str(exc) or type(exc).__name__, blocked_by="hook")
+        except Exception as exc:  # a before hook vetoes the call: a refusal, like policy's
+            return Result.failure(str(exc) or type(exc).__name__, code="DENIED", blocked_by="hook")
         raw = self._call_handler(tool, args, ctx)
         for hook in self._after.get("*", ()):
             self._run_after(hook, args, raw, tool_name=tool.name)
@@ -429,6 +429,14 @@ class Toolbox:
             return tool.call(args, ctx)
         except KeyboardInterrupt:
             raise
+        except SystemExit as exc:
+            # A handler must not end the whole process (and skip the audit log).
+            return {
+                "error": f"tool called exit({exc.code})",
+                "type": "SystemExit",
+                "name": tool.name,
+                "args": args,
+            }
         except Exception as exc:
             _log().warning("tool %s raised %s", tool.name, type(exc).__name__, exc_info=True)
             return {
