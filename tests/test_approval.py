@@ -149,6 +149,18 @@ def test_add_allow_rule_refuses_broken_yaml(tmp_path):
     assert target.read_text() == "policy: [unclosed\n"
 
 
+def test_add_allow_rule_refuses_a_file_with_a_duplicate_key(tmp_path):
+    # The registry refuses such a file; editing it would hide that behind a
+    # rule that seems saved.
+    target = tmp_path / "agent.yaml"
+    text = "policy:\n  mode: ask\n  mode: full\n"
+    target.write_text(text)
+    with pytest.raises(ConfigError, match="duplicate key 'mode'") as err:
+        add_allow_rule(target, "read_file")
+    assert err.value.line == 3
+    assert target.read_text() == text
+
+
 def test_concurrent_always_answers_lose_no_rule(tmp_path):
     target = tmp_path / "agent.yaml"
     target.write_text("# mine\npolicy:\n  allow:\n    - read_file\n")

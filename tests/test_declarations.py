@@ -188,3 +188,80 @@ def test_generated_yaml_never_raises_and_problems_have_lines(tmp_path, data):
         assert problem.path == str(path) and problem.line >= 1 and problem.message
     if not any(p.severity == "error" for p in problems) and isinstance(data, dict):
         assert len(tools) == len(data.get("tools", {}))
+
+
+# -- settings the runtime would refuse -------------------------------------------------
+
+
+def test_the_provider_enum_is_the_providers_registry():
+    from mdagent.providers import PROVIDERS
+    from mdagent.schemas import schema
+
+    assert schema("settings")["properties"]["model"]["properties"]["provider"]["enum"] == sorted(
+        PROVIDERS
+    )
+
+
+def test_an_unknown_provider_is_refused_at_its_line(tmp_path):
+    settings, problems = load_settings(
+        write(tmp_path / "agent.yaml", "model:\n  name: x\n  provider: opneai\n")
+    )
+    assert settings == {}
+    assert [(p.line, p.severity) for p in problems] == [(3, "error")]
+    assert "model.provider" in problems[0].message and "'openai'" in problems[0].message
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "needle"),
+    [
+        ('policy:\n  deny: ["exec(rm -rf"]\n', 2, "policy.deny[0]: invalid rule 'exec(rm -rf'"),
+        ("policy:\n  allow: [read_file, 'exec(git']\n", 2, "policy.allow[1]: invalid rule"),
+        ('hooks:\n  before:\n    - {run: "  "}\n', 3, "hooks.before[0]: `run` is empty"),
+        (
+            "hooks:\n  after:\n    - {run: x}\n    - {tool: 'exec(git *)', run: x}\n",
+            4,
+            "hooks.after[1]: `tool` must be a tool name or glob",
+        ),
+    ],
+)
+def test_rules_and_hooks_are_checked_as_the_runtime_checks_them(tmp_path, text, line, needle):
+    settings, problems = load_settings(write(tmp_path / "agent.yaml", text))
+    assert settings == {}  # refused whole, like a schema error
+    assert len(problems) == 1, problems
+    problem = problems[0]
+    assert (problem.path, problem.line, problem.severity) == (
+        str(tmp_path / "agent.yaml"),
+        line,
+        "error",
+    )
+    assert problem.message.startswith(needle)
+
+
+def test_a_list_the_schema_faults_is_reported_once(tmp_path):
+    _, problems = load_settings(write(tmp_path / "a.yaml", "hooks:\n  before:\n    - {tool: x}\n"))
+    assert len(problems) == 1 and "'run' is a required property" in problems[0].message
+
+
+def test_valid_rules_and_hooks_pass(tmp_path):
+    text = (
+        "policy:\n  allow: ['bash(git status:*)', read_file, 'write_file(src/**)']\n"
+        "  deny: ['exec(rm -rf *)']\n"
+        "hooks:\n  before: [{tool: bash, run: ./guard.sh, timeout: 5}]\n"
+    )
+    settings, problems = load_settings(write(tmp_path / "agent.yaml", text))
+    assert problems == [] and settings["hooks"]["before"][0]["tool"] == "bash"
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("exec: {timeout: 5}\npolicy:\n  deny: ['exec(rm -rf']\n", 3),
+        ("hooks:\n  before:\n    - {run: '  '}\n", 3),
+        ("model:\n  provider: opneai\n", 2),
+    ],
+)
+def test_agent_check_fails_where_every_command_would(workspace, run_agent, text, line):
+    write(workspace / ".agents" / "config" / "agent.yaml", text)
+    result = run_agent("check")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"agent.yaml:{line}:" in result.stdout + result.stderr

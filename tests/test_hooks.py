@@ -9,7 +9,7 @@ import pytest
 
 from mdagent.environment import child_env
 from mdagent.errors import ConfigError
-from mdagent.hooks import install_hooks
+from mdagent.hooks import check_hook, hooks_from_settings, install_hooks
 from mdagent.toolbox import Toolbox
 
 
@@ -122,11 +122,51 @@ def test_hooks_run_in_declared_order_and_match_real_names_by_glob(box, tmp_path)
     assert (tmp_path / "order.txt").read_text() == "first\nsecond\n"
 
 
+@pytest.mark.parametrize("spelling", ["bash", "BASH", "Exec", "sh*"])
+def test_a_filter_may_name_the_tool_by_alias_in_any_case(box, tmp_path, spelling):
+    install(box, tmp_path, before=[{"tool": spelling, "run": "echo hooked >> seen.txt"}])
+    box.run("exec", {"command": "ls"})
+    box.run("read_file", {})
+    assert (tmp_path / "seen.txt").read_text() == "hooked\n"  # once: exec, not read_file
+
+
+def test_a_filter_may_use_a_declared_alias(box, tmp_path):
+    box.add("wc", description="count", aliases=("count",), handler=lambda a: {"n": 1})
+    install(box, tmp_path, after=[{"tool": "count", "run": "echo counted >> seen.txt"}])
+    box.run("wc", {})
+    box.run("exec", {"command": "ls"})
+    assert (tmp_path / "seen.txt").read_text() == "counted\n"
+
+
+def test_builtin_aliases_apply_without_a_toolbox(tmp_path):
+    (hook,) = hooks_from_settings(
+        {"hooks": {"before": [{"tool": "read", "run": "true"}]}}, workdir=str(tmp_path)
+    )
+    assert hook.applies_to("read_file") and not hook.applies_to("write_file")
+
+
+def test_hooks_from_settings_scrubs_the_environment_itself(tmp_path, monkeypatch):
+    monkeypatch.setenv("MY_API_KEY", "sk-123456")
+    monkeypatch.setenv("HARMLESS_VAR", "visible")
+    (hook,) = hooks_from_settings({"hooks": {"after": [{"run": "true"}]}}, workdir=str(tmp_path))
+    assert "MY_API_KEY" not in hook.env and hook.env["HARMLESS_VAR"] == "visible"
+
+
+def test_check_hook_normalises_an_entry():
+    assert check_hook({"run": "x"}, "hooks.before[0]") == ("x", None, 30.0)
+    assert check_hook({"run": "x", "tool": "*", "timeout": 2}, "w") == ("x", None, 2.0)
+    assert check_hook({"run": "x", "tool": "bash"}, "w") == ("x", "bash", 30.0)
+    with pytest.raises(ConfigError, match=r"^hooks.after\[1\]: `run` is empty$"):
+        check_hook({"run": " "}, "hooks.after[1]")
+
+
 @pytest.mark.parametrize(
     "hooks",
     [
         {"before": [{"tool": "exec"}]},
         {"before": [{"run": "  "}]},
+        {"before": [{"run": "x", "tool": "exec(git push*)"}]},
+        {"before": [{"run": "x", "timeout": True}]},
         {"after": [{"run": "x", "timeout": 0}]},
         {"before": "echo"},
     ],
@@ -134,3 +174,15 @@ def test_hooks_run_in_declared_order_and_match_real_names_by_glob(box, tmp_path)
 def test_bad_hook_settings(box, tmp_path, hooks):
     with pytest.raises(ConfigError):
         install_hooks(box, {"hooks": hooks}, workdir=str(tmp_path), env={})
+
+
+def test_hooks_module_imports_nothing_heavy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mdagent.hooks; print(sorted(m for m in "
+        "('bashlex', 'httpx', 'jsonschema', 'yaml', 'mdagent.process') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -409,6 +409,26 @@ def test_rule_parsing():
     assert Rule.parse("mcp_*").names(["mcp_github_search"])
 
 
+def test_policy_paths_have_one_reader(root):
+    """Extra roots are the workspace's business; the policy keeps no second copy."""
+    from mdagent.workspace import roots_from
+
+    (root / "extra").mkdir()
+    policy = make_policy(root, {"paths": ["extra"]})
+    assert not hasattr(policy, "paths")
+    ctx = ToolContext(workdir=str(root), settings={"policy": {"paths": ["extra"]}})
+    assert roots_from(ctx)[1] == ((root / "extra").resolve(),)
+
+
+def test_names_for_and_names_match():
+    from mdagent.policy import names_for, names_match
+
+    assert names_for("exec") == ("exec", "bash", "sh", "shell", "execute")
+    assert names_for("wc", ["count"]) == ("wc", "count")
+    assert names_match("BASH", names_for("exec")) and names_match("read*", names_for("read_file"))
+    assert not names_match("bash", names_for("read_file"))
+
+
 def test_policy_module_imports_nothing_heavy():
     import subprocess
     import sys

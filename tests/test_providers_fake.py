@@ -76,6 +76,12 @@ def test_bad_yaml_names_the_file_and_line(tmp_path):
     assert "not valid YAML" in message and "\n" not in message
 
 
+def test_a_duplicate_key_is_an_error_not_a_silent_override(tmp_path):
+    with pytest.raises(ProviderError) as err:
+        fake(tmp_path, "- text: first\n  tool_calls: []\n  text: second\n", name="dup.yaml")
+    assert str(err.value).startswith(f"{tmp_path / 'dup.yaml'}:3: not valid YAML: duplicate key")
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

@@ -249,7 +249,7 @@ def tools(
                 f"  {param:<16} {schema.get('type', 'any')!s:<8} {schema.get('description', '')}{req}".rstrip()
             )
         return
-    table = [
+    listing = [
         [
             s.name,
             ",".join(s.aliases),
@@ -260,7 +260,7 @@ def tools(
         ]
         for s, r in rows
     ]
-    typer.echo(table(table, ["NAME", "ALIASES", "CATEGORY", "SECURITY", "TIER", "SOURCE"]))
+    typer.echo(table(listing, ["NAME", "ALIASES", "CATEGORY", "SECURITY", "TIER", "SOURCE"]))
 
 
 def _short_source(source: str, line: int = 0) -> str:
@@ -453,11 +453,11 @@ def sessions_list(
     if not rows:
         typer.echo("(no sessions)")
         return
-    table = [
+    listing = [
         [r["id"], str(r["updated"])[:19], str(r.get("messages", "")), (r.get("title") or "")[:60]]
         for r in rows
     ]
-    typer.echo(table(table, ["ID", "UPDATED", "MESSAGES", "TITLE"]))
+    typer.echo(table(listing, ["ID", "UPDATED", "MESSAGES", "TITLE"]))
 
 
 @sessions_app.command("show")
@@ -509,7 +509,7 @@ def logs(
     if not rows:
         typer.echo("(no calls logged)")
         return
-    table = [
+    listing = [
         [
             str(r.get("time", ""))[:19],
             str(r.get("caller", "")),
@@ -521,7 +521,7 @@ def logs(
         ]
         for r in rows
     ]
-    typer.echo(table(table, ["TIME", "CALLER", "TOOL", "OUTCOME", "TOOK", "APPROVED BY", "ARGS"]))
+    typer.echo(table(listing, ["TIME", "CALLER", "TOOL", "OUTCOME", "TOOK", "APPROVED BY", "ARGS"]))
 
 
 def _short_args(args: Any, limit: int = 60) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mdagent.errors import ConfigError
+from mdagent.yamlsource import load_yaml, plain
 
 ANSWERS = {
     "y": "yes",
@@ -153,13 +154,15 @@ def add_allow_rule(path: str | os.PathLike[str], rule: str) -> bool:
     target.parent.mkdir(parents=True, exist_ok=True)
     with _locked(target) as handle:
         text = handle.read()
-        import yaml
-
         try:
-            before = yaml.safe_load(text) if text.strip() else None
-        except yaml.YAMLError as exc:
+            # As strict as the registry's reading: a file it would refuse is not edited.
+            before = plain(load_yaml(text, target)) if text.strip() else None
+        except ConfigError as exc:
             raise ConfigError(
-                f"cannot add `{rule}`: the file is not valid YAML ({exc})", str(target)
+                f"cannot add `{rule}`: {exc.message}",
+                str(target),
+                exc.line,
+                exc.col,
             ) from None
         if before is None:
             before = {}
@@ -177,6 +180,8 @@ def add_allow_rule(path: str | os.PathLike[str], rule: str) -> bool:
                     f"cannot add `{rule}` to policy.allow without losing comments; add it by hand",
                     str(target),
                 )
+            import yaml
+
             new_text = yaml.safe_dump(expected, sort_keys=False, allow_unicode=True)
         _replace(target, new_text)
     return True
@@ -191,11 +196,10 @@ def _with_rule(settings: dict[str, Any], rule: str) -> dict[str, Any]:
 
 
 def _load(text: str) -> Any:
-    import yaml
-
+    """``text`` as plain data, parsed the way the registry will; ``None`` when it cannot be."""
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
+        return plain(load_yaml(text, "agent.yaml"))
+    except ConfigError:
         return None
 
 

@@ -153,12 +153,41 @@ def load_settings(path: Path) -> tuple[dict[str, Any], list[Problem]]:
         return {}, problems
     if not isinstance(data, Located):
         return {}, [Problem(str(path), 1, 1, "error", "expected a mapping of settings")]
-    schema_problems, _ = _schema_problems(data, "settings", str(path))
+    schema_problems, broken = _schema_problems(data, "settings", str(path))
+    schema_problems += _runtime_problems(data, str(path), broken)
     if schema_problems:
         # Half-applied settings (a policy without its deny list) are worse than
         # none: report and skip the file, loudly.
         return {}, problems + schema_problems
     return plain(data), problems
+
+
+def _runtime_problems(data: Located, where: str, broken: set[tuple[Any, Any]]) -> list[Problem]:
+    """What the runtime would refuse in rules and hooks that fit the schema.
+
+    The checks are the runtime's own (:meth:`mdagent.policy.Rule.parse`,
+    :func:`mdagent.hooks.check_hook`), so a file ``agent check`` passes is a
+    file every command can use. Lists the schema already faulted are skipped:
+    one message per mistake.
+    """
+    from mdagent.hooks import check_hook
+    from mdagent.policy import Rule
+
+    checks = [("policy", key, Rule.parse) for key in ("allow", "deny")]
+    checks += [("hooks", when, check_hook) for when in ("before", "after")]
+    problems = []
+    for section, key, check in checks:
+        block = data.get(section)
+        entries = block.get(key) if isinstance(block, dict) else None
+        if (section, key) in broken or (section, None) in broken or not isinstance(entries, list):
+            continue
+        for i, entry in enumerate(entries):
+            try:
+                check(entry, f"{section}.{key}[{i}]")
+            except ConfigError as err:
+                line, col = position(data, [section, key, i])
+                problems.append(Problem(where, line, col, "error", err.message))
+    return problems
 
 
 def merge_settings(layers_high_first: list[dict[str, Any]]) -> dict[str, Any]:

@@ -9,7 +9,9 @@
 Each hook runs with ``sh -c`` in the workspace, with the scrubbed environment
 (never this process's own), and gets ``{"tool", "args"}`` as JSON on stdin
 (after hooks also ``"result"``, the handler's raw dict). ``tool`` filters by
-the tool's real name (an fnmatch glob; absent: every tool).
+tool name the way policy rules name tools: the real name or an alias
+(``bash`` is ``exec``), ignoring case, possibly a glob (``read_*``); absent
+or ``*``: every tool.
 
 Exit status of a before hook: 0 lets the call go on; 2 blocks it, with the
 hook's stderr (stripped) as the reason; anything else, or running past its
@@ -22,13 +24,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from typing import Any
 
 from mdagent.errors import ConfigError, MdagentError, logger
+from mdagent.policy import names_for, names_match
 
 log = logger("mdagent.hooks")
 
@@ -52,10 +55,19 @@ class CommandHook:
     env: Mapping[str, str] = field(repr=False)
     tool: str | None = None
     timeout: float = DEFAULT_TIMEOUT
+    # Real name -> the tool's declared aliases (the toolbox's, when installed).
+    aliases: Callable[[str], Iterable[str]] | None = field(default=None, repr=False, compare=False)
 
     def applies_to(self, tool_name: str) -> bool:
-        """Whether this hook runs for ``tool_name`` (a real name, never an alias)."""
-        return self.tool is None or fnmatchcase(tool_name, self.tool)
+        """Whether this hook runs for the tool whose real name is ``tool_name``.
+
+        The filter matches like a policy rule's tool: any of the tool's names
+        (:func:`mdagent.policy.names_for`), ignoring case.
+        """
+        if self.tool is None:
+            return True
+        declared = self.aliases(tool_name) if self.aliases is not None else ()
+        return names_match(self.tool, names_for(tool_name, declared))
 
     def before(self, args: Mapping[str, Any], tool_name: str) -> None:
         """Toolbox global before hook: raises :class:`HookBlocked` on status 2."""
@@ -110,36 +122,67 @@ def _warn(message: str) -> None:
         print(f"mdagent: warning: {message}", file=sys.stderr)
 
 
+def check_hook(entry: Any, where: str) -> tuple[str, str | None, float]:
+    """``(run, tool, timeout)`` of one ``hooks.before`` / ``hooks.after`` entry.
+
+    ``tool`` is ``None`` when the hook is for every tool. Raises
+    :class:`ConfigError` naming ``where`` for an entry the runtime could not
+    use; ``agent check`` runs the same function, so the two never disagree.
+    """
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("run"), str):
+        raise ConfigError(f"{where}: expected {{run: command, tool: name}}")
+    if not entry["run"].strip():
+        raise ConfigError(f"{where}: `run` is empty")
+    timeout = entry.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise ConfigError(f"{where}: `timeout` must be a positive number of seconds")
+    tool = entry.get("tool")
+    if tool in (None, "", "*"):
+        return entry["run"], None, float(timeout)
+    if not isinstance(tool, str) or not re.fullmatch(r"[^()\s]+", tool):
+        # `exec(git *)` would never match: a filter names tools, it is not a rule.
+        raise ConfigError(
+            f"{where}: `tool` must be a tool name or glob (exec, read_*), got {tool!r}"
+        )
+    return entry["run"], tool, float(timeout)
+
+
 def hooks_from_settings(
-    settings: Mapping[str, Any], *, workdir: str, env: Mapping[str, str]
+    settings: Mapping[str, Any],
+    *,
+    workdir: str,
+    env: Mapping[str, str] | None = None,
+    aliases: Callable[[str], Iterable[str]] | None = None,
 ) -> list[CommandHook]:
-    """The hooks ``settings["hooks"]`` declares; raises :class:`ConfigError` for a bad entry."""
+    """The hooks ``settings["hooks"]`` declares; raises :class:`ConfigError` for a bad entry.
+
+    ``env`` is the environment the hooks get (``None``: scrubbed from
+    ``settings`` with :func:`mdagent.environment.child_env`). ``aliases``
+    gives a tool's declared aliases by real name, for the ``tool`` filters.
+    """
     section = (settings or {}).get("hooks") or {}
     if not isinstance(section, Mapping):
         raise ConfigError("hooks: expected a mapping with `before` and/or `after`")
+    if env is None:
+        from mdagent.environment import child_env
+
+        env = child_env(settings)
     out = []
     for when in ("before", "after"):
         entries = section.get(when) or []
         if not isinstance(entries, list):
             raise ConfigError(f"hooks.{when}: expected a list")
         for i, entry in enumerate(entries):
-            where = f"hooks.{when}[{i}]"
-            if not isinstance(entry, Mapping) or not isinstance(entry.get("run"), str):
-                raise ConfigError(f"{where}: expected {{run: command, tool: name}}")
-            if not entry["run"].strip():
-                raise ConfigError(f"{where}: `run` is empty")
-            timeout = entry.get("timeout", DEFAULT_TIMEOUT)
-            if not isinstance(timeout, (int, float)) or timeout <= 0:
-                raise ConfigError(f"{where}: `timeout` must be a positive number of seconds")
-            tool = entry.get("tool")
+            run, tool, timeout = check_hook(entry, f"hooks.{when}[{i}]")
             out.append(
                 CommandHook(
                     when=when,
-                    run=entry["run"],
+                    run=run,
                     workdir=str(workdir),
                     env=dict(env),
-                    tool=None if tool in (None, "", "*") else str(tool),
-                    timeout=float(timeout),
+                    tool=tool,
+                    timeout=timeout,
+                    aliases=aliases,
                 )
             )
     return out
@@ -150,20 +193,20 @@ def install_hooks(
     settings: Mapping[str, Any],
     *,
     workdir: str,
-    env: Mapping[str, str] | None,
+    env: Mapping[str, str] | None = None,
 ) -> list[CommandHook]:
     """Register the hooks of ``settings`` on ``toolbox``; returns them.
 
     They are registered as global hooks that filter by tool name themselves,
     so they run in the order declared, before (or after) any per-tool hook.
-    ``env`` is the scrubbed environment the hooks get (``None``: computed
-    from ``settings`` with :func:`mdagent.environment.child_env`).
+    ``env`` is the scrubbed environment the hooks get (see
+    :func:`hooks_from_settings`).
     """
-    if env is None:
-        from mdagent.environment import child_env
 
-        env = child_env(settings)
-    hooks = hooks_from_settings(settings, workdir=workdir, env=env)
+    def aliases(tool_name: str) -> Iterable[str]:
+        return getattr(toolbox.tool_for(tool_name), "aliases", ())
+
+    hooks = hooks_from_settings(settings, workdir=workdir, env=env, aliases=aliases)
     for hook in hooks:
         if hook.when == "before":
             toolbox.before()(hook.before)

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from mdagent.errors import ConfigError, logger
+from mdagent.globs import gitignore_regex
 from mdagent.toolbox import Decision, ToolContext
 
 log = logger("mdagent.policy")
@@ -99,10 +100,7 @@ class Rule:
 
     def names(self, names: Iterable[str]) -> bool:
         """Whether this rule is about a tool known by any of ``names``."""
-        # Case-insensitive: `Bash(git *)` and `Read` (Claude Code's spelling in
-        # a skill's allowed-tools) mean exec and read_file.
-        tool = self.tool.lower()
-        return any(fnmatch.fnmatchcase(n.lower(), tool) for n in names)
+        return names_match(self.tool, names)
 
     def __str__(self) -> str:
         return self.text
@@ -121,8 +119,24 @@ def parse_rules(texts: Any, where: str) -> tuple[Rule, ...]:
 
 def tool_names(tool: Any) -> tuple[str, ...]:
     """The names a rule may use for ``tool``: its real name, then its aliases."""
-    names = [tool.name, *getattr(tool, "aliases", ()), *BUILTIN_ALIASES.get(tool.name, ())]
-    return tuple(dict.fromkeys(names))
+    return names_for(tool.name, getattr(tool, "aliases", ()))
+
+
+def names_for(name: str, aliases: Iterable[str] = ()) -> tuple[str, ...]:
+    """The names a rule (or a hook's ``tool`` filter) may use for the tool called ``name``.
+
+    ``aliases`` are the tool's declared ones; the built-in tools' usual
+    aliases (:data:`BUILTIN_ALIASES`) are added.
+    """
+    return tuple(dict.fromkeys([name, *aliases, *BUILTIN_ALIASES.get(name, ())]))
+
+
+def names_match(glob: str, names: Iterable[str]) -> bool:
+    """Whether the tool-name ``glob`` matches any of ``names``, ignoring case."""
+    # Case-insensitive: `Bash(git *)` and `Read` (Claude Code's spelling in
+    # a skill's allowed-tools) mean exec and read_file.
+    glob = glob.lower()
+    return any(fnmatch.fnmatchcase(n.lower(), glob) for n in names)
 
 
 def _is_literal_glob(pattern: str) -> bool:
@@ -196,55 +210,17 @@ def _path_views(path: str, workdir: str) -> list[_PathView]:
 
 @lru_cache(maxsize=512)
 def _path_regex(pattern: str, ignore_case: bool, anchored: bool = False) -> re.Pattern[str]:
-    """A gitignore-style glob as a regex over a ``/``-separated path (full match)."""
+    """A path rule's pattern as a regex over a ``/``-separated path (full match).
+
+    The glob itself is gitignore's (:func:`mdagent.globs.gitignore_regex`);
+    a pattern with a slash (or ``anchored``) starts at the path's first
+    component, one without matches at any depth.
+    """
     anchored = anchored or "/" in pattern.rstrip("/")
-    p = pattern.rstrip("/").lstrip("/")
-    out: list[str] = []
-    i = 0
-    while i < len(p):
-        c = p[i]
-        if c == "\\" and i + 1 < len(p):
-            out.append(re.escape(p[i + 1]))
-            i += 2
-        elif p.startswith("**", i):
-            start = i == 0 or p[i - 1] == "/"
-            i += 2
-            if start and p.startswith("/", i):
-                out.append("(?:.*/)?")  # "**/": zero or more folders
-                i += 1
-            elif start and i == len(p):
-                out.append(".*")  # trailing "/**": everything inside
-            else:
-                out.append("[^/]*")  # gitignore: other "**" are plain stars
-        elif c == "*":
-            out.append("[^/]*")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[" and (end := _class_end(p, i)) > 0:
-            body = p[i + 1 : end]
-            negate = body[:1] in ("!", "^")
-            body = body[1:] if negate else body
-            out.append(("[^/" if negate else "[") + body.replace("\\", "\\\\") + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(c))
-            i += 1
-    regex = "".join(out)
+    regex = gitignore_regex(pattern.rstrip("/").lstrip("/"))
     if not anchored:
         regex = "(?:.*/)?" + regex
     return re.compile(regex, re.S | (re.I if ignore_case else 0))
-
-
-def _class_end(p: str, i: int) -> int:
-    j = i + 1
-    if j < len(p) and p[j] in "!^":
-        j += 1
-    if j < len(p) and p[j] == "]":
-        j += 1
-    end = p.find("]", j)
-    return end
 
 
 def _path_matches(pattern: str, view: _PathView, *, deny: bool) -> bool:
@@ -316,6 +292,9 @@ class Policy:
     ``prompt(tool_name, args) -> "yes" | "no" | "always"`` asks the question
     (default: :func:`mdagent.approval.ask_terminal`). ``project_layer`` is the
     ``.agents`` folder whose ``config/agent.yaml`` "always" writes to.
+
+    ``policy.paths`` (extra workspace roots) is not read here: file tools
+    confine paths with :func:`mdagent.workspace.roots_from`, its one reader.
     """
 
     def __init__(
@@ -337,8 +316,6 @@ class Policy:
             raise ConfigError(f"policy.mode: {self.mode!r} is not one of {', '.join(MODES)}")
         self.allow = list(parse_rules(section.get("allow"), "policy.allow"))
         self.deny = parse_rules(section.get("deny"), "policy.deny")
-        paths = section.get("paths") or []
-        self.paths = tuple(str(p) for p in ([paths] if isinstance(paths, str) else paths))
         self.workdir = Path(workdir)
         self.interactive = interactive
         self.approve_all = approve_all

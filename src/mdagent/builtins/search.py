@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from mdagent.builtins import setting
-from mdagent.environment import child_env
+from mdagent.environment import env_for
 from mdagent.errors import PolicyDenied
+from mdagent.globs import gitignore_regex
 from mdagent.workspace import confine, display_path, roots_from
 
 MAX_FILES = 1000
@@ -71,65 +72,10 @@ def _split_top_level(body: str) -> list[str]:
     return parts
 
 
-def translate(pattern: str) -> str:
-    """A gitignore-flavoured glob as a regex over ``/``-separated paths.
-
-    ``*`` and ``?`` stay within one path component, ``**/`` spans any number
-    of folders (none included), a trailing ``/**`` matches everything inside.
-    """
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        ch = pattern[i]
-        if ch == "*":
-            if pattern.startswith("**", i) and (i == 0 or pattern[i - 1] == "/"):
-                after = i + 2
-                if after == n:
-                    out.append(".*")
-                    i = after
-                    continue
-                if pattern[after] == "/":
-                    out.append("(?:.*/)?")
-                    i = after + 1
-                    continue
-            while i < n and pattern[i] == "*":
-                i += 1
-            out.append("[^/]*")
-            continue
-        if ch == "?":
-            out.append("[^/]")
-        elif ch == "[":
-            end = i + 1
-            if end < n and pattern[end] in "!^":
-                end += 1
-            if end < n and pattern[end] == "]":
-                end += 1
-            while end < n and pattern[end] != "]":
-                end += 1
-            if end >= n:  # an unclosed bracket is a literal
-                out.append(re.escape(ch))
-            else:
-                body = pattern[i + 1 : end]
-                negate = body[:1] in ("!", "^")
-                body = body[1:] if negate else body
-                body = body.replace("\\", "\\\\").replace("[", "\\[")
-                out.append(("[^/" if negate else "[") + body + "]")
-                i = end + 1
-                continue
-        elif ch == "\\" and i + 1 < n:
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return "".join(out)
-
-
 def glob_regex(pattern: str) -> re.Pattern[str]:
     """One compiled regex for ``pattern`` and all its brace expansions."""
     options = expand_braces(pattern.lstrip("/")) or [""]
-    return re.compile("|".join(f"(?:{translate(p)})" for p in options), re.DOTALL)
+    return re.compile("|".join(f"(?:{gitignore_regex(p)})" for p in options), re.DOTALL)
 
 
 # -- .gitignore ------------------------------------------------------------------
@@ -176,7 +122,9 @@ def parse_gitignore(text: str, base: str = "") -> list[IgnoreRule]:
         anchored = "/" in line
         line = line.lstrip("/")
         rules.append(
-            IgnoreRule(re.compile(translate(line), re.DOTALL), negate, dir_only, anchored, base)
+            IgnoreRule(
+                re.compile(gitignore_regex(line), re.DOTALL), negate, dir_only, anchored, base
+            )
         )
     return rules
 
@@ -435,11 +383,10 @@ def _grep_ripgrep(
     if base != root:
         # Relative when inside the workspace, so rg prints workspace-relative paths.
         argv.append(display_path(base, root))
-    env = dict(ctx.env) if getattr(ctx, "env", None) is not None else child_env(ctx.settings)
     done = run_process(
         argv,
         cwd=str(root),
-        env=env,
+        env=env_for(ctx),
         timeout=float(setting(ctx, "grep", "timeout", 60)),
         max_output=_RG_MAX_OUTPUT,
         cancel=getattr(ctx, "cancel", None),

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mdagent.errors import ProviderError
+from mdagent.errors import ConfigError, ProviderError
 from mdagent.providers.base import ProviderConfig, Reply, ToolCall, usage
 
 REPLY_KEYS = {"text", "tool_calls", "usage", "stop_reason", "error"}
@@ -82,7 +82,7 @@ def _replies(n: int) -> str:
 
 def load_script(path: str | Path) -> list[Reply | ProviderError]:
     """The replies (or scripted errors) in a fake-provider YAML script."""
-    import yaml
+    from mdagent.yamlsource import load_yaml
 
     where = str(path)
     try:
@@ -94,12 +94,11 @@ def load_script(path: str | Path) -> list[Reply | ProviderError]:
     except UnicodeDecodeError:
         raise ProviderError(f"{where}: the fake script is not UTF-8 text") from None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ProviderError(f"{where}{line}: not valid YAML: {problem}") from None
+        # Strict: a duplicate key (two `text:` in one reply) is an error, not the last one wins.
+        data = load_yaml(text, where)
+    except ConfigError as err:
+        problem = err.message.removeprefix("invalid YAML: ")
+        raise ProviderError(f"{where}:{err.line}: not valid YAML: {problem}") from None
     if isinstance(data, dict) and set(data) == {"replies"}:
         data = data["replies"]
     if not isinstance(data, list):
