@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -11,6 +12,7 @@ import time
 
 import pytest
 
+from conftest import agent_executable
 from mdagent.builtins import BUILTIN_NAMES, SPECS, register_builtins
 from mdagent.toolbox import Toolbox, ToolContext
 
@@ -203,3 +205,54 @@ def test_sh_is_used_when_bash_is_missing(box, ws, tmp_path):
     result = run(box, ws, command="echo $0", env={"PATH": str(bin_dir)})
     assert result.ok, result.data
     assert result.data["stdout"] == "sh\n"
+
+
+def test_a_shell_that_cannot_start_is_command_not_found(box, ws, tmp_path):
+    empty = tmp_path / "empty-bin"  # neither bash nor sh on the child's PATH
+    empty.mkdir()
+    result = run(box, ws, command="echo hi", env={"PATH": str(empty)})
+    assert not result.ok
+    assert result.error == "command not found: sh" and result.data["exit_code"] == 127
+
+
+def test_a_closed_stdout_stops_the_command_with_141(box, ws, tmp_path):
+    class ClosingPipe(io.StringIO):
+        def write(self, text):
+            if self.getvalue():
+                raise BrokenPipeError(32, "Broken pipe")
+            return super().write(text)
+
+    started = time.monotonic()
+    result = run(box, ws, command="yes", timeout=30, output=ClosingPipe())
+    assert time.monotonic() - started < 5
+    assert result.data["exit_code"] == 141 and result.error == "exit status 141"
+
+
+def test_agent_piped_into_head_stops_the_command(workspace):
+    # `agent /t yes | head -1`: the child is in its own session and never gets
+    # SIGPIPE itself; without help it would run until the 120 s exec timeout.
+    skill = workspace / ".agents" / "skills" / "t" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text(
+        "---\nname: t\ndescription: t\ncommand-dispatch: tool\ncommand-tool: exec\n"
+        "command-arg-mode: raw\n---\nRuns exec.\n"
+    )
+    pidfile = workspace / "pid"
+    command = shlex.quote(f"echo $$ > {pidfile}; exec yes")
+    script = (
+        f"{shlex.quote(agent_executable())} /t {command} 2>err.txt | head -1;"
+        ' echo "status=${PIPESTATUS[0]}"'
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        ["bash", "-c", script],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        start_new_session=True,
+    )
+    assert time.monotonic() - started < 10
+    assert done.stdout == "y\nstatus=141\n", done.stderr
+    assert (workspace / "err.txt").read_text() == ""  # no "Exception ignored ... BrokenPipeError"
+    assert gone_soon(int(pidfile.read_text()))

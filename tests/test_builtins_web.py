@@ -8,15 +8,20 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote, unquote
 
 import pytest
 
 from mdagent.builtins import register_builtins
+from mdagent.policy import Policy
 from mdagent.toolbox import Toolbox, ToolContext
 
 
 class Handler(BaseHTTPRequestHandler):
+    seen: list[tuple[str, str]] = []  # (Host header, path) of every request; reset per server
+
     def do_GET(self):  # noqa: N802 - http.server's naming
+        self.seen.append((self.headers["Host"], self.path))
         if self.path == "/hello":
             self._send(200, "text/plain; charset=utf-8", "héllo wörld\n".encode())
         elif self.path == "/latin1":
@@ -24,6 +29,18 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/moved":
             self.send_response(302)
             self.send_header("Location", "/hello")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path.startswith("/to/"):
+            # /to/<location>: a redirect to whatever follows, with {port} filled in.
+            location = unquote(self.path[len("/to/") :])
+            self.send_response(302)
+            self.send_header("Location", location.replace("{port}", str(self.server.server_port)))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path == "/loop":
+            self.send_response(301)
+            self.send_header("Location", "/loop")
             self.send_header("Content-Length", "0")
             self.end_headers()
         elif self.path == "/big":
@@ -53,6 +70,7 @@ class Handler(BaseHTTPRequestHandler):
 def server():
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True
+    Handler.seen.clear()
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
@@ -155,3 +173,77 @@ def test_httpx_is_imported_only_when_fetching():
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.stdout.strip() == "False", done.stderr
+
+
+# -- redirects are judged by the policy, hop by hop --------------------------------
+
+
+def guarded_fetch(tmp_path, policy_settings, caller="model"):
+    settings = {"policy": policy_settings}
+    tb = Toolbox(policy=Policy(settings, workdir=tmp_path, interactive=False))
+    register_builtins(tb, ["fetch"])
+
+    def fetch(url):
+        ctx = ToolContext(workdir=str(tmp_path), settings=settings, caller=caller)
+        return tb.run("fetch", {"url": url}, ctx)
+
+    return fetch
+
+
+def redirect(server, location):
+    return f"{server}/to/{quote(location, safe='')}"
+
+
+def test_a_redirect_to_a_denied_domain_is_refused(tmp_path, server):
+    port = server.rsplit(":", 1)[1]
+    fetch = guarded_fetch(
+        tmp_path,
+        {
+            "mode": "allowlist",
+            "allow": ["fetch(domain:127.0.0.1)"],
+            "deny": ["fetch(domain:localhost)"],
+        },
+    )
+    start = redirect(server, "http://localhost:{port}/hello")
+    result = fetch(start)
+    assert not result.ok
+    assert result.error == (
+        f"redirect to http://localhost:{port}/hello refused: "
+        "denied by policy rule `fetch(domain:localhost)`"
+    )
+    assert result.data["code"] == "DENIED" and result.data["url"] == start
+    assert [host for host, _ in Handler.seen] == [f"127.0.0.1:{port}"]  # localhost never asked
+
+
+def test_a_redirect_outside_the_allowlist_is_refused(tmp_path, server):
+    port = server.rsplit(":", 1)[1]
+    fetch = guarded_fetch(tmp_path, {"mode": "allowlist", "allow": ["fetch(domain:127.0.0.1)"]})
+    result = fetch(redirect(server, "http://localhost:{port}/hello"))
+    assert not result.ok and result.data["code"] == "DENIED"
+    assert result.error.startswith(f"redirect to http://localhost:{port}/hello refused: ")
+    assert result.data["allow_rule"] == "fetch(domain:localhost)"
+
+
+def test_deny_rules_apply_to_a_persons_redirects_too(tmp_path, server):
+    fetch = guarded_fetch(tmp_path, {"deny": ["fetch(domain:localhost)"]}, caller="person")
+    result = fetch(redirect(server, "http://localhost:{port}/hello"))
+    assert not result.ok and result.data["code"] == "DENIED"
+
+
+def test_an_allowed_redirect_is_followed(tmp_path, server):
+    fetch = guarded_fetch(tmp_path, {"mode": "allowlist", "allow": ["fetch(domain:127.0.0.1)"]})
+    result = fetch(redirect(server, "/hello"))  # relative: resolved against the current URL
+    assert result.ok, result.data
+    assert result.data["url"] == f"{server}/hello" and result.data["output"] == "héllo wörld\n"
+
+
+def test_a_redirect_loop_stops(fetch, server):
+    result = fetch(f"{server}/loop")
+    assert not result.ok and result.error == "too many redirects (more than 10)"
+
+
+def test_a_redirect_to_another_scheme_is_refused(fetch, server):
+    result = fetch(redirect(server, "file:///etc/passwd"))
+    assert not result.ok
+    assert result.error.startswith("redirect to file://")
+    assert result.error.endswith("refused: only http:// and https:// URLs can be fetched")

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from mdagent.environment import DEFAULT_EXCLUDE, child_env, env_rules, is_secret_name, scrubbed_env
+from mdagent.environment import (
+    DEFAULT_EXCLUDE,
+    child_env,
+    env_for,
+    env_rules,
+    is_secret_name,
+    scrubbed_env,
+)
+from mdagent.toolbox import ToolContext
 
 ENV = {
     "PATH": "/usr/bin",
@@ -58,3 +66,15 @@ def test_is_secret_name():
     assert is_secret_name("OPENAI_API_KEY", {})
     assert not is_secret_name("PATH", {})
     assert not is_secret_name("OPENAI_API_KEY", {"policy": {"env": {"include": ["OPENAI_*"]}}})
+
+
+def test_env_for_uses_the_context_env_else_scrubs_by_its_settings(monkeypatch):
+    given = {"PATH": "/bin", "ONLY": "this"}
+    env = env_for(ToolContext(env=given))
+    assert env == given and env is not given  # a copy: the child's, not the caller's
+    monkeypatch.setenv("MY_API_KEY", "sk-1")
+    monkeypatch.setenv("OTHER_TOKEN", "t")
+    settings = {"policy": {"env": {"include": ["MY_API_KEY"]}}}
+    scrubbed = env_for(ToolContext(settings=settings))
+    assert scrubbed["MY_API_KEY"] == "sk-1" and "OTHER_TOKEN" not in scrubbed
+    assert "MY_API_KEY" not in env_for(object())  # no env, no settings: the defaults

@@ -162,6 +162,12 @@ def test_run_timeout_defaults_to_exec_settings():
     assert result["error"] == "timed out after 0.3 s"
 
 
+def test_run_ignores_an_exec_setting_that_is_not_a_mapping():
+    run = make_handler({"run": [PY, "-c", "print('ran')"]}, name="t", params={}, base_dir=".")
+    result = run({}, ctx(settings={"exec": "fast"}))
+    assert result["stdout"] == "ran\n" and "error" not in result
+
+
 def test_run_streams_to_output_when_someone_watches():
     out = io.StringIO()
     run = make_handler({"run": [PY, "-c", "print('live')"]}, name="t", params={}, base_dir=".")
@@ -315,6 +321,21 @@ def test_handler_with_timeout_still_returns_and_raises(tmp_path):
     )
     assert box.run("h", {}).to_dict() == {"ok_value": 1, "ok": True}
     assert box.run("h", {"fail": True}).data["type"] == "KeyError"
+
+
+@pytest.mark.parametrize("timeout", [None, 5])
+def test_handler_calling_sys_exit_is_a_failure_not_the_end(tmp_path, timeout):
+    write(tmp_path, "h.py", "import sys\ndef run(args):\n    sys.exit(0)\n")
+    spec = {"handler": "h.py"} if timeout is None else {"handler": "h.py", "timeout": timeout}
+    handler = make_handler(spec, name="h", params={}, base_dir=tmp_path)
+    result = handler({}, ctx())  # called directly: no toolbox to catch SystemExit
+    assert result == {"error": "h.py: run() called exit(0)", "type": "SystemExit"}
+
+
+def test_handler_module_calling_sys_exit_at_import_is_a_failure(tmp_path):
+    write(tmp_path, "h.py", "import sys\nsys.exit(3)\ndef run(args):\n    return {}\n")
+    result = make_handler({"handler": "h.py"}, name="h", params={}, base_dir=tmp_path)({}, ctx())
+    assert result == {"error": "cannot load h.py: SystemExit: 3 (line 2)"}
 
 
 # -- http -------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from mdagent.process import ProcessResult, run_process, signal_name
+from mdagent.process import ProcessResult, result_dict, run_process, signal_name
 
 
 def alive(pid: int) -> bool:
@@ -196,3 +196,78 @@ def test_a_flood_of_output_keeps_memory_flat():
     assert (exit_code, truncated) == ("0", "True")
     assert int(length) < 100_100
     assert int(rss_mib) < 100
+
+
+class ClosingPipe(io.StringIO):
+    """A person's stdout whose reader leaves after the first write (``| head -1``)."""
+
+    def write(self, text):
+        if self.getvalue():
+            raise BrokenPipeError(32, "Broken pipe")
+        return super().write(text)
+
+
+def test_a_closed_output_pipe_stops_the_group_with_141(tmp_path):
+    pidfile = tmp_path / "pid"
+    started = time.monotonic()
+    # `yes` never ends by itself; the one in the background shares the group.
+    result = sh(
+        f"yes > /dev/null & echo $! > {pidfile}; exec yes",
+        timeout=30,
+        output=ClosingPipe(),
+        error_output=io.StringIO(),
+    )
+    assert time.monotonic() - started < 5
+    assert result.exit_code == 141 and signal_name(141) == "SIGPIPE"
+    assert not (result.timed_out or result.interrupted)
+    assert result.stdout.startswith("y\ny\n")  # still captured for the result
+    assert gone_soon(int(pidfile.read_text()))
+
+
+def test_other_output_errors_only_stop_the_echo():
+    class FullDisk(io.StringIO):
+        def write(self, text):
+            raise OSError(28, "No space left on device")
+
+    result = sh("echo one; sleep 0.2; echo two", output=FullDisk(), error_output=io.StringIO())
+    assert result.exit_code == 0 and result.stdout == "one\ntwo\n"
+
+
+# -- result_dict: the one tool result for a process ----------------------------
+
+
+def test_result_dict_of_a_run_that_failed():
+    data = result_dict(sh("echo out; exit 3"), streamed=False, timeout=10)
+    assert data["stdout"] == "out\n" and data["exit_code"] == 3 and data["truncated"] is False
+    assert data["error"] == "exit status 3" and "streamed" not in data
+    assert set(data) == {"stdout", "stderr", "exit_code", "duration_ms", "truncated", "error"}
+
+
+def test_result_dict_of_a_success_has_no_error():
+    data = result_dict(sh("true"), streamed=True, timeout=10)
+    assert "error" not in data and data["streamed"] is True
+
+
+def test_result_dict_of_a_timeout_and_a_cancel():
+    timed_out = result_dict(sh("sleep 5", timeout=0.2), streamed=False, timeout=0.2)
+    assert timed_out["error"] == "timed out after 0.2 s" and timed_out["timed_out"] is True
+    cancel = threading.Event()
+    cancel.set()
+    interrupted = result_dict(sh("sleep 5", cancel=cancel), streamed=False, timeout=10)
+    assert interrupted["error"] == "interrupted" and interrupted["interrupted"] is True
+
+
+def test_result_dict_of_a_program_that_cannot_start(tmp_path):
+    missing = run_process(["no-such-program-xyz"], timeout=5)
+    assert result_dict(missing, streamed=False, timeout=5)["error"] == (
+        "command not found: no-such-program-xyz"
+    )
+    script = tmp_path / "script"
+    script.write_text("#!/bin/sh\necho hi\n")  # not executable
+    denied = result_dict(run_process([str(script)], timeout=5), streamed=False, timeout=5)
+    assert denied["exit_code"] == 126
+    assert denied["error"] == f"cannot run {script}: Permission denied"
+    nowhere = run_process(["true"], cwd=str(tmp_path / "gone"), timeout=5)
+    assert result_dict(nowhere, streamed=False, timeout=5)["error"] == (
+        f"cannot run true (in {tmp_path / 'gone'}): No such file or directory"
+    )

@@ -8,6 +8,7 @@ become one line on stderr and an exit status (DESIGN §6).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -95,6 +96,10 @@ def _guarded(options: Options, action) -> int:
         print("agent: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        # The reader went away (`agent /x | head -1`): point stdout at
+        # /dev/null so flushing at exit cannot raise again (Python's advice).
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except Exception as err:  # a bug: still one line unless -v
         if options.verbose:

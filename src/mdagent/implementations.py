@@ -249,47 +249,22 @@ def _shell_handler(template: str, params, required, timeout) -> ToolHandler:
 
 
 def _run_process(argv: list[str], ctx: ToolContext, timeout: float | None) -> dict[str, Any]:
-    from mdagent.process import run_process
+    from mdagent.environment import env_for
+    from mdagent.process import result_dict, run_process
+    from mdagent.specs import setting
 
-    settings = (ctx.settings or {}).get("exec") or {}
-    limit = timeout or settings.get("timeout") or EXEC_TIMEOUT
-    env = ctx.env
-    if env is None:
-        from mdagent import environment
-
-        env = environment.child_env(ctx.settings)
+    limit = timeout or setting(ctx.settings, "exec", "timeout", EXEC_TIMEOUT)
     result = run_process(
         argv,
         cwd=ctx.workdir,
-        env=env,
+        env=env_for(ctx),
         timeout=limit,
-        max_output=settings.get("max_output") or EXEC_MAX_OUTPUT,
+        max_output=setting(ctx.settings, "exec", "max_output", EXEC_MAX_OUTPUT),
         output=ctx.output,
         cancel=ctx.cancel,
     )
-    data: dict[str, Any] = {
-        "stdout": result.stdout,
-        "stderr": result.stderr,
-        "exit_code": result.exit_code,
-        "duration_ms": result.duration_ms,
-        "truncated": result.truncated,
-    }
-    if ctx.output is not None:
-        data["streamed"] = True  # the person already saw it; the CLI need not print it again
-    # run_process reports a program it could not start as 126/127 with
-    # "cannot run X: reason" and no output.
-    not_started = not result.stdout and result.stderr.startswith(f"cannot run {argv[0]}")
-    if result.timed_out:
-        data.update(error=f"timed out after {limit:g} s", timed_out=True)
-    elif result.interrupted:
-        data.update(error="interrupted", interrupted=True)
-    elif result.exit_code == 127 and not_started:
-        data["error"] = f"command not found: {argv[0]}"
-    elif not_started:
-        data["error"] = result.stderr.strip()
-    elif result.exit_code != 0:
-        data["error"] = f"exit status {result.exit_code}"
-    return data
+    # streamed: the person already saw the output; the CLI need not print it again.
+    return result_dict(result, streamed=ctx.output is not None, timeout=limit)
 
 
 # handler -------------------------------------------------------------------------
@@ -311,9 +286,14 @@ def _python_handler(ref: str, name: str, base_dir: Path, timeout: float | None) 
         if isinstance(fn, str):
             return {"error": fn}
         call_args = (args, ctx) if accepts_context(fn) else (args,)
-        if not timeout:
-            return fn(*call_args)
-        return _call_with_timeout(lambda: fn(*call_args), timeout, ctx.cancel, name)
+        try:
+            if not timeout:
+                return fn(*call_args)
+            return _call_with_timeout(lambda: fn(*call_args), timeout, ctx.cancel, name)
+        except SystemExit as exc:
+            # sys.exit() in a handler must fail the call, not end the agent
+            # (and with it the session and the audit log).
+            return {"error": f"{shown}: {func}() called exit({exc.code})", "type": "SystemExit"}
 
     return handler
 

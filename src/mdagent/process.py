@@ -10,7 +10,8 @@ What it guarantees, whatever the child does:
   its first and last ``max_output // 2`` bytes;
 - the call never hangs on a pipe that a grandchild still holds open;
 - when a person is watching (``output`` given) the output is also written
-  there live, as it arrives.
+  there live, as it arrives; when that pipe closes (``agent /t yes | head``)
+  the child is stopped as a shell pipeline would stop it, with status 141.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from typing import NamedTuple, TextIO
+from typing import Any, NamedTuple, TextIO
 
 TIMEOUT_EXIT = 124
 INTERRUPTED_EXIT = 130
+# 128 + SIGPIPE: what a shell reports for a writer whose reader went away.
+BROKEN_PIPE_EXIT = 141
 
 # After SIGTERM, how long the group gets to exit before SIGKILL.
 KILL_GRACE = 1.0
@@ -43,7 +46,9 @@ class ProcessResult(NamedTuple):
     """What a finished child left: its (capped) output, status and timing.
 
     ``exit_code`` follows the shell: a child killed by signal N reports
-    128+N, a timeout 124, a cancel 130, a missing program 127.
+    128+N, a timeout 124, a cancel 130, a closed ``output`` pipe 141, a
+    missing program 127. ``not_started`` is why the program could not be
+    started (empty when it ran).
     """
 
     stdout: str
@@ -53,6 +58,36 @@ class ProcessResult(NamedTuple):
     truncated: bool = False
     timed_out: bool = False
     interrupted: bool = False
+    not_started: str = ""
+
+
+def result_dict(result: ProcessResult, *, streamed: bool, timeout: float | None) -> dict[str, Any]:
+    """The tool result for a finished process: what ``exec``, ``run:`` and ``shell:`` return.
+
+    Output, status and timing always; ``streamed`` when a person already saw
+    the output live (the CLI must not print it twice); ``error`` when it did
+    not succeed: ``"exit status N"``, ``"timed out after N s"`` (``timeout``
+    is the limit that was applied), ``"interrupted"``, ``"command not found:
+    X"`` or why it could not be started.
+    """
+    data: dict[str, Any] = {
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+        "exit_code": result.exit_code,
+        "duration_ms": result.duration_ms,
+        "truncated": result.truncated,
+    }
+    if streamed:
+        data["streamed"] = True
+    if result.timed_out:
+        data.update(error=f"timed out after {timeout or 0:g} s", timed_out=True)
+    elif result.interrupted:
+        data.update(error="interrupted", interrupted=True)
+    elif result.not_started:
+        data["error"] = result.not_started
+    elif result.exit_code != 0:
+        data["error"] = f"exit status {result.exit_code}"
+    return data
 
 
 class _Stream:
@@ -64,6 +99,8 @@ class _Stream:
         self.tail = bytearray()
         self.total = 0
         self.live = live
+        # Set when the watcher's pipe closed: the run loop then stops the child.
+        self.broken_pipe = False
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def add(self, chunk: bytes) -> None:
@@ -93,9 +130,15 @@ class _Stream:
         try:
             self.live.write(text)
             self.live.flush()
+        except BrokenPipeError:
+            # The reader of the person's pipe is gone (`| head -1`). The child
+            # is in its own session and will never see SIGPIPE, so it would
+            # run on to the timeout: stop it, as a shell pipeline would.
+            self.live = None
+            self.broken_pipe = True
         except (OSError, ValueError):
-            # The watcher went away (closed pipe, closed file): keep capturing
-            # for the result, stop echoing.
+            # The watcher went away otherwise (a closed file, a full disk):
+            # keep capturing for the result, stop echoing.
             self.live = None
 
     def text(self) -> tuple[str, bool]:
@@ -173,11 +216,13 @@ def run_process(
     except OSError as exc:
         code = 127 if isinstance(exc, FileNotFoundError) else 126
         where = f" (in {cwd})" if cwd and not os.path.isdir(cwd) else ""
+        why = f"cannot run {argv[0]}{where}: {exc.strerror or exc}"
         return ProcessResult(
             stdout="",
-            stderr=f"cannot run {argv[0]}{where}: {exc.strerror or exc}\n",
+            stderr=why + "\n",
             exit_code=code,
             duration_ms=_ms_since(started),
+            not_started=f"command not found: {argv[0]}" if code == 127 and not where else why,
         )
 
     live_err = (error_output or sys.stderr) if output is not None else None
@@ -207,6 +252,10 @@ def run_process(
         code = TIMEOUT_EXIT
     elif reason == "cancel":
         code = INTERRUPTED_EXIT
+    elif reason == "broken_pipe" or out.broken_pipe or err.broken_pipe:
+        # Also when the child had already exited and only the echo of what
+        # it left in the pipe broke: a writer whose reader left gets SIGPIPE.
+        code = BROKEN_PIPE_EXIT
     else:
         code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
     return ProcessResult(
@@ -279,11 +328,17 @@ class _Runner:
     # -- waiting -------------------------------------------------------------
 
     def wait_for_leader(self, deadline: float | None, cancel: threading.Event | None) -> str | None:
-        """Pump output until the child exits; ``"timeout"``/``"cancel"`` if stopped first."""
+        """Pump output until the child exits.
+
+        ``"timeout"``, ``"cancel"`` or ``"broken_pipe"`` (the watcher's pipe
+        closed) when the child must be stopped first.
+        """
         idle = 0.001
         while True:
             if cancel is not None and cancel.is_set():
                 return "cancel"
+            if any(stream.broken_pipe for stream in self.streams.values()):
+                return "broken_pipe"
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 return "timeout"

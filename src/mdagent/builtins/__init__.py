@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import importlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 _STRING = {"type": "string"}

@@ -7,9 +7,9 @@ import shutil
 from typing import Any
 
 from mdagent.builtins import setting
-from mdagent.environment import child_env
+from mdagent.environment import env_for
 from mdagent.errors import PolicyDenied
-from mdagent.process import run_process
+from mdagent.process import result_dict, run_process
 from mdagent.workspace import confine, roots_from
 
 
@@ -25,7 +25,8 @@ def exec_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
     """Run ``args["command"]`` with ``bash -c`` and report its output and status.
 
     A non-zero exit is a failure (``error: "exit status N"``) that still
-    carries the output; a timeout reports 124 and a cancel 130.
+    carries the output; a timeout reports 124, a cancel 130 and a shell that
+    cannot be started 126/127 (see :func:`mdagent.process.result_dict`).
     """
     root, extras = roots_from(ctx)
     cwd = root
@@ -38,7 +39,7 @@ def exec_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
             return {"error": f"not a directory: {args['cwd']}"}
     timeout = float(args.get("timeout") or setting(ctx, "exec", "timeout", 120))
     max_output = int(setting(ctx, "exec", "max_output", 100_000))
-    env = dict(ctx.env) if ctx.env is not None else child_env(ctx.settings)
+    env = env_for(ctx)
     done = run_process(
         shell_argv(args["command"], env),
         cwd=str(cwd),
@@ -48,22 +49,5 @@ def exec_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
         output=ctx.output,
         cancel=ctx.cancel,
     )
-    result: dict[str, Any] = {
-        "stdout": done.stdout,
-        "stderr": done.stderr,
-        "exit_code": done.exit_code,
-        "duration_ms": done.duration_ms,
-        "truncated": done.truncated,
-    }
-    if ctx.output is not None:
-        # The person already saw the output; the CLI must not print it twice.
-        result["streamed"] = True
-    if done.timed_out:
-        result["error"] = f"timed out after {timeout:g} s"
-        result["timed_out"] = True
-    elif done.interrupted:
-        result["error"] = "interrupted"
-        result["interrupted"] = True
-    elif done.exit_code != 0:
-        result["error"] = f"exit status {done.exit_code}"
-    return result
+    # streamed: the person already saw the output; the CLI must not print it twice.
+    return result_dict(done, streamed=ctx.output is not None, timeout=timeout)

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def _normalise(name: str) -> str:
-    # As for commands: case and "_"/"-" are not significant.
-    return name.strip().lower().replace("_", "-")
+from mdagent.specs import command_key
 
 
 def skill_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
@@ -20,7 +17,8 @@ def skill_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
     name = str(args["name"]).strip().lstrip("/")
     if registry is None:
         return {"error": "no skills are loaded"}
-    for candidate in dict.fromkeys([name, _normalise(name)]):
+    # As for commands: case and "_"/"-" are not significant.
+    for candidate in dict.fromkeys([name, command_key(name)]):
         try:
             body = registry.skill_body(candidate)
         except KeyError:
