@@ -181,6 +181,21 @@ def test_cache_is_used_then_rebuilt_on_change(tmp_path):
     assert "two" not in load_registry(layers, cache).skills
 
 
+def test_skills_are_read_only_when_asked_for_and_a_stale_file_is_recompiled(tmp_path):
+    layer = tmp_path / "l"
+    skill(layer, "one")
+    cache = tmp_path / "state"
+    load_registry(only(tmp_path, layer), cache)
+    skills_file = next(cache.glob("registry-*.skills.json"))
+    data = json.loads(skills_file.read_text())
+    data["token"] = "another-compile"
+    data["skills"] = {}
+    skills_file.write_text(json.dumps(data))
+    warm = load_registry(only(tmp_path, layer), cache)
+    assert warm.from_cache
+    assert set(warm.skills) == {"one"}  # the mismatch is noticed: compiled again
+
+
 def test_corrupt_cache_is_rebuilt(tmp_path):
     layer = tmp_path / "l"
     skill(layer, "one")
@@ -224,8 +239,13 @@ def test_many_processes_compiling_at_once_never_break_the_cache(tmp_path):
     ]
     outs = [p.communicate(timeout=60)[0].strip() for p in procs]
     assert outs == ["30"] * 8
-    files = list(state.glob("registry-*.json"))
-    assert len(files) == 1 and len(json.loads(files[0].read_text())["registry"]["skills"]) == 30
+    main = [f for f in state.glob("registry-*.json") if not f.name.endswith(".skills.json")]
+    skills = list(state.glob("registry-*.skills.json"))
+    assert len(main) == 1 and len(skills) == 1
+    assert len(json.loads(skills[0].read_text())["skills"]) == 30
+    assert "token" in json.loads(main[0].read_text())
+    # whichever compile won, the registry always reads a complete set of skills
+    assert len(load_registry([Layer(layer, "option")], state).skills) == 30
     assert not list(state.glob(".registry-*"))
 
 

@@ -168,10 +168,7 @@ def run_tool_command(
     from mdagent.dispatch import build_call, usage
     from mdagent.specs import unmet_requirement
 
-    reason = runtime.unavailable(tool_spec)
-    skill = runtime.registry.skills.get(command.skill or "")
-    if reason is None and skill is not None:
-        reason = unmet_requirement(skill.requires)
+    reason = runtime.unavailable(tool_spec) or unmet_requirement(command.requires)
     if reason:
         raise ToolFailed(f"/{command.name} is unavailable: {reason}")
     call = build_call(command, tool_spec, argv=argv, text=text)

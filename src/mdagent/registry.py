@@ -8,6 +8,7 @@ re-stats those paths: it imports neither yaml nor frontmatter.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -17,9 +18,9 @@ from typing import Any
 
 from mdagent.errors import Problem
 from mdagent.layers import Layer, state_dir
-from mdagent.specs import CommandSpec, LazyRecords, Skill, ToolSpec, command_key
+from mdagent.specs import CommandSpec, LazyRecords, Skill, ToolSpec, command_key, compact
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 
 #: Names the built-in commands of the CLI and the interactive session use.
 RESERVED_NAMES = frozenset(
@@ -122,20 +123,22 @@ class Registry:
         return read_body(skill.path)
 
     def to_dict(self) -> dict[str, Any]:
+        """Everything but the skills, which the cache keeps in a file of their own."""
         return {
-            "tools": {k: v.to_dict() for k, v in self.tools.items()},
-            "commands": {k: v.to_dict() for k, v in self.commands.items()},
-            "skills": {k: v.to_dict() for k, v in self.skills.items()},
+            "tools": {k: compact(v) for k, v in self.tools.items()},
+            "commands": {k: compact(v) for k, v in self.commands.items()},
             "settings": self.settings,
             "problems": [list(p) for p in self.problems],
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], layers: list[Layer]) -> Registry:
+    def from_dict(
+        cls, data: dict[str, Any], layers: list[Layer], skills: Mapping[str, Skill]
+    ) -> Registry:
         return cls(
             tools=LazyRecords(data["tools"], ToolSpec),
             commands=LazyRecords(data["commands"], CommandSpec),
-            skills=LazyRecords(data["skills"], Skill),
+            skills=skills,
             settings=data["settings"],
             problems=[Problem(*p) for p in data["problems"]],
             layers=layers,
@@ -147,17 +150,66 @@ class Registry:
 
 
 def load_registry(layers: list[Layer], cache_dir: Path | None = None) -> Registry:
-    """The registry of ``layers``: from the cache when nothing changed, else compiled."""
+    """The registry of ``layers``: from the cache when nothing changed, else compiled.
+
+    The cache is two files: the registry without its skills, read on every
+    start, and the skills (the bulk, with thousands installed), read only
+    when something asks for a skill. A shared token ties the two together.
+    """
     cache_dir = cache_dir or state_dir()
     cache_file = cache_dir / f"registry-{_layers_key(layers)}.json"
+    skills_file = cache_file.with_suffix(".skills.json")
     cached = _read_cache(cache_file)
     if cached is not None and _fresh(cached["sources"]):
-        return Registry.from_dict(cached["registry"], layers)
+        skills = _SkillsOnDemand(skills_file, cached["token"], layers)
+        return Registry.from_dict(cached["registry"], layers, skills)
     registry, sources = compile_registry(layers)
+    token = os.urandom(8).hex()
+    # Skills first: a reader that finds the new main file finds its skills too.
+    skills = {k: compact(v) for k, v in registry.skills.items()}
+    _write_cache(skills_file, {"format": CACHE_FORMAT, "token": token, "skills": skills})
     _write_cache(
-        cache_file, {"format": CACHE_FORMAT, "sources": sources, "registry": registry.to_dict()}
+        cache_file,
+        {
+            "format": CACHE_FORMAT,
+            "token": token,
+            "sources": sources,
+            "registry": registry.to_dict(),
+        },
     )
     return registry
+
+
+class _SkillsOnDemand(Mapping[str, Skill]):
+    """The skills of a cached registry, read from their own file on first use.
+
+    If that file is missing or belongs to another compile (two processes
+    raced), the layers are compiled again: slower, never wrong.
+    """
+
+    def __init__(self, path: Path, token: str, layers: list[Layer]) -> None:
+        self._path = path
+        self._token = token
+        self._layers = layers
+        self._loaded: Mapping[str, Skill] | None = None
+
+    def _skills(self) -> Mapping[str, Skill]:
+        if self._loaded is None:
+            data = _read_cache(self._path)
+            if data is not None and data.get("token") == self._token:
+                self._loaded = LazyRecords(data["skills"], Skill)
+            else:
+                self._loaded = compile_registry(self._layers)[0].skills
+        return self._loaded
+
+    def __getitem__(self, key: str) -> Skill:
+        return self._skills()[key]
+
+    def __iter__(self):
+        return iter(self._skills())
+
+    def __len__(self) -> int:
+        return len(self._skills())
 
 
 def _layers_key(layers: list[Layer]) -> str:
@@ -188,19 +240,11 @@ def _write_cache(path: Path, data: dict[str, Any]) -> None:
                 json.dump(data, fh, separators=(",", ":"))
             os.replace(tmp, path)
         except BaseException:
-            with _suppress_oserror():
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
     except OSError:
         pass  # a read-only state dir costs speed, never correctness
-
-
-class _suppress_oserror:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, tb):
-        return kind is not None and issubclass(kind, OSError)
 
 
 def _stamp(path: str) -> list[Any]:
@@ -457,6 +501,7 @@ class _Compiler:
             source=skill.path,
             line=1,
             layer=skill.layer,
+            requires=skill.requires,
         )
         self._add_command(command, layer_commands)
 

