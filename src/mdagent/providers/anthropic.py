@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
 from mdagent.errors import ProviderError
@@ -13,7 +12,6 @@ from mdagent.providers.base import (
     HTTPProvider,
     Reply,
     ToolCall,
-    is_event_stream,
     usage,
 )
 
@@ -28,26 +26,17 @@ class AnthropicProvider(HTTPProvider):
 
     name = "anthropic"
 
-    def complete(
-        self,
-        system: str,
-        messages: list[dict],
-        tools: list[dict],
-        on_text: Callable[[str], None] | None = None,
-    ) -> Reply:
-        """Send the conversation; see :meth:`mdagent.providers.base.Provider.complete`."""
-        url = f"{self.base_url}/v1/messages"
+    def endpoint(self) -> str:
+        return f"{self.base_url}/v1/messages"
+
+    def headers(self) -> dict[str, str]:
         headers = {"anthropic-version": API_VERSION}
         if self.api_key:  # absent for local test servers; the real API answers 401
             headers["x-api-key"] = self.api_key
-        response = self._post(url, self.request_body(system, messages, tools), headers)
-        with closing(response):  # a stream stays open until read
-            if self.config.stream and is_event_stream(response):
-                return self._read_stream(response, url, on_text)
-            reply = parse_message(self._json(response, url), url)
-        if on_text and reply.text:
-            on_text(reply.text)
-        return reply
+        return headers
+
+    def parse_reply(self, data: dict, url: str) -> Reply:
+        return parse_message(data, url)
 
     def request_body(self, system: str, messages: list[dict], tools: list[dict]) -> dict:
         """The JSON body for a conversation in the neutral format."""

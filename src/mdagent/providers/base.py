@@ -318,6 +318,48 @@ class HTTPProvider:
         """The API key from the configured environment variable, or None."""
         return self._environ.get(self.api_key_env) or None
 
+    def complete(
+        self,
+        system: str,
+        messages: list[dict],
+        tools: list[dict],
+        on_text: Callable[[str], None] | None = None,
+    ) -> Reply:
+        """Send the conversation; see :meth:`Provider.complete`.
+
+        The backends differ only in their endpoint, headers, request body and
+        how they read an answer (:meth:`endpoint`, :meth:`headers`,
+        :meth:`request_body`, :meth:`parse_reply`, :meth:`_read_stream`).
+        """
+        from contextlib import closing
+
+        url = self.endpoint()
+        response = self._post(url, self.request_body(system, messages, tools), self.headers())
+        with closing(response):  # a stream stays open until read
+            if self.config.stream and is_event_stream(response):
+                return self._read_stream(response, url, on_text)
+            reply = self.parse_reply(self._json(response, url), url)
+        if on_text and reply.text:
+            on_text(reply.text)
+        return reply
+
+    def endpoint(self) -> str:  # pragma: no cover - each backend defines it
+        raise NotImplementedError
+
+    def headers(self) -> dict[str, str]:  # pragma: no cover
+        raise NotImplementedError
+
+    def request_body(
+        self, system: str, messages: list[dict], tools: list[dict]
+    ) -> dict:  # pragma: no cover
+        raise NotImplementedError
+
+    def parse_reply(self, data: dict, url: str) -> Reply:  # pragma: no cover
+        raise NotImplementedError
+
+    def _read_stream(self, response: Any, url: str, on_text: Any) -> Reply:  # pragma: no cover
+        raise NotImplementedError
+
     def close(self) -> None:
         """Close the HTTP connections this provider keeps open between turns."""
         if self._client is not None:
