@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,29 @@ def run_agent(workspace):
         )
 
     return run
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for init to reap it does not count)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
+
+
+def gone_soon(pid: int, within: float = 5.0) -> bool:
+    """Wait up to ``within`` seconds for ``pid`` to end; whether it did."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        if not alive(pid):
+            return True
+        time.sleep(0.02)
+    return not alive(pid)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import threading
@@ -11,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import agent_executable
+from conftest import agent_executable, gone_soon
 from mdagent.store import Store
 from model_server import ModelServer
 
@@ -333,15 +332,7 @@ def test_ctrl_c_stops_the_running_command_saves_the_session_and_exits_130(server
     assert process.returncode == 130
     assert b"interrupted" in err
     pid = int((workspace / "pid").read_text())
-    _wait_for(lambda: not _alive(pid), timeout=5)  # the command's process group was stopped
+    assert gone_soon(pid)  # the command's process group was stopped
     messages = Store().messages(Store().latest_session())
     assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
     assert json.loads(messages[-1]["content"])["interrupted"] is True
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True

@@ -12,28 +12,9 @@ import time
 
 import pytest
 
-from conftest import agent_executable
+from conftest import agent_executable, gone_soon
 from mdagent.builtins import BUILTIN_NAMES, SPECS, register_builtins
 from mdagent.toolbox import Toolbox, ToolContext
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting for init to reap it does not count)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
-
-
-def gone_soon(pid: int, within: float = 2.0) -> bool:
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        if not alive(pid):
-            return True
-        time.sleep(0.02)
-    return False
 
 
 @pytest.fixture

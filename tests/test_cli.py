@@ -1,7 +1,6 @@
 """End-to-end: the real ``agent`` executable in a temporary workspace (DESIGN §6)."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import agent_executable
+from conftest import agent_executable, gone_soon
 
 
 def write(path: Path, text: str) -> Path:
@@ -31,18 +30,6 @@ def skill(ws: Path, name: str, tool: str, mode: str = "raw", extra: str = "") ->
 
 def config(ws: Path, name: str, text: str) -> None:
     write(ws / ".agents" / "config" / name, text)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is as good as gone
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 # -- the main job ---------------------------------------------------------------
@@ -258,10 +245,7 @@ def test_timeout_exit_124_kills_grandchild(workspace, run_agent):
     assert result.returncode == 124 and time.monotonic() - started < 20
     assert "timed out" in result.stderr
     pid = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(pid)
+    assert gone_soon(pid)
 
 
 def test_deny_rule_blocks_a_typed_command_exit_126(workspace, run_agent):
@@ -295,10 +279,7 @@ def test_ctrl_c_exits_130_and_stops_the_child(workspace):
     finally:
         proc.kill()
     assert proc.returncode == 130 and "interrupted" in err
-    deadline = time.monotonic() + 5
-    while alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(child)
+    assert gone_soon(child)
 
 
 def test_json_prints_the_whole_result(workspace, run_agent):

@@ -13,32 +13,8 @@ import time
 
 import pytest
 
+from conftest import gone_soon
 from mdagent.process import ProcessResult, result_dict, run_process, signal_name
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting for init to reap it does not count)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except FileNotFoundError:
-        return False
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
-
-
-def gone_soon(pid: int, within: float = 2.0) -> bool:
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        if not alive(pid):
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def sh(command: str, **kw) -> ProcessResult:
