@@ -109,12 +109,41 @@ def _terminal_input() -> Any:
     yield sys.stdin
 
 
-def ask_terminal(tool_name: str, args: Mapping[str, Any], *, out: TextIO | None = None) -> str:
+def _read_line(source: TextIO, cancel: threading.Event | None) -> str | None:
+    """One line from the terminal, or None as soon as ``cancel`` is set.
+
+    Waits with select in short slices so a cancelled call never leaves a
+    reader behind that would take the next line typed at the session.
+    """
+    if cancel is None:
+        return source.readline()
+    import select
+
+    try:
+        fd = source.fileno()
+    except (AttributeError, OSError, ValueError):
+        return source.readline()
+    while not cancel.is_set():
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            # A terminal in canonical mode hands over whole lines.
+            return os.read(fd, 4096).decode("utf-8", "replace")
+    return None
+
+
+def ask_terminal(
+    tool_name: str,
+    args: Mapping[str, Any],
+    *,
+    out: TextIO | None = None,
+    cancel: threading.Event | None = None,
+) -> str:
     """Ask on the terminal whether to run the call: ``"yes"``, ``"no"`` or ``"always"``.
 
     The question goes to ``out`` (default stderr). Raises ``EOFError`` when
     there is no terminal to read from or it closes; an unclear answer is
-    asked again, three times at most, then counts as "no".
+    asked again, three times at most, then counts as "no". When ``cancel``
+    is set (Ctrl-C) the question is dropped at once and counts as "no".
     """
     out = out or sys.stderr
     with _prompt_lock, _terminal_input() as source:
@@ -122,7 +151,10 @@ def ask_terminal(tool_name: str, args: Mapping[str, Any], *, out: TextIO | None 
         for _ in range(3):
             out.write("Run it? [y]es / [n]o / [a]lways: ")
             out.flush()
-            line = source.readline()
+            line = _read_line(source, cancel)
+            if line is None:
+                out.write("\n")
+                return "no"
             if not line:
                 raise EOFError("terminal closed")
             answer = ANSWERS.get(line.strip().lower())

@@ -415,8 +415,15 @@ class Policy:
             if key in self._always:  # answered while this call waited its turn
                 return Decision(True, approved_by="always")
             try:
-                answer = self._ask_person(tool.name, args)
-            except EOFError:
+                answer = self._ask_person(tool.name, args, getattr(ctx, "cancel", None))
+            except EOFError as closed:
+                if "closed" in str(closed):  # a person was there and ended the input
+                    return Decision(
+                        False,
+                        f"the user closed the approval prompt for this {tool.name} call; "
+                        "do not retry it",
+                        code="DENIED",
+                    )
                 return refused
             if answer == "always":
                 self._always.add(key)
@@ -428,13 +435,17 @@ class Policy:
             False, f"the user declined this {tool.name} call; do not retry it", code="DENIED"
         )
 
-    def _ask_person(self, tool_name: str, args: Mapping[str, Any]) -> str:
+    def _ask_person(self, tool_name: str, args: Mapping[str, Any], cancel: Any = None) -> str:
         prompt = self._prompt
         if prompt is None:
             from mdagent.approval import ask_terminal
 
-            prompt = ask_terminal
-        answer = str(prompt(tool_name, args)).strip().lower()
+            # The call's cancel event: Ctrl-C must drop the question at once,
+            # not leave it waiting to swallow the person's next line.
+            answer = ask_terminal(tool_name, args, cancel=cancel)
+        else:
+            answer = prompt(tool_name, args)
+        answer = str(answer).strip().lower()
         return {"y": "yes", "a": "always", "n": "no"}.get(answer, answer)
 
     def _remember(self, rule_text: str) -> None:
