@@ -255,6 +255,9 @@ def test_deny_rule_blocks_a_typed_command_exit_126(workspace, run_agent):
     result = run_agent("/t", "echo hi && rm -f keep")
     assert result.returncode == 126 and (workspace / "keep").exists()
     assert "denied" in result.stderr or "deny" in result.stderr
+    row = json.loads(run_agent("logs", "--json").stdout)[0]
+    assert row["code"] == "DENIED" and row["approved_by"] is None
+    assert "denied: " in run_agent("logs").stdout
 
 
 def test_ctrl_c_exits_130_and_stops_the_child(workspace):
@@ -280,6 +283,11 @@ def test_ctrl_c_exits_130_and_stops_the_child(workspace):
         proc.kill()
     assert proc.returncode == 130 and "interrupted" in err
     assert gone_soon(child)
+    logged = subprocess.run(
+        [agent_executable(), "logs", "--json"], cwd=workspace, capture_output=True, text=True
+    )
+    row = json.loads(logged.stdout)[0]
+    assert (row["tool"], row["ok"], row["error"]) == ("exec", False, "interrupted")
 
 
 def test_json_prints_the_whole_result(workspace, run_agent):
@@ -355,3 +363,9 @@ def test_completion_of_a_commands_arguments(workspace, run_agent):
     assert complete("agent /count ", "2") == ["notes.txt", "src/"]
     assert complete("agent /count no", "2") == ["notes.txt"]
     assert complete("agent /env-cmd pro", "2") == ["production"]
+
+
+def test_a_command_starting_with_a_dash_is_the_command(workspace, run_agent):
+    skill(workspace, "t", "exec")
+    result = run_agent("/t", "--version")  # bash's own --version, were it an option
+    assert result.returncode == 127 and "--version: command not found" in result.stderr

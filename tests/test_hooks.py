@@ -55,7 +55,7 @@ def test_other_status_warns_and_the_call_goes_on(box, tmp_path, capsys, caplog):
     assert result.ok and box.calls == [{"command": "ls"}]
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        "mdagent: warning: before hook `echo oops >&2; exit 1` for exec exited with status 1: oops"
+        "agent: warning: before hook `echo oops >&2; exit 1` for exec exited with status 1: oops"
     ]
     assert "exited with status 1" in caplog.text
 

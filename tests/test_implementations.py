@@ -588,3 +588,30 @@ def test_check_implementation_with_no_params_says_so():
     assert check({"run": ["x", "{a}"]}, params={}) == [
         "run: {a} names no parameter (params: none declared)"
     ]
+
+
+def test_composing_exec_quotes_values_like_a_shell_template(tmp_path):
+    from mdagent.builtins import register_builtins
+    from mdagent.toolbox import Toolbox, ToolContext
+
+    box = Toolbox()
+    register_builtins(box, names=["exec"])
+    spec = {"tool": "exec", "with": {"command": "wc -l < {path}"}}
+    params = {"path": {"type": "string"}}
+    box.add(
+        "lines",
+        description="d",
+        params=params,
+        handler=make_handler(spec, name="lines", params=params, base_dir=tmp_path),
+    )
+    (tmp_path / "a b.txt").write_text("1\n2\n")
+    ctx = ToolContext(workdir=str(tmp_path))
+    assert box.run("lines", {"path": "a b.txt"}, ctx).data["stdout"].strip() == "2"
+    hostile = box.run("lines", {"path": "x; echo PWNED"}, ctx)
+    assert "PWNED" not in hostile.data.get("stdout", "") and not hostile.ok
+
+
+def test_composing_exec_refuses_unsafe_shell_positions_at_load_time(tmp_path):
+    spec = {"tool": "exec", "with": {"command": "echo `cat {path}`"}}
+    errors = check_implementation(spec, {"path": {"type": "string"}}, {"exec"}, tmp_path)
+    assert errors and "backticks" in errors[0]

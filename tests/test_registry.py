@@ -269,3 +269,17 @@ def test_a_named_layer_that_does_not_exist_is_a_warning(tmp_path):
     assert [(p.severity, p.message) for p in registry.problems] == [
         ("warning", "--layer names no folder")
     ]
+
+
+def test_raw_mode_on_a_tool_that_needs_other_parameters_is_an_error(tmp_path):
+    layer = tmp_path / "l"
+    write(
+        layer / "config" / "t.yaml",
+        "tools:\n  greet:\n    description: d\n    params: {name: {type: string}}\n    required: [name]\n"
+        "    run: [echo, '{name}']\n  opt:\n    description: d\n    params: {name: {type: string}}\n"
+        "    run: [echo, '{name}']\ncommands:\n  greet: {tool: greet}\n  opt: {tool: opt}\n",
+    )
+    registry, _ = compile_registry(only(tmp_path, layer))
+    assert registry.command("greet") is None and registry.command("opt") is not None
+    found = {(p.severity, p.message.split(":")[0]) for p in registry.problems}
+    assert ("error", "/greet") in found and ("warning", "/opt") in found

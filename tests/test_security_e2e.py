@@ -199,3 +199,9 @@ def test_no_terminal_and_no_yes_denies_with_a_hint(workspace, run_agent):
         denied = tool_results(server)[0]
     assert result.returncode == 0 and not (workspace / "a.txt").exists()
     assert denied["code"] == "DENIED" and "--yes" in denied["error"]
+
+
+def test_a_refused_model_call_is_shown_to_the_person(workspace, run_agent):
+    with model(("write_file", {"path": "a.txt", "content": "x"})) as server:
+        result = ask(run_agent, server)
+    assert "✗ write_file needs approval" in result.stderr and "--yes" in result.stderr

@@ -150,8 +150,8 @@ def test_shell_values_inside_the_authors_quotes_stay_literal():
 
 
 def test_shell_values_inside_command_substitution_are_quoted_there():
-    script = expand_shell('"$(printf %s {path})" `printf %s {path}`', {"path": "a;b"}, PARAMS)
-    assert sh_words(script) == ["a;b", "a;b"]
+    script = expand_shell('"$(printf %s {path})" $(printf %s {path})', {"path": "a;b`x`"}, PARAMS)
+    assert sh_words(script) == ["a;b`x`", "a;b`x`"]
 
 
 def test_shell_comment_apostrophe_does_not_confuse_quoting():
@@ -229,3 +229,24 @@ def test_whole_value_template_absent_is_none():
     assert expand_value("{opt}", {}, PARAMS) is None
     assert expand_value(None, {}, PARAMS) is None
     assert expand_value("{meta}", {"meta": {"a": [1]}}, PARAMS) == {"a": [1]}
+
+
+@pytest.mark.parametrize(
+    ("template", "where"),
+    [
+        ("echo $(( {v} + 1 ))", "arithmetic"),
+        ("(( {v} > 1 )) && echo big", "arithmetic"),
+        ("echo `echo {v}`", "backticks"),
+        ('echo "`printf %s {v}`"', "backticks"),
+    ],
+)
+def test_shell_positions_where_no_quoting_is_safe_are_refused(template, where):
+    # `$(( '$(touch x)1' + 1 ))` runs touch: arithmetic re-reads its text,
+    # and a backtick in a value ends a `...` early.
+    with pytest.raises(TemplateError, match=where):
+        check_shell(template)
+
+
+def test_arithmetic_and_substitution_elsewhere_stay_fine():
+    check_shell("echo {v} $((1 + 2))")
+    check_shell("n=$(( (1 + 2) * 3 )); echo $(printf %s {v}) $n")

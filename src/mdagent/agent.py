@@ -546,7 +546,10 @@ class Agent:
                 continue
             error = future.exception()
             if error is None:
-                self._results[index] = future.result()
+                result = self._results[index] = future.result()
+                if result.data.get("code") in ("DENIED", "RATE_LIMITED"):
+                    # The model reads the refusal; the person should see it too.
+                    self.display.note(f"  ✗ {result.error}")
             else:  # the toolbox turns handler errors into results; this is a bug
                 self._results[index] = Result.failure(f"{type(error).__name__}: {error}")
 

@@ -176,7 +176,7 @@ def check(
         warnings = sum(1 for p in problems if p.severity == "warning")
         summary = (
             f"{len(registry.tools)} tools, {len(registry.commands)} commands, "
-            f"{len(registry.skills)} skills; {errors} errors, {warnings} warnings"
+            f"{len(registry.skills)} skills; {_count(errors, 'error')}, {_count(warnings, 'warning')}"
         )
         typer.echo(summary, err=True)
     raise typer.Exit(1 if registry.errors else 0)
@@ -514,7 +514,7 @@ def logs(
             str(r.get("time", ""))[:19],
             str(r.get("caller", "")),
             str(r.get("tool", "")),
-            "ok" if r.get("ok") else f"failed: {str(r.get('error') or '')[:40]}",
+            _outcome(r),
             f"{r.get('duration_ms') or 0:.0f}ms",
             str(r.get("approved_by") or ""),
             _short_args(r.get("args")),
@@ -522,6 +522,17 @@ def logs(
         for r in rows
     ]
     typer.echo(table(listing, ["TIME", "CALLER", "TOOL", "OUTCOME", "TOOK", "APPROVED BY", "ARGS"]))
+
+
+def _outcome(row: dict[str, Any]) -> str:
+    if row.get("ok"):
+        return "ok"
+    word = {"DENIED": "denied", "RATE_LIMITED": "rate limited"}.get(row.get("code") or "", "failed")
+    return f"{word}: {str(row.get('error') or '')[:40]}"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _short_args(args: Any, limit: int = 60) -> str:

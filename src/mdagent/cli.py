@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     options, rest = _global_options(argv)
     _configure_logging(options.verbose)
-    slash = rest is not None and rest[:1] and rest[0].startswith("/") and len(rest[0]) > 1
+    slash = rest is not None and rest[:1] and rest[0].startswith("/")
     if slash and not any(v in os.environ for v in _COMPLETE_VARS):
         return _guarded(options, lambda: run_slash(options, rest[0], rest[1:]))
     if argv[:1] in (["--version"], ["-V"]):
@@ -120,7 +120,7 @@ def run_slash(options: Options, name: str, argv: list[str]) -> int:
 
     runtime = Runtime(options)
     registry = runtime.registry
-    if command_key(name) == "help":
+    if command_key(name) in ("help", ""):  # `agent /` lists the commands too
         print(command_listing(registry))
         return 0
     command, tool_spec = resolve_command(runtime, name)
@@ -236,7 +236,7 @@ def command_listing(registry) -> str:
     from mdagent.console import described
 
     rows = sorted(
-        (f"/{key}", command.description)
+        (f"/{key} {command.argument_hint}".rstrip(), command.description)
         for key, command in registry.commands.items()
         if command.user_invocable
     )

@@ -15,6 +15,7 @@ from mdagent.errors import UsageError
 from mdagent.specs import CommandSpec, ToolSpec
 
 _TRUE = {"true", "yes", "y", "1", "on"}
+_GLOBAL_OPTIONS = {"json", "yes", "no-user", "layer", "verbose", "provider", "model", "base-url"}
 _FALSE = {"false", "no", "n", "0", "off"}
 
 
@@ -92,7 +93,7 @@ def parse_words(words: list[str], tool: ToolSpec, command: CommandSpec) -> dict[
     options_done = False
 
     def fail(message: str) -> UsageError:
-        return UsageError(f"{message}\n{usage(command, tool)}")
+        return UsageError(f"/{command.name}: {message}\n{usage(command, tool)}")
 
     while index < len(words):
         word = words[index]
@@ -112,7 +113,12 @@ def parse_words(words: list[str], tool: ToolSpec, command: CommandSpec) -> dict[
                     named[negated] = False
                     continue
             if name is None:
-                raise fail(f"unknown option --{key}")
+                hint = (
+                    " (global options such as --json go before /NAME)"
+                    if key in _GLOBAL_OPTIONS
+                    else ""
+                )
+                raise fail(f"unknown option --{key}{hint}")
             if not has_value:
                 if _type(params[name]) == "boolean":
                     named[name] = True
@@ -234,7 +240,7 @@ def help_text(command: CommandSpec, tool: ToolSpec | None) -> str:
         lines.append("Runs an agent turn with this skill's instructions.")
     elif tool is not None:
         lines.append(f"Runs tool {tool.name} ({command.arg_mode} arguments).")
-        if command.arg_mode == "parsed" and tool.params:
+        if command.arg_mode in ("parsed", "json") and tool.params:
             lines.append("")
             lines.append("Parameters:")
             for param, schema in tool.params.items():

@@ -94,7 +94,7 @@ class CommandHook:
 
         data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
         return run_process(
-            ["sh", "-c", self.run],
+            ["sh", "-c", "--", self.run],
             cwd=self.workdir,
             env=dict(self.env),
             timeout=self.timeout,
@@ -119,7 +119,7 @@ class CommandHook:
 def _warn(message: str) -> None:
     log.warning("%s", message)
     with contextlib.suppress(OSError, ValueError):  # stderr closed: the log has it
-        print(f"mdagent: warning: {message}", file=sys.stderr)
+        print(f"agent: warning: {message}", file=sys.stderr)
 
 
 def check_hook(entry: Any, where: str) -> tuple[str, str | None, float]:

@@ -123,9 +123,29 @@ def check_implementation(
         if "with" in spec:
             if isinstance(spec["with"], Mapping):
                 check_template("with", spec["with"])
+                command = _shell_argument(target, spec["with"])
+                if command is not None:
+                    check_template("with.command", command, shell=True)
             else:
                 errors.append("with: must be a mapping of arguments")
     return errors
+
+
+def _shell_argument(target: Any, with_: Mapping[str, Any]) -> str | None:
+    """The ``command`` template of a composition that calls ``exec``, if any.
+
+    exec's ``command`` is shell code, so its template is expanded like a
+    ``shell:`` one (every value quoted), never pasted in as raw text.
+    """
+    from mdagent.builtins import real_name
+
+    command = with_.get("command")
+    if not isinstance(target, str) or not isinstance(command, str):
+        return None
+    try:
+        return command if real_name(target) == "exec" else None
+    except KeyError:  # a declared tool, not a built-in
+        return None
 
 
 def _is_number(value: Any) -> bool:
@@ -243,7 +263,7 @@ def _run_handler(template: list[Any], params, required, timeout) -> ToolHandler:
 def _shell_handler(template: str, params, required, timeout) -> ToolHandler:
     def shell(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         script = templates.expand_shell(template, args, params, required=required)
-        return _run_process(["sh", "-c", script], ctx, timeout)
+        return _run_process(["sh", "-c", "--", script], ctx, timeout)
 
     return shell
 
@@ -487,11 +507,13 @@ def _tool_handler(
         if ctx.toolbox is None:
             return {"error": f"{name} calls {target}, but no toolbox was given to call it through"}
         # Without `with`, the tool's own arguments are passed on as they are.
-        inner = (
-            dict(args)
-            if with_ is None
-            else templates.expand_value(with_, args, params, required=required)
-        )
+        if with_ is None:
+            inner = dict(args)
+        else:
+            inner = templates.expand_value(with_, args, params, required=required)
+            command = _shell_argument(target, with_)
+            if command is not None:
+                inner["command"] = templates.expand_shell(command, args, params, required=required)
         chain: list[str] = getattr(_composition, "chain", None) or []
         if len(chain) >= MAX_COMPOSITION_DEPTH:
             path = " -> ".join([*chain, name, target])

@@ -455,7 +455,7 @@ class Policy:
             self.allow.append(rule)
         if self.project_layer is None:
             print(
-                f"mdagent: note: no project layer (.agents/); `{rule_text}` is allowed "
+                f"agent: note: no project layer (.agents/); `{rule_text}` is allowed "
                 "for this session only",
                 file=sys.stderr,
             )
@@ -468,7 +468,7 @@ class Policy:
         except (OSError, ConfigError) as exc:
             log.warning("could not save allow rule %r: %s", rule_text, exc)
             print(
-                f"mdagent: warning: could not add `{rule_text}` to {target}: {exc}; "
+                f"agent: warning: could not add `{rule_text}` to {target}: {exc}; "
                 "allowed for this session only",
                 file=sys.stderr,
             )

@@ -507,6 +507,35 @@ class _Compiler:
 
     # -- cross references --
 
+    def _tool_named(self, name: str | None) -> ToolSpec | None:
+        if name in self.tools:
+            return self.tools[name]
+        return next((t for t in self.tools.values() if name in t.aliases), None)
+
+    def _fits(self, command: CommandSpec, key: str, tool: ToolSpec) -> bool:
+        """Whether raw arguments can ever satisfy ``tool`` (else: an error, now)."""
+        if command.arg_mode != "raw":
+            return True
+        unmet = [r for r in tool.required if r not in RAW_ARGUMENTS]
+        if unmet:
+            self.problem(
+                command.source,
+                command.line,
+                "error",
+                f"/{key}: raw arguments give {tool.name!r} only `command`, but it requires "
+                f"{', '.join(unmet)}; use arg-mode parsed or json",
+            )
+            return False
+        if tool.params and "command" not in tool.params:
+            self.problem(
+                command.source,
+                command.line,
+                "warning",
+                f"/{key}: raw arguments arrive as `command`, a parameter {tool.name!r} does not "
+                "declare; use arg-mode parsed or json",
+            )
+        return True
+
     def _check_references(self, checks: list[tuple[ToolSpec, Path]]) -> None:
         from mdagent.implementations import check_implementation
 
@@ -543,6 +572,10 @@ class _Compiler:
                 )
                 del self.commands[key]
                 self.skills.pop(command.skill or "", None)
+            elif (target := self._tool_named(command.tool)) is not None and not self._fits(
+                command, key, target
+            ):
+                del self.commands[key]
             elif self.tools.get(command.tool) is None and command.tool not in {
                 a for t in self.tools.values() for a in t.aliases
             }:
@@ -553,6 +586,9 @@ class _Compiler:
                     f"/{key}: tool {command.tool!r} is declared but broken (see its error)",
                 )
                 del self.commands[key]
+
+
+RAW_ARGUMENTS = ("command", "commandName", "skillName")
 
 
 def _handler_file(reference: str, base_dir: Path) -> Path:

@@ -201,17 +201,19 @@ def unmet_requirement(requires: dict[str, Any] | None, environ=os.environ) -> st
     """
     if not requires:
         return None
+    reasons = []
     oses = [str(o).lower() for o in requires.get("os") or []]
     here = _OS_NAMES.get(sys.platform, sys.platform)
     if oses and here not in oses and sys.platform not in oses:
-        return f"needs os {', '.join(oses)} (this is {here})"
+        reasons.append(f"needs os {', '.join(oses)} (this is {here})")
     missing = [b for b in requires.get("bins") or [] if shutil.which(b) is None]
     if missing:
-        return f"needs {', '.join(missing)} on PATH"
+        reasons.append(f"needs {', '.join(missing)} on PATH")
     any_bins = requires.get("anyBins") or []
     if any_bins and not any(shutil.which(b) for b in any_bins):
-        return f"needs one of {', '.join(any_bins)} on PATH"
+        reasons.append(f"needs one of {', '.join(any_bins)} on PATH")
     unset = [v for v in requires.get("env") or [] if not environ.get(v)]
     if unset:
-        return f"needs {', '.join(unset)} set"
-    return None
+        reasons.append(f"needs {', '.join(unset)} set")
+    # Every reason at once: fixing one only to meet the next is tedious.
+    return "; ".join(reasons) or None

@@ -455,7 +455,11 @@ def audit_observer(
             # No policy at all (a typed command with nothing to refuse it):
             # the person who typed it is who approved it.
             approved_by=getattr(decision, "approved_by", None)
-            or ("person" if getattr(ctx, "caller", None) == "person" else None),
+            or (
+                "person"
+                if getattr(ctx, "caller", None) == "person" and getattr(decision, "allowed", True)
+                else None
+            ),
             session_id=session_id or getattr(ctx, "conversation_id", None),
         )
 

@@ -214,6 +214,9 @@ def expand_argv(
 # backslash) are refused rather than guessed.
 
 _TOP, _SQ, _DQ, _BRACE, _ANSI = "top", "sq", "dq", "brace", "ansi"
+# Backticks re-read their text (backslashes, a backtick in a value ends them)
+# and arithmetic evaluates it: no quoting of a value is safe in either.
+_TICK, _ARITH = "backtick", "arith"
 _WORD_BREAK = set(" \t\n;&|()<>")
 
 
@@ -239,6 +242,10 @@ def _shell_plan(template: str) -> tuple[str | tuple[str, str], ...]:
                 if state == _BRACE
                 else "inside $'...'"
                 if state == _ANSI
+                else "inside backticks (use $(...) instead)"
+                if state == _TICK
+                else "inside arithmetic ((...))"
+                if state == _ARITH
                 else None
             )
             if problem:
@@ -275,11 +282,14 @@ def _shell_plan(template: str) -> tuple[str | tuple[str, str], ...]:
                 elif char == '"':
                     stack.pop()
                 elif char == "`":
-                    stack.append((_TOP, "`"))
+                    stack.append((_TICK, "`"))
+                elif char == "$" and part[i + 1 : i + 3] == "((":
+                    stack += [(_ARITH, ")"), (_ARITH, ")")]
+                    i += 2
                 elif char == "$" and nxt in ("(", "{"):
                     stack.append((_TOP, ")") if nxt == "(" else (_BRACE, "}"))
                     i += 1
-            else:  # _TOP or _BRACE: unquoted shell text
+            else:  # unquoted shell text (top level, ${...}, `...`, arithmetic)
                 if char == "\\":
                     escaped = True
                 elif char == "'":
@@ -289,7 +299,13 @@ def _shell_plan(template: str) -> tuple[str | tuple[str, str], ...]:
                 elif char == closer:
                     stack.pop()
                 elif char == "`":
-                    stack.append((_TOP, "`"))
+                    stack.append((_TICK, "`"))
+                elif char == "$" and part[i + 1 : i + 3] == "((":
+                    stack += [(_ARITH, ")"), (_ARITH, ")")]
+                    i += 2
+                elif char == "(" and nxt == "(":  # the (( ... )) command
+                    stack += [(_ARITH, ")"), (_ARITH, ")")]
+                    i += 1
                 elif char == "$" and nxt == "'":
                     stack.append((_ANSI, None))
                     i += 1

@@ -392,13 +392,25 @@ class Toolbox:
             policy = ctx.policy if ctx.policy is not None else self.policy
             if policy is not None:
                 decision = policy.check(tool, args, ctx)
-            result = self._dispatch(tool, args, ctx) if decision.allowed else decision.to_result()
+            if not decision.allowed:
+                result = decision.to_result()
+            else:
+                try:
+                    result = self._dispatch(tool, args, ctx)
+                except KeyboardInterrupt:
+                    # Ctrl-C ends the process, but the call still goes on the record.
+                    interrupted = Result.failure("interrupted", interrupted=True)
+                    self._observe(tool, args, interrupted, decision, started, ctx)
+                    raise
+        self._observe(tool, args, result, decision, started, ctx)
+        return result
+
+    def _observe(self, tool: Tool, args, result: Result, decision, started: float, ctx) -> None:
         for observe in self.observers:
             try:
                 observe(tool.name, args, result, decision, time.perf_counter() - started, ctx)
             except Exception:  # an observer must never change a call's outcome
                 _log().warning("observer %r raised", observe, exc_info=True)
-        return result
 
     def _context(self, context: ToolContext | None) -> ToolContext:
         if context is None:

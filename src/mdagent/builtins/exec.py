@@ -14,11 +14,12 @@ from mdagent.workspace import confine, roots_from
 
 
 def shell_argv(command: str, env: dict[str, str] | None = None) -> list[str]:
-    """``["bash", "-c", command]``, or ``sh`` where bash is not installed."""
+    """``["bash", "-c", "--", command]``, or ``sh`` where bash is not installed."""
     path = (env or {}).get("PATH") or os.environ.get("PATH") or os.defpath
     # Looked up on the child's PATH: that is where the child would find it.
     shell = shutil.which("bash", path=path) or "sh"
-    return [shell, "-c", command]
+    # "--": a command that starts with "-" is the command, not an option of bash.
+    return [shell, "-c", "--", command]
 
 
 def exec_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
