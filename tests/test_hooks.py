@@ -182,7 +182,7 @@ def test_hooks_module_imports_nothing_heavy():
 
     code = (
         "import sys, mdagent.hooks; print(sorted(m for m in "
-        "('bashlex', 'httpx', 'jsonschema', 'yaml', 'mdagent.process') if m in sys.modules))"
+        "('tree_sitter', 'httpx', 'jsonschema', 'yaml', 'mdagent.process') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -128,7 +128,8 @@ def test_deny_blocks_model_and_person_calls(root, box):
         "'rm' -rf /",
         "FOO=1 nohup rm -rf /",
         "bash -c 'rm -rf /'",
-        "[[ -d x ]] && rm -rf /",  # unparseable: the crude split still sees it
+        "[[ -d x ]] && rm -rf /",
+        "echo \\ #x; rm -rf /",  # unparseable: the crude split still sees it
     ):
         assert not check(policy, box, "exec", cmd(command), caller=PERSON).allowed, command
     assert check(policy, box, "exec", cmd("echo 'rm -rf is dangerous'"), caller=PERSON).allowed
@@ -143,9 +144,9 @@ def test_a_person_runs_what_they_type(root, box):
 def test_unparseable_commands_are_never_allowed_by_a_pattern(root, box):
     policy = make_policy(root, {"mode": "allowlist", "allow": ["exec(echo *)", "exec(*)"]})
     assert check(policy, box, "exec", cmd("echo hi")).allowed
-    assert not check(policy, box, "exec", cmd("echo ${x:-$(rm -rf /)}")).allowed
+    assert not check(policy, box, "exec", cmd("echo ${x:-`rm -rf /`}")).allowed
     bare = make_policy(root, {"mode": "allowlist", "allow": ["exec"]})
-    assert check(bare, box, "exec", cmd("echo ${x:-$(rm -rf /)}")).allowed
+    assert check(bare, box, "exec", cmd("echo ${x:-`rm -rf /`}")).allowed
 
 
 def test_a_wildcard_free_rule_covers_the_exact_compound_command(root, box):
@@ -435,7 +436,7 @@ def test_policy_module_imports_nothing_heavy():
 
     code = (
         "import sys, mdagent.policy; "
-        "print(sorted(m for m in ('bashlex', 'sqlite3', 'yaml', 'httpx') if m in sys.modules))"
+        "print(sorted(m for m in ('tree_sitter', 'sqlite3', 'yaml', 'httpx') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

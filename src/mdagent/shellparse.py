@@ -2,21 +2,28 @@
 
 The policy judges ``exec`` calls per segment: ``git status && rm -rf x`` is two
 commands, and an allow rule for the first must not let the second through.
-:func:`parse` walks bashlex's syntax tree and returns every simple command,
-including those inside command and process substitutions, subshells, groups,
-loops, conditionals, function bodies and ``sh -c``/``eval`` strings, plus one
-segment per redirection that writes a file (``> out.txt``): writing a file is
-an action of its own that an allow rule for the command does not cover.
+:func:`parse` walks the syntax tree of the tree-sitter bash grammar and returns
+every simple command, including those inside command and process
+substitutions (also in ``${x:-...}`` defaults, arithmetic and here-documents),
+subshells, groups, loops, conditionals, ``case`` branches, function bodies and
+``sh -c``/``eval`` strings, plus one segment per redirection that writes a
+file (``> out.txt``): writing a file is an action of its own that an allow
+rule for the command does not cover. ``[ ... ]``, ``[[ ... ]]`` and
+``(( ... ))`` are segments too.
 
-Whatever bashlex cannot parse, or parses but leaves partly unexamined (a
-command substitution inside ``${x:-...}`` or a here-document, arithmetic),
-raises :class:`Unparseable`: the policy then never allows the command by a
-rule, so a person must approve it.
+Why tree-sitter: it is MIT-licensed like mdagent (bashlex, used before, is
+GPLv3+), and its grammar covers bash as people write it. It never gives up,
+though: on a syntax error it returns a tree with error nodes, and bash would
+run what it could. So a tree with any error or missing node, a construct this
+walker does not know, or a place where the grammar is known to read a command
+differently from bash raises :class:`Unparseable`: the policy then never
+allows the command by a rule, so a person must approve it.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,19 +58,76 @@ class Segment:
 
 # Redirections that only read, or that duplicate/close a descriptor, are not
 # actions of their own; these targets are harmless to write to.
-_WRITING = {">", ">>", ">|", "&>", "&>>", "<>", ">&"}
+_WRITING = {">", ">>", ">|", "&>", "&>>", ">&"}
 _HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr", "-"}
-# Text bashlex keeps as an opaque string although bash would run a command in it.
-_HIDDEN_COMMANDS = ("$(", "`", "$[", "<(", ">(")
-# Programs that run their string argument as shell code.
+# Programs that run their string argument (or their input) as shell code.
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
 _WRAPPERS = {
     "env", "command", "exec", "nohup", "builtin", "nice", "time", "timeout",
     "sudo", "doas", "xargs", "stdbuf", "setsid", "chrt", "ionice",
 }  # fmt: skip
+# Bash keywords the grammar does not know as such (coproc) or that it only
+# takes for a command name when it misread the line around them.
+_RESERVED = {
+    "coproc", "{", "}", "!", "[[", "]]", "if", "then", "elif", "else", "fi", "case",
+    "esac", "for", "select", "while", "until", "do", "done", "in", "function",
+}  # fmt: skip
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _NUMBER = re.compile(r"[0-9.]+[smhd]?")
 _MAX_DEPTH = 8
+
+# Words and literal text: the node types whose quoting argv removes.
+_LITERALS = {
+    "word", "string", "raw_string", "ansi_c_string", "translated_string", "concatenation",
+    "number", "simple_expansion", "expansion", "command_substitution",
+    "process_substitution", "arithmetic_expansion", "brace_expression", "regex",
+    "extglob_pattern", "test_operator", "variable_name", "special_variable_name",
+}  # fmt: skip
+# Nodes inside words and expressions that hold nothing to run but their parts.
+_CONTAINERS = {
+    "concatenation", "translated_string", "number", "simple_expansion", "expansion",
+    "arithmetic_expansion", "brace_expression", "array", "subscript", "command_name",
+    "variable_assignment", "binary_expression", "unary_expression",
+    "ternary_expression", "postfix_expression", "parenthesized_expression",
+}  # fmt: skip
+# Parts of one word: bash never reads a blank between their children.
+_TIGHT = {
+    "concatenation", "simple_expansion", "command_name", "variable_assignment",
+    "translated_string", "number", "brace_expression",
+}  # fmt: skip
+_EXPRESSIONS = {
+    "binary_expression", "unary_expression", "ternary_expression", "postfix_expression",
+    "parenthesized_expression",
+}  # fmt: skip
+# Parts of a string or here-document that bash expands.
+_EXPANSIONS = {"simple_expansion", "expansion", "command_substitution", "arithmetic_expansion"}
+# Text bash would expand although the grammar read it as plain text.
+_HIDDEN = ("`", "$(", "${", "$[")
+_HIDDEN_OR_PROCESS = (*_HIDDEN, "<(", ">(")
+_ESCAPE = re.compile(r"\\(.)", re.S)
+_DQ_ESCAPE = re.compile(r'\\([$`"\\\n])')
+_HEREDOC_ESCAPE = re.compile(r"\\([$`\\\n])")
+_ANSI_C_ESCAPE = re.compile(
+    r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.)", re.S
+)
+_ANSI_C_SIMPLE = {
+    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+    "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
+# A backslash-newline (an odd run of backslashes before the newline).
+_CONTINUATION = re.compile(rb"(?<!\\)(?:\\\\)*(\\\n)")
+_ESCAPED_BLANK = re.compile(rb"(?<!\\)(?:\\\\)*(\\[ \t])")
+_BLANKS = (b" ", b"\t", b"\n")
+_BEFORE_COMMENT = (*_BLANKS, b";", b"&", b"|", b"(", b")")
+# Tokens whose text bash reads as one piece (or not at all: comments).
+_TOKENS = {
+    "word", "raw_string", "ansi_c_string", "string", "string_content", "comment",
+    "heredoc_body", "heredoc_content", "regex", "extglob_pattern",
+}  # fmt: skip
+_HEREDOC_DELIMITER = re.compile(r"\\?([\w.@%+:,-]+)|'([\w.@%+:,-]+)'|\"([\w.@%+:,-]+)\"")
+
+_parser: Any = None
+_parser_lock = threading.Lock()
 
 
 def parse(command: str) -> list[Segment]:
@@ -113,94 +177,229 @@ def _parse(command: str, depth: int) -> list[Segment]:
         raise Unparseable("commands nested too deeply")
     if "\x00" in command:
         raise Unparseable("NUL byte in command")
-    # bash's own notion of lines and blanks (str.splitlines/strip know more).
-    if all(
-        not line.strip(" \t") or line.lstrip(" \t").startswith("#") for line in command.split("\n")
-    ):
-        return []
-    import bashlex  # only exec calls need it; keeps `agent /name` startup lean
-
+    if any(c in command for c in "\r\v\f"):
+        # Bash reads these as part of a word, tree-sitter as blanks (and
+        # backslash-CR-LF as a line continuation): ``a\v#; rm x`` runs rm.
+        raise Unparseable("carriage return, vertical tab or form feed in command")
     try:
-        trees = bashlex.parse(command)
-    except Exception as exc:  # bashlex raises many types (ParsingError, NotImplementedError, ...)
-        raise Unparseable(f"cannot parse command: {exc}") from None
-    out: list[Segment] = []
-    walker = _Walker(command, depth, out)
+        source = command.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Unparseable("command is not valid text") from None
+    tree = _syntax_tree(source)
+    root = tree.root_node
+    if root.has_error:
+        raise Unparseable("cannot parse command: syntax error")
+    walker = _Walker(source, depth)
     try:
-        for tree in trees:
-            walker.visit(tree)
+        walker.check_blanks(root)
+        walker.statement(root)
     except Unparseable:
         raise
-    except Exception as exc:  # a node shape this walker does not know
-        raise Unparseable(f"cannot parse command: {exc}") from None
-    return out
+    except Exception as exc:  # a node shape this walker does not know; too deep
+        raise Unparseable(f"cannot parse command: {exc!r}") from None
+    return walker.out
+
+
+def _syntax_tree(source: bytes) -> Any:
+    global _parser
+    # One parser per process; a parser is not safe to share between threads.
+    with _parser_lock:
+        if _parser is None:
+            import tree_sitter  # only exec calls need it; keeps start-up lean
+            import tree_sitter_bash
+
+            _parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+        return _parser.parse(source)
+
+
+def _hides_command(text: str, markers: tuple[str, ...] = _HIDDEN) -> bool:
+    """Whether ``text``, read as plain, holds an unescaped substitution."""
+    plain = _ESCAPE.sub("", text)
+    return any(marker in plain for marker in markers)
+
+
+def _ansi_c(body: str) -> str:
+    """The text of ``$'body'``: escapes decoded as bash does."""
+
+    def decode(match: re.Match[str]) -> str:
+        code = match.group(1)
+        try:
+            if code[0] in "xuU":
+                return chr(int(code[1:], 16))
+            if code[0].isdigit():
+                return chr(int(code, 8) & 0xFF)
+        except (ValueError, OverflowError):
+            return match.group(0)
+        if code[0] == "c" and len(code) == 2:
+            return chr(ord(code[1]) & 0x1F)
+        return _ANSI_C_SIMPLE.get(code, match.group(0))
+
+    return _ANSI_C_ESCAPE.sub(decode, body)
+
+
+def _reads_script_from_stdin(core: tuple[str, ...]) -> bool:
+    """Whether ``core`` is a shell that runs what it reads (no ``-c``).
+
+    Errs towards yes: a shell given a script file is taken to read code too.
+    """
+    if not core or core[0].rsplit("/", 1)[-1] not in _SHELLS:
+        return False
+    return not any(w.startswith("-") and not w.startswith("--") and "c" in w for w in core[1:])
+
+
+def _fields(node: Any) -> list[tuple[str | None, Any]]:
+    """The children of ``node`` with their field names."""
+    return [(node.field_name_for_child(i), child) for i, child in enumerate(node.children)]
 
 
 class _Walker:
-    def __init__(self, source: str, depth: int, out: list[Segment]) -> None:
+    def __init__(self, source: bytes, depth: int) -> None:
         self.source = source
         self.depth = depth
-        self.out = out
+        self.out: list[Segment] = []
+        # Words the grammar hung on a redirection (``rm 2>/dev/null -rf /``)
+        # although bash gives them to the command: command node id -> words.
+        self.extra: dict[int, list[Any]] = {}
 
-    def text(self, node: Any) -> str:
-        start, end = node.pos
-        return self.source[start:end]
+    def text(self, node: Any, start: int | None = None, end: int | None = None) -> str:
+        start = node.start_byte if start is None else start
+        end = node.end_byte if end is None else end
+        return self.source[start:end].decode("utf-8")
 
-    def visit(self, node: Any) -> None:
-        kind = node.kind
-        if kind == "command":
+    # -- statements ----------------------------------------------------------------
+
+    def statement(self, node: Any) -> None:
+        kind = node.type
+        if kind in (
+            "program", "subshell", "do_group", "if_statement", "elif_clause",
+            "else_clause", "while_statement", "list", "pipeline",
+        ):  # fmt: skip
+            self.statements(node)
+        elif kind in ("compound_statement", "negated_command"):
+            if node.children and node.children[0].type == "((":
+                self.test(node)
+            elif self.source[node.start_byte + 1 : node.start_byte + 2] not in _BLANKS:
+                # To bash ``{ls;}`` and ``!ls`` are words, not a group or negation.
+                raise Unparseable(f"{self.text(node)[0]!r} not followed by a blank")
+            else:
+                self.statements(node)
+        elif kind == "command":
             self.command(node)
-        elif kind in ("list", "pipeline", "if", "for", "while", "until", "function"):
-            for part in node.parts:
-                self.visit(part)
-        elif kind == "compound":
-            for part in node.list:
-                self.visit(part)
-            for redirect in getattr(node, "redirects", ()) or ():
-                self.redirect(redirect)
-        elif kind in ("word", "assignment"):
-            self.word(node)
-        elif kind == "redirect":
-            self.redirect(node)
-        elif kind in ("commandsubstitution", "processsubstitution"):
-            self.visit(node.command)
-        elif kind in ("parameter", "heredoc"):
-            self.opaque(getattr(node, "value", ""))
-        elif kind in ("operator", "reservedword", "pipe", "tilde"):
-            pass
+        elif kind == "variable_assignment":
+            self.simple([node])
+        elif kind == "variable_assignments":
+            self.simple([c for c in node.named_children if c.type != "comment"])
+        elif kind in ("declaration_command", "unset_command"):
+            self.simple([c for c in node.children if c.type != "comment"])
+        elif kind == "test_command":
+            self.test(node)
+        elif kind == "redirected_statement":
+            self.redirected(node)
+        elif kind in ("for_statement", "c_style_for_statement", "case_statement", "case_item"):
+            # The words (list, patterns, arithmetic) are expanded, the rest runs.
+            for field, child in _fields(node):
+                if not child.is_named or child.type == "comment":
+                    continue
+                if field in ("variable", "value", "initializer", "condition", "update"):
+                    self.word(child)
+                else:
+                    self.statement(child)
+        elif kind == "function_definition":
+            for field, child in _fields(node):
+                if field == "name":
+                    self.word(child)
+                elif field == "body":
+                    self.statement(child)
+                elif field == "redirect":
+                    self.words_of_nobody(self.redirect(child))
+                elif child.is_named and child.type != "comment":
+                    raise Unparseable(f"unsupported shell construct: {child.type}")
         else:
             raise Unparseable(f"unsupported shell construct: {kind}")
 
-    def opaque(self, text: str) -> None:
-        # bashlex does not look inside ${...} or here-document bodies; bash
-        # would run a command substitution found there.
-        if any(marker in text for marker in _HIDDEN_COMMANDS):
-            raise Unparseable("command substitution bashlex does not parse")
+    def statements(self, node: Any) -> None:
+        for child in node.named_children:
+            if child.type != "comment":
+                self.statement(child)
 
-    def word(self, node: Any) -> None:
-        for part in getattr(node, "parts", ()) or ():
-            self.visit(part)
+    def words_of_nobody(self, words: list[Any]) -> None:
+        # Words after a redirection target where no command can take them.
+        if words:
+            raise Unparseable("words after a redirection that no command takes")
+
+    # -- simple commands -----------------------------------------------------------
 
     def command(self, node: Any) -> None:
         # The command is listed before what its words nest, so segments read
         # in source order: ``echo $(rm x)`` gives ``echo $(rm x)``, ``rm x``.
         index = len(self.out)
-        texts: list[str] = []
-        argv: list[str] = []
-        for part in node.parts:
-            if part.kind == "redirect":
-                self.redirect(part)
+        self.check_one_line([c for c in node.children if c.type != "comment"])
+        words: list[Any] = []
+        herestrings: list[Any] = []
+        extra: list[Any] = []
+        for field, child in _fields(node):
+            if child.type == "comment":
                 continue
-            if part.kind not in ("word", "assignment"):
-                self.visit(part)
-                continue
-            texts.append(self.text(part))
-            argv.append(part.word)
-            self.word(part)
-        if texts:
-            core = unwrap(argv)
-            self.out.insert(index, Segment(" ".join(texts), tuple(argv), core))
-            self.inner_script(core)
+            if child.type in ("file_redirect", "herestring_redirect"):
+                extra += self.redirect(child)
+                if child.type == "herestring_redirect":
+                    herestrings.append(child)
+            elif herestrings and child.start_byte == herestrings[-1].end_byte:
+                raise Unparseable("here-string read in pieces")
+            elif field in ("name", "argument") or child.type == "variable_assignment":
+                if field == "name" and self.text(child) in _RESERVED:
+                    raise Unparseable(f"shell keyword {self.text(child)!r} read as a command")
+                words.append(child)
+                self.word(child)
+            else:
+                raise Unparseable(f"unsupported part of a command: {child.type}")
+        for word in extra + self.extra.pop(node.id, []):
+            words.append(word)
+            self.word(word)
+        segment = self.segment(words, index)
+        if segment is not None and _reads_script_from_stdin(segment.core):
+            for herestring in herestrings:
+                self.herestring_script(herestring)
+
+    def simple(self, words: list[Any]) -> None:
+        index = len(self.out)
+        for word in words:
+            self.word(word)
+        self.segment(words, index)
+
+    def segment(self, words: list[Any], index: int) -> Segment | None:
+        if not words:
+            return None
+        self.check_one_line(words)
+        text, argv = self.joined(words)
+        core = unwrap(argv)
+        segment = Segment(text, argv, core)
+        self.out.insert(index, segment)
+        self.inner_script(core)
+        return segment
+
+    def check_one_line(self, nodes: list[Any]) -> None:
+        """Refuse a command the grammar ran on past the end of its line."""
+        nodes = sorted(nodes, key=lambda n: n.start_byte)
+        for a, b in zip(nodes, nodes[1:], strict=False):
+            gap = self.source[a.end_byte : b.start_byte].replace(b"\\\n", b"")
+            if b"\n" in gap:
+                raise Unparseable("command continued on the next line")
+
+    def joined(self, nodes: list[Any]) -> tuple[str, tuple[str, ...]]:
+        """The text and argv of ``nodes``; nodes written without a blank between
+        them are one word to bash, wherever the grammar split them."""
+        groups: list[list[Any]] = []
+        end = -1
+        for node in sorted(nodes, key=lambda n: n.start_byte):
+            if node.start_byte == end:
+                groups[-1].append(node)
+            else:
+                groups.append([node])
+            end = node.end_byte
+        texts = ["".join(self.text(n) for n in group) for group in groups]
+        argv = tuple("".join(self.unquote(n) for n in group) for group in groups)
+        return " ".join(texts), argv
 
     def inner_script(self, core: tuple[str, ...]) -> None:
         """Add the segments of the code ``sh -c CODE`` or ``eval ARGS`` would run."""
@@ -218,15 +417,307 @@ class _Walker:
         if code:
             self.out.extend(_parse(code, self.depth + 1))
 
-    def redirect(self, node: Any) -> None:
-        target = node.output
-        if not hasattr(target, "kind"):  # a descriptor number: 2>&1
+    # -- tests and arithmetic ------------------------------------------------------
+
+    def test(self, node: Any) -> None:
+        """``[ ... ]``, ``[[ ... ]]`` or ``(( ... ))``: one segment of its own."""
+        index = len(self.out)
+        if node.children[0].type == "[":
+            self.check_single_bracket(node)
+        for child in node.named_children:
+            if child.type != "comment":
+                self.word(child)
+        # Tokens written together form one word: (( i++ )) -> "((", "i++", "))".
+        atoms = self.atoms(node)
+        if node.children[0].type != "((":
+            self.check_one_line(atoms)
+        text, argv = self.joined(atoms)
+        self.out.insert(index, Segment(text, argv, argv))
+
+    def atoms(self, node: Any) -> list[Any]:
+        if not node.is_named or node.type in _LITERALS or not node.children:
+            return [node] if node.type != "comment" else []
+        return [atom for child in node.children for atom in self.atoms(child)]
+
+    def check_single_bracket(self, node: Any) -> None:
+        # ``[`` is an ordinary command to bash: ``<``, ``>``, ``&&``, ``(``...
+        # between the brackets are redirections and operators, not a test.
+        for child in node.children:
+            if child.type in ("binary_expression", "unary_expression"):
+                allowed = {"=", "==", "!=", "=~"} if child.type == "binary_expression" else {"!"}
+                for part in child.children:
+                    if not part.is_named and part.type not in allowed:
+                        raise Unparseable(f"{part.type!r} inside [ ]")
+                self.check_single_bracket(child)
+            elif child.type in _EXPRESSIONS or child.type == "redirected_statement":
+                raise Unparseable(f"{child.type} inside [ ]")
+
+    # -- words ---------------------------------------------------------------------
+
+    def word(self, node: Any) -> None:
+        """Walk a word or expression for the commands bash would run expanding it."""
+        kind = node.type
+        if not node.is_named or kind in (
+            "raw_string", "ansi_c_string", "variable_name", "special_variable_name",
+            "test_operator", "comment",
+        ):  # fmt: skip
             return
-        self.visit(target)
-        heredoc = getattr(node, "heredoc", None)
-        if heredoc is not None:
-            self.visit(heredoc)
-        if node.type in _WRITING and target.word not in _HARMLESS_TARGETS:
-            op = node.type
-            words = (op, target.word)
+        if kind == "word":
+            text = self.text(node)
+            if _hides_command(text):
+                raise Unparseable("command substitution the grammar did not read")
+            if "\n" in text.replace("\\\n", ""):
+                # The grammar may run a word on into the next line (``\rm``
+                # there); bash ends the command at the newline.
+                raise Unparseable("word across lines")
+        elif kind in ("regex", "extglob_pattern"):
+            if _hides_command(self.text(node), _HIDDEN_OR_PROCESS):
+                raise Unparseable("command substitution the grammar did not read")
+        elif kind == "string":
+            self.expanding(node, node.start_byte + 1, node.end_byte - 1, _DQ_ESCAPE)
+        elif kind in ("command_substitution", "process_substitution"):
+            for child in node.named_children:
+                if child.type == "file_redirect":  # $(< file)
+                    self.words_of_nobody(self.redirect(child))
+                elif child.type != "comment":
+                    self.statement(child)
+        elif kind in _CONTAINERS:
+            parts = node.children
+            if kind in _TIGHT and any(
+                a.end_byte != b.start_byte for a, b in zip(parts, parts[1:], strict=False)
+            ):
+                raise Unparseable(f"blank inside a word ({kind})")
+            name = node.child_by_field_name("name") if kind == "variable_assignment" else None
+            if name is not None and re.search(r"\s", self.text(name)):
+                raise Unparseable("blank inside a word (variable_assignment)")
+            for child in node.children:
+                self.word(child)
+        else:
+            raise Unparseable(f"unsupported shell construct: {kind}")
+
+    def expanding(self, node: Any, start: int, end: int, escape: re.Pattern[str]) -> None:
+        """Walk a double-quoted string or here-document body between ``start`` and ``end``."""
+        literal: list[str] = []
+        pos = start
+        for child in node.named_children:
+            if child.type in _EXPANSIONS:
+                literal.append(self.text(node, pos, child.start_byte))
+                pos = child.end_byte
+                self.word(child)
+            elif child.type not in ("string_content", "heredoc_content"):
+                raise Unparseable(f"unsupported part of a string: {child.type}")
+        literal.append(self.text(node, pos, max(pos, end)))
+        if any(_hides_command(part) for part in literal):
+            raise Unparseable("command substitution the grammar did not read")
+
+    def unquote(self, node: Any) -> str:
+        """The word after quote removal; expansions stay as written."""
+        kind = node.type
+        text = self.text(node)
+        if kind == "word":
+            if re.search(r"[ \t\n]", _ESCAPE.sub("", text)):
+                raise Unparseable("blank inside a word")  # echo } } is two words to bash
+            return _ESCAPE.sub(_unescape, text)
+        if kind == "raw_string":
+            return text[1:-1]
+        if kind == "ansi_c_string":
+            return _ansi_c(text[2:-1])
+        if kind == "string":
+            parts: list[str] = []
+            pos = node.start_byte + 1
+            for child in node.named_children:
+                if child.type in _EXPANSIONS:
+                    parts.append(_DQ_ESCAPE.sub(_unescape, self.text(node, pos, child.start_byte)))
+                    parts.append(self.text(child))
+                    pos = child.end_byte
+            parts.append(_DQ_ESCAPE.sub(_unescape, self.text(node, pos, node.end_byte - 1)))
+            return "".join(parts)
+        if kind in ("concatenation", "command_name", "translated_string", "variable_assignment"):
+            parts = []
+            pos = node.start_byte
+            for child in node.children:
+                parts.append(self.text(node, pos, child.start_byte))
+                parts.append(self.unquote(child) if child.is_named else self.text(child))
+                pos = child.end_byte
+            text = "".join(parts)
+            return text[1:] if kind == "translated_string" else text
+        return text
+
+    # -- redirections --------------------------------------------------------------
+
+    def redirected(self, node: Any) -> None:
+        body = node.child_by_field_name("body")
+        redirects = [c for f, c in _fields(node) if f == "redirect"]
+        target = self.rightmost_command(body)
+        extra = [w for r in redirects for w in self.extra_words(r)]
+        if extra:
+            if target is None:
+                raise Unparseable("words after a redirection that no command takes")
+            self.extra.setdefault(target.id, []).extend(extra)
+        index = len(self.out)
+        if body is not None:
+            self.statement(body)
+        # Whatever reads the redirected input: the body, and for a here-document
+        # the pipeline written after its delimiter (cat <<EOF | sh).
+        readers = self.out[index:]
+        scripts: list[str] = []
+        for redirect in redirects:
+            if redirect.type == "heredoc_redirect":
+                start = len(self.out)
+                code = self.heredoc(redirect)
+                readers += self.out[start:]
+                scripts.append(code)
+            elif redirect.type == "herestring_redirect":
+                self.redirect(redirect)
+                scripts.append(self.herestring_code(redirect))
+            else:
+                self.redirect(redirect)
+        if scripts and any(_reads_script_from_stdin(s.core) for s in readers):
+            for code in scripts:
+                self.out.extend(_parse(code, self.depth + 1))
+
+    def rightmost_command(self, node: Any) -> Any:
+        """The simple command a redirection after ``node`` applies to, if any."""
+        while node is not None:
+            if node.type == "command":
+                return node
+            if node.type in ("pipeline", "list", "negated_command"):
+                named = [c for c in node.named_children if c.type != "comment"]
+                node = named[-1] if named else None
+            elif node.type == "redirected_statement":
+                node = node.child_by_field_name("body")
+            else:
+                return None
+        return None
+
+    def extra_words(self, redirect: Any) -> list[Any]:
+        """Words after a redirection's target: arguments of the command, to bash."""
+        out = []
+        for field, child in _fields(redirect):
+            if field == ("destination" if redirect.type == "file_redirect" else "argument"):
+                out.append(child)
+            elif redirect.type == "heredoc_redirect" and field == "redirect":
+                out += self.extra_words(child)
+        return out[1:] if redirect.type == "file_redirect" else out
+
+    def redirect(self, node: Any) -> list[Any]:
+        """Walk a file redirection or here-string; the words bash gives the command."""
+        if node.type == "herestring_redirect":
+            for child in node.named_children:
+                if child.type != "file_descriptor":
+                    self.word(child)
+            return []
+        if node.type != "file_redirect":
+            raise Unparseable(f"unsupported redirection: {node.type}")
+        self.check_one_line(node.children)
+        op = None
+        destinations = []
+        for field, child in _fields(node):
+            if field == "destination":
+                destinations.append(child)
+            elif not child.is_named:
+                op = child.type
+            elif field != "descriptor":
+                raise Unparseable(f"unsupported part of a redirection: {child.type}")
+        if not destinations:
+            return []  # >&- closes a descriptor
+        target = destinations[0]
+        self.word(target)
+        word = self.unquote(target)
+        duplicate = op in (">&", "<&") and (word.isdigit() or word == "-")
+        if op in _WRITING and word not in _HARMLESS_TARGETS and not duplicate:
+            words = (op, word)
             self.out.append(Segment(f"{op} {self.text(target)}", words, words))
+        return destinations[1:]
+
+    def heredoc(self, node: Any) -> str:
+        """Walk a here-document and what follows its delimiter; the script it feeds."""
+        strip_tabs = False
+        delimiter = body = end = None
+        for field, child in _fields(node):
+            kind = child.type
+            if kind == "<<-":
+                strip_tabs = True
+            elif kind == "heredoc_start":
+                delimiter = child
+            elif kind == "heredoc_body":
+                body = child
+            elif kind == "heredoc_end":
+                end = child
+            elif field == "redirect":
+                self.redirect(child)  # its extra words went to the command
+            elif field == "right" or kind == "pipeline":
+                self.statement(child)
+            elif not (field in ("argument", "descriptor", "operator") or kind in ("<<", "|", "|&")):
+                raise Unparseable(f"unsupported part of a here-document: {kind}")
+        if delimiter is None or body is None or end is None:
+            raise Unparseable("here-document without a body")
+        self.check_one_line([c for c in node.children if c.end_byte <= delimiter.end_byte])
+        match = _HEREDOC_DELIMITER.fullmatch(self.text(delimiter))
+        if match is None:
+            raise Unparseable("unusual here-document delimiter")
+        word = next(g for g in match.groups() if g)
+        quoted = self.text(delimiter) != word
+        content = self.text(body)
+        lines = content.split("\n")
+        after = self.source[end.end_byte : end.end_byte + 1]
+        if (
+            self.text(end) != word
+            or after not in (b"", b"\n")
+            or any((line.lstrip("\t") if strip_tabs else line) == word for line in lines)
+        ):
+            raise Unparseable("here-document delimiter read differently")
+        if quoted:
+            if body.named_children:
+                raise Unparseable("expansion in a quoted here-document")
+            return content
+        self.expanding(body, body.start_byte, body.end_byte, _HEREDOC_ESCAPE)
+        return _HEREDOC_ESCAPE.sub(_unescape, content)
+
+    def herestring_code(self, node: Any) -> str:
+        words = [c for c in node.named_children if c.type != "file_descriptor"]
+        return " ".join(self.unquote(w) for w in words)
+
+    def herestring_script(self, node: Any) -> None:
+        self.out.extend(_parse(self.herestring_code(node), self.depth + 1))
+
+    # -- blanks the grammar reads differently -------------------------------------
+
+    def check_blanks(self, root: Any) -> None:
+        r"""Refuse the places where the grammar's blanks are not bash's.
+
+        Bash removes a backslash-newline before reading words (``r\<newline>m``
+        is ``rm``), reads an escaped blank as part of a word and starts a
+        comment only at the start of a word; the grammar skips both as blanks,
+        so ``echo \ #x; rm y`` would hide ``rm y`` in a comment.
+        """
+        spans: list[list[int]] = []
+        for match in _CONTINUATION.finditer(self.source):
+            start, end = match.span(1)
+            if spans and spans[-1][1] == start:
+                spans[-1][1] = end
+            else:
+                spans.append([start, end])
+        for start, end in spans:
+            before = self.source[start - 1 : start]
+            after = self.source[end : end + 1]
+            if before and after and before not in _BLANKS and after not in _BLANKS:
+                self.check_in_token(root, start, "line continuation inside a word")
+        for match in _ESCAPED_BLANK.finditer(self.source):
+            self.check_in_token(root, match.start(1), "escaped blank between words")
+        for match in re.finditer(rb"#", self.source):
+            node = root.descendant_for_byte_range(match.start(), match.end())
+            start = match.start()
+            if node is None or node.type != "comment" or node.start_byte != start or not start:
+                continue
+            if self.source[start - 1 : start] not in _BEFORE_COMMENT:
+                raise Unparseable("comment that does not start a word")
+
+    def check_in_token(self, root: Any, start: int, problem: str) -> None:
+        node = root.descendant_for_byte_range(start, start + 2)
+        if node is None or node.type not in _TOKENS:
+            raise Unparseable(problem)
+
+
+def _unescape(match: re.Match[str]) -> str:
+    return "" if match.group(1) == "\n" else match.group(1)
