@@ -58,6 +58,7 @@ def test_code_run_by_a_shell_or_eval_is_split_too():
     ]
     assert segments('FOO=1 env sh -lc "rm x"')[1:] == ["rm x"]
     assert segments("eval 'rm -rf /'")[1:] == ["rm -rf /"]
+    assert segments("bash -c -- 'rm -rf /'")[1:] == ["rm -rf /"]
 
 
 def test_argv_removes_quotes_and_core_removes_wrappers():
@@ -68,7 +69,7 @@ def test_argv_removes_quotes_and_core_removes_wrappers():
     assert unwrap(["xargs", "-0", "rm", "-rf"]) == ("rm", "-rf")
 
 
-def test_constructs_bashlex_could_not_parse_are_walked():
+def test_case_tests_arithmetic_and_here_documents_are_walked():
     assert segments("case $x in a) rm -rf /;; *) ls;; esac") == ["rm -rf /", "ls"]
     assert segments("case $(whoami) in root) ;; esac") == ["whoami"]
     assert segments("[[ -f x ]] && rm -rf /") == ["[[ -f x ]]", "rm -rf /"]
@@ -104,6 +105,7 @@ def test_code_fed_to_a_shell_on_its_input_is_split_too():
     assert segments("bash <<EOF\nrm -rf /\nEOF") == ["bash", "rm -rf /"]
     assert segments("cat <<EOF | sh\ngit status; rm x\nEOF") == ["cat", "sh", "git status", "rm x"]
     assert segments("sh <<< 'rm -rf /'") == ["sh", "rm -rf /"]
+    assert segments(". /dev/stdin <<< 'rm -rf /'") == [". /dev/stdin", "rm -rf /"]
     # Not code: cat reads it, or the shell was given its code with -c.
     assert segments("cat <<EOF\nrm -rf /\nEOF") == ["cat"]
     assert segments("bash -c ls <<< 'rm x'") == ["bash -c ls", "ls"]
@@ -147,6 +149,9 @@ def test_quoting_is_removed_from_argv_as_bash_does():
         "{rm -rf /;}",
         "coproc rm -rf /",
         "bash <<EOF\nls\nEOF & rm -rf /",  # the body runs on to the end
+        # bash evaluates a subscript in a string as arithmetic, running $(...)
+        "printf -v 'a[$(rm -rf /)]' x",
+        "[[ 1 -eq 'a[$(rm -rf /)]' ]]",
     ],
 )
 def test_unparseable(command):

@@ -174,8 +174,9 @@ class _ExecView:
         """Every string a deny rule is tried on."""
         out = [self.whole, " ".join(self.whole.split())]
         if self.segments is None:
-            # bashlex gave up; bash may not. Split on anything that might
-            # separate commands: a false match here only refuses a call.
+            # Unparseable (a syntax error, or a line tree-sitter may read
+            # differently from bash); bash may still run it. Split on anything
+            # that might separate commands: a false match here only refuses a call.
             pieces = re.split(r"\|\||&&|[;&|\n(){}`]|\$\(", self.whole)
             out += [" ".join(p.split()) for p in pieces if p.strip()]
         else:

@@ -2,22 +2,23 @@
 
 The policy judges ``exec`` calls per segment: ``git status && rm -rf x`` is two
 commands, and an allow rule for the first must not let the second through.
-:func:`parse` walks the syntax tree of the tree-sitter bash grammar and returns
-every simple command, including those inside command and process
-substitutions (also in ``${x:-...}`` defaults, arithmetic and here-documents),
-subshells, groups, loops, conditionals, ``case`` branches, function bodies and
-``sh -c``/``eval`` strings, plus one segment per redirection that writes a
-file (``> out.txt``): writing a file is an action of its own that an allow
-rule for the command does not cover. ``[ ... ]``, ``[[ ... ]]`` and
-``(( ... ))`` are segments too.
+:func:`parse` walks a tree-sitter bash syntax tree and returns every simple
+command, including those inside command and process substitutions (also in
+``${x:-...}`` defaults, arithmetic and here-documents), subshells, groups,
+loops, conditionals, ``case`` branches, function bodies, ``sh -c``/``eval``
+strings and here-documents or here-strings fed to a shell, plus one segment
+per redirection that writes a file (``> out.txt``): writing a file is an
+action of its own that an allow rule for the command does not cover.
+``[ ... ]``, ``[[ ... ]]`` and ``(( ... ))`` are segments of their own too.
 
 Why tree-sitter: it is MIT-licensed like mdagent (bashlex, used before, is
-GPLv3+), and its grammar covers bash as people write it. It never gives up,
-though: on a syntax error it returns a tree with error nodes, and bash would
-run what it could. So a tree with any error or missing node, a construct this
-walker does not know, or a place where the grammar is known to read a command
-differently from bash raises :class:`Unparseable`: the policy then never
-allows the command by a rule, so a person must approve it.
+GPLv3+), and tree-sitter-bash is a real bash grammar, covering what bashlex
+could not (``case``, ``[[``, arithmetic, here-documents). It never gives up,
+though: on a syntax error it returns a tree with error nodes, where bash might
+still run part of the line. So a tree with any error or missing node, a
+construct this walker does not know, or a place where the grammar is known to
+read a line differently from bash raises :class:`Unparseable`: the policy
+then never allows the command by a rule, so a person must approve it.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ _RESERVED = {
     "coproc", "{", "}", "!", "[[", "]]", "if", "then", "elif", "else", "fi", "case",
     "esac", "for", "select", "while", "until", "do", "done", "in", "function",
 }  # fmt: skip
+_STDIN_FILES = {"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"}
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _NUMBER = re.compile(r"[0-9.]+[smhd]?")
 _MAX_DEPTH = 8
@@ -104,6 +106,9 @@ _EXPANSIONS = {"simple_expansion", "expansion", "command_substitution", "arithme
 # Text bash would expand although the grammar read it as plain text.
 _HIDDEN = ("`", "$(", "${", "$[")
 _HIDDEN_OR_PROCESS = (*_HIDDEN, "<(", ">(")
+# Bash evaluates an array subscript found in a string as arithmetic, running
+# its substitutions: read, printf -v, [[ -v ]], [[ 1 -eq 'a[$(cmd)]' ]], (( )).
+_SUBSCRIPT_CODE = re.compile(r"\[[^\]]*(\$\(|`)")
 _ESCAPE = re.compile(r"\\(.)", re.S)
 _DQ_ESCAPE = re.compile(r'\\([$`"\\\n])')
 _HEREDOC_ESCAPE = re.compile(r"\\([$`\\\n])")
@@ -238,11 +243,14 @@ def _ansi_c(body: str) -> str:
 
 
 def _reads_script_from_stdin(core: tuple[str, ...]) -> bool:
-    """Whether ``core`` is a shell that runs what it reads (no ``-c``).
+    """Whether ``core`` runs what it reads: a shell without ``-c``, ``. /dev/stdin``.
 
     Errs towards yes: a shell given a script file is taken to read code too.
     """
-    if not core or core[0].rsplit("/", 1)[-1] not in _SHELLS:
+    program = core[0].rsplit("/", 1)[-1] if core else ""
+    if program in (".", "source"):
+        return any(w in _STDIN_FILES for w in core[1:2])
+    if program not in _SHELLS:
         return False
     return not any(w.startswith("-") and not w.startswith("--") and "c" in w for w in core[1:])
 
@@ -311,7 +319,7 @@ class _Walker:
                 elif field == "body":
                     self.statement(child)
                 elif field == "redirect":
-                    self.words_of_nobody(self.redirect(child))
+                    self.no_command_words(self.redirect(child))
                 elif child.is_named and child.type != "comment":
                     raise Unparseable(f"unsupported shell construct: {child.type}")
         else:
@@ -322,8 +330,8 @@ class _Walker:
             if child.type != "comment":
                 self.statement(child)
 
-    def words_of_nobody(self, words: list[Any]) -> None:
-        # Words after a redirection target where no command can take them.
+    def no_command_words(self, words: list[Any]) -> None:
+        """Refuse words after a redirection target where no command takes them."""
         if words:
             raise Unparseable("words after a redirection that no command takes")
 
@@ -412,7 +420,8 @@ class _Walker:
         elif program in _SHELLS:
             for i, word in enumerate(core[1:], start=1):
                 if word.startswith("-") and not word.startswith("--") and "c" in word:
-                    code = core[i + 1] if i + 1 < len(core) else ""
+                    rest = core[i + 2 :] if core[i + 1 : i + 2] == ("--",) else core[i + 1 :]
+                    code = rest[0] if rest else ""
                     break
         if code:
             self.out.extend(_parse(code, self.depth + 1))
@@ -458,11 +467,13 @@ class _Walker:
         """Walk a word or expression for the commands bash would run expanding it."""
         kind = node.type
         if not node.is_named or kind in (
-            "raw_string", "ansi_c_string", "variable_name", "special_variable_name",
-            "test_operator", "comment",
+            "variable_name", "special_variable_name", "test_operator", "comment",
         ):  # fmt: skip
             return
-        if kind == "word":
+        if kind in ("raw_string", "ansi_c_string"):
+            if _SUBSCRIPT_CODE.search(self.unquote(node)):
+                raise Unparseable("command substitution in a quoted array subscript")
+        elif kind == "word":
             text = self.text(node)
             if _hides_command(text):
                 raise Unparseable("command substitution the grammar did not read")
@@ -474,11 +485,11 @@ class _Walker:
             if _hides_command(self.text(node), _HIDDEN_OR_PROCESS):
                 raise Unparseable("command substitution the grammar did not read")
         elif kind == "string":
-            self.expanding(node, node.start_byte + 1, node.end_byte - 1, _DQ_ESCAPE)
+            self.expanding(node, node.start_byte + 1, node.end_byte - 1)
         elif kind in ("command_substitution", "process_substitution"):
             for child in node.named_children:
                 if child.type == "file_redirect":  # $(< file)
-                    self.words_of_nobody(self.redirect(child))
+                    self.no_command_words(self.redirect(child))
                 elif child.type != "comment":
                     self.statement(child)
         elif kind in _CONTAINERS:
@@ -495,7 +506,7 @@ class _Walker:
         else:
             raise Unparseable(f"unsupported shell construct: {kind}")
 
-    def expanding(self, node: Any, start: int, end: int, escape: re.Pattern[str]) -> None:
+    def expanding(self, node: Any, start: int, end: int) -> None:
         """Walk a double-quoted string or here-document body between ``start`` and ``end``."""
         literal: list[str] = []
         pos = start
@@ -509,6 +520,8 @@ class _Walker:
         literal.append(self.text(node, pos, max(pos, end)))
         if any(_hides_command(part) for part in literal):
             raise Unparseable("command substitution the grammar did not read")
+        if any(_SUBSCRIPT_CODE.search(_DQ_ESCAPE.sub(_unescape, part)) for part in literal):
+            raise Unparseable("command substitution in a quoted array subscript")
 
     def unquote(self, node: Any) -> str:
         """The word after quote removal; expansions stay as written."""
@@ -671,7 +684,7 @@ class _Walker:
             if body.named_children:
                 raise Unparseable("expansion in a quoted here-document")
             return content
-        self.expanding(body, body.start_byte, body.end_byte, _HEREDOC_ESCAPE)
+        self.expanding(body, body.start_byte, body.end_byte)
         return _HEREDOC_ESCAPE.sub(_unescape, content)
 
     def herestring_code(self, node: Any) -> str:
