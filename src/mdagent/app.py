@@ -64,6 +64,7 @@ class AgentGroup(TyperGroup):
 
 
 app = typer.Typer(
+    rich_markup_mode=None,  # plain help: no "<bool>" after flags, no rich import
     cls=AgentGroup,
     help="A command-line agent whose tools and slash commands are declared in YAML and SKILL.md.\n\n"
     "Run a declared command with: agent /NAME [ARGS...]",
@@ -90,17 +91,21 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     layer: list[Path] = typer.Option(
-        [], "--layer", help="Extra layer folder (repeatable; first wins)."
+        [], "--layer", metavar="DIR", help="Extra layer folder (repeatable; first wins)."
     ),
     no_user: bool = typer.Option(False, "--no-user", help="Skip the user layer ($AGENT_HOME)."),
     json_out: bool = typer.Option(False, "--json", help="Print results as JSON."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Approve every call that would ask."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tracebacks and debug logs."),
-    provider: str | None = typer.Option(None, "--provider", help="openai, anthropic or fake."),
-    model: str | None = typer.Option(None, "--model", help="The model's name."),
-    base_url: str | None = typer.Option(None, "--base-url", help="The provider's API base URL."),
+    provider: str | None = typer.Option(
+        None, "--provider", metavar="NAME", help="openai, anthropic or fake."
+    ),
+    model: str | None = typer.Option(None, "--model", metavar="NAME", help="The model's name."),
+    base_url: str | None = typer.Option(
+        None, "--base-url", metavar="URL", help="The provider's API base URL."
+    ),
     script: str | None = typer.Option(
-        None, "--script", help="Scripted conversation (fake provider)."
+        None, "--script", metavar="FILE", help="Scripted conversation (fake provider)."
     ),
     version: bool = typer.Option(
         False, "--version", "-V", callback=_version, is_eager=True, help="Show the version."
@@ -185,11 +190,11 @@ def check(
 @app.command()
 def tools(
     ctx: typer.Context,
-    name: str | None = typer.Argument(None, help="Show one tool's parameters."),
+    name: str | None = typer.Argument(None, metavar="[NAME]", help="Show one tool's parameters."),
     all_: bool = typer.Option(False, "--all", help="Include unavailable tools, with the reason."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     fmt: str | None = typer.Option(
-        None, "--format", help="openai or anthropic: the schema sent to a model."
+        None, "--format", metavar="FORMAT", help="openai or anthropic: the schema sent to a model."
     ),
 ) -> None:
     """List tools: name, aliases, category, security, tier, source."""
@@ -329,9 +334,15 @@ def skills(
 @new_app.command("skill")
 def new_skill(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="The skill's name (a-z, 0-9, single hyphens)."),
-    tool: str | None = typer.Option(None, "--tool", help="Dispatch /NAME straight to this tool."),
-    arg_mode: str = typer.Option("raw", "--arg-mode", help="raw, parsed or json (with --tool)."),
+    name: str = typer.Argument(
+        ..., metavar="NAME", help="The skill's name (a-z, 0-9, single hyphens)."
+    ),
+    tool: str | None = typer.Option(
+        None, "--tool", metavar="NAME", help="Dispatch /NAME straight to this tool."
+    ),
+    arg_mode: str = typer.Option(
+        "raw", "--arg-mode", metavar="MODE", help="raw, parsed or json (with --tool)."
+    ),
 ) -> None:
     """Write a valid SKILL.md skeleton into the project layer (never overwrites)."""
     from mdagent.registry import RESERVED_NAMES
@@ -394,21 +405,25 @@ def skill_skeleton(name: str, tool: str | None, arg_mode: str) -> str:
 def ask(
     ctx: typer.Context,
     prompt: list[str] = typer.Argument(
-        None, help="The prompt (read from stdin when absent and piped)."
+        None, metavar="[PROMPT]...", help="The prompt (read from stdin when absent and piped)."
     ),
     continue_: bool = typer.Option(False, "--continue", "-c", help="Continue the latest session."),
     session: str | None = typer.Option(
-        None, "--session", help="Continue this session (id or prefix)."
+        None, "--session", metavar="ID", help="Continue this session (id or prefix)."
     ),
     yes: bool = typer.Option(False, "--yes", "-y", help="Approve every call that would ask."),
     json_out: bool = typer.Option(
         False, "--json", help="Print the answer and the tool calls as JSON."
     ),
-    provider: str | None = typer.Option(None, "--provider", help="openai, anthropic or fake."),
-    model: str | None = typer.Option(None, "--model", help="The model's name."),
-    base_url: str | None = typer.Option(None, "--base-url", help="The provider's API base URL."),
+    provider: str | None = typer.Option(
+        None, "--provider", metavar="NAME", help="openai, anthropic or fake."
+    ),
+    model: str | None = typer.Option(None, "--model", metavar="NAME", help="The model's name."),
+    base_url: str | None = typer.Option(
+        None, "--base-url", metavar="URL", help="The provider's API base URL."
+    ),
     script: str | None = typer.Option(
-        None, "--script", help="Scripted conversation (fake provider)."
+        None, "--script", metavar="FILE", help="Scripted conversation (fake provider)."
     ),
 ) -> None:
     """Run an agent turn: the model answers, calling the declared tools."""
@@ -441,7 +456,7 @@ app.add_typer(sessions_app, name="sessions")
 def sessions_list(
     ctx: typer.Context,
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    limit: int = typer.Option(20, "-n", help="How many, newest first."),
+    limit: int = typer.Option(20, "-n", metavar="N", help="How many, newest first."),
 ) -> None:
     """List recent sessions."""
     if ctx.invoked_subcommand is not None:
@@ -463,7 +478,7 @@ def sessions_list(
 @sessions_app.command("show")
 def sessions_show(
     ctx: typer.Context,
-    session_id: str = typer.Argument(..., help="Session id or a unique prefix."),
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id or a unique prefix."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Print one session's messages."""
@@ -497,9 +512,11 @@ def _format_message(message: dict[str, Any]) -> str:
 @app.command()
 def logs(
     ctx: typer.Context,
-    tool: str | None = typer.Option(None, "--tool", help="Only calls of this tool."),
+    tool: str | None = typer.Option(
+        None, "--tool", metavar="NAME", help="Only calls of this tool."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    limit: int = typer.Option(20, "-n", help="How many, newest first."),
+    limit: int = typer.Option(20, "-n", metavar="N", help="How many, newest first."),
 ) -> None:
     """The audit log: every tool call, who made it, its outcome and who approved it."""
     rows = _runtime(ctx).store.calls(tool=tool, limit=limit)
