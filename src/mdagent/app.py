@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -79,6 +79,24 @@ config_app = typer.Typer(help="Show configuration.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 
 
+# Options that both the root (`agent --provider x ask`) and `ask` accept
+# (`agent ask --provider x`): declared once.
+ProviderOption = Annotated[
+    str | None, typer.Option("--provider", metavar="NAME", help="openai, anthropic or fake.")
+]
+ModelOption = Annotated[
+    str | None, typer.Option("--model", metavar="NAME", help="The model's name.")
+]
+BaseUrlOption = Annotated[
+    str | None, typer.Option("--base-url", metavar="URL", help="The provider's API base URL.")
+]
+ScriptOption = Annotated[
+    str | None,
+    typer.Option("--script", metavar="FILE", help="Scripted conversation (fake provider)."),
+]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Approve every call that would ask.")]
+
+
 def _version(value: bool) -> None:
     if value:
         from mdagent import __version__
@@ -95,18 +113,12 @@ def root(
     ),
     no_user: bool = typer.Option(False, "--no-user", help="Skip the user layer ($AGENT_HOME)."),
     json_out: bool = typer.Option(False, "--json", help="Print results as JSON."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Approve every call that would ask."),
+    yes: YesOption = False,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tracebacks and debug logs."),
-    provider: str | None = typer.Option(
-        None, "--provider", metavar="NAME", help="openai, anthropic or fake."
-    ),
-    model: str | None = typer.Option(None, "--model", metavar="NAME", help="The model's name."),
-    base_url: str | None = typer.Option(
-        None, "--base-url", metavar="URL", help="The provider's API base URL."
-    ),
-    script: str | None = typer.Option(
-        None, "--script", metavar="FILE", help="Scripted conversation (fake provider)."
-    ),
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    script: ScriptOption = None,
     version: bool = typer.Option(
         False, "--version", "-V", callback=_version, is_eager=True, help="Show the version."
     ),
@@ -405,26 +417,20 @@ def skill_skeleton(name: str, tool: str | None, arg_mode: str) -> str:
 def ask(
     ctx: typer.Context,
     prompt: list[str] = typer.Argument(
-        None, metavar="[PROMPT]...", help="The prompt (read from stdin when absent and piped)."
+        None, metavar="PROMPT", help="The prompt (read from stdin when absent and piped)."
     ),
     continue_: bool = typer.Option(False, "--continue", "-c", help="Continue the latest session."),
     session: str | None = typer.Option(
         None, "--session", metavar="ID", help="Continue this session (id or prefix)."
     ),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Approve every call that would ask."),
+    yes: YesOption = False,
     json_out: bool = typer.Option(
         False, "--json", help="Print the answer and the tool calls as JSON."
     ),
-    provider: str | None = typer.Option(
-        None, "--provider", metavar="NAME", help="openai, anthropic or fake."
-    ),
-    model: str | None = typer.Option(None, "--model", metavar="NAME", help="The model's name."),
-    base_url: str | None = typer.Option(
-        None, "--base-url", metavar="URL", help="The provider's API base URL."
-    ),
-    script: str | None = typer.Option(
-        None, "--script", metavar="FILE", help="Scripted conversation (fake provider)."
-    ),
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    script: ScriptOption = None,
 ) -> None:
     """Run an agent turn: the model answers, calling the declared tools."""
     from mdagent.agent import run_ask
