@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -368,16 +368,7 @@ def expand_shell(
     protected already; quotes around them only join them with the text
     around (``"Hello, {name}!"`` is one word).
     """
-    out = []
-    for step in _shell_plan(template):
-        if isinstance(step, str):
-            out.append(step)
-            continue
-        name, context = step
-        value = _lookup(name, args, params, required)
-        if value is not _ABSENT:
-            out.append(_shell_word(value, context))
-    return "".join(out)
+    return _fill(_shell_plan(template), args, params, required, _shell_word)
 
 
 def expand_url(
@@ -394,18 +385,33 @@ def expand_url(
     in. Array items are encoded one by one and joined with ``,``; an absent
     optional value is empty.
     """
+    steps = [p if isinstance(p, str) else (p.name, None) for p in _parse(template)]
+    return _fill(steps, args, params, required, _url_part)
+
+
+def _url_part(value: Any, _context: Any) -> str:
+    if isinstance(value, list | tuple):
+        return ",".join(quote(_scalar_text(v), safe="") for v in value)
+    return quote(_scalar_text(value), safe="")
+
+
+def _fill(
+    steps: Iterable[str | tuple[str, Any]],
+    args: Mapping[str, Any],
+    params: Mapping[str, Any],
+    required: Collection[str],
+    render: Callable[[Any, Any], str],
+) -> str:
+    """Literal text kept, each ``(name, context)`` rendered; absent values vanish."""
     out = []
-    for part in _parse(template):
-        if isinstance(part, str):
-            out.append(part)
+    for step in steps:
+        if isinstance(step, str):
+            out.append(step)
             continue
-        value = _lookup(part.name, args, params, required)
-        if value is _ABSENT:
-            continue
-        if isinstance(value, list | tuple):
-            out.append(",".join(quote(_scalar_text(v), safe="") for v in value))
-        else:
-            out.append(quote(_scalar_text(value), safe=""))
+        name, context = step
+        value = _lookup(name, args, params, required)
+        if value is not _ABSENT:
+            out.append(render(value, context))
     return "".join(out)
 
 
