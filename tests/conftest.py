@@ -90,3 +90,65 @@ def gone_soon(pid: int, within: float = 5.0) -> bool:
             return True
         time.sleep(0.02)
     return not alive(pid)
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    """Write ``text`` (or bytes) to ``path``, creating its folders; returns ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def server():
+    """A started, empty model server on 127.0.0.1 (tests/model_server.py), stopped after.
+
+    Test modules with an HTTP server of their own define their own ``server``.
+    """
+    from model_server import ModelServer
+
+    with ModelServer() as running:
+        yield running
+
+
+@pytest.fixture(params=[True, False], ids=["stream", "no-stream"])
+def stream(request):
+    """Each provider test once streamed, once not."""
+    return request.param
+
+
+EXEC_TOOL = {
+    "name": "exec",
+    "description": "Run a shell command",
+    "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+}
+
+
+class ProviderClient:
+    """A provider aimed at a test server, with a recording sleep and no real env.
+
+    Subclasses name the backend: ``provider_class``, ``name`` and ``model``.
+    """
+
+    provider_class: type = object
+    name = ""
+    model = ""
+
+    def __init__(self, base_url, stream=True, environ=None, **config):
+        from mdagent.providers.base import ProviderConfig
+
+        self.sleeps = []
+        self.deltas = []
+        config = {"model": self.model, "timeout": 5.0} | config
+        self.provider = self.provider_class(
+            ProviderConfig(provider=self.name, base_url=base_url, stream=stream, **config),
+            sleep=self.sleeps.append,
+            environ=environ or {},
+        )
+
+    def ask(self, messages=None, tools=(EXEC_TOOL,), system="Be brief."):
+        messages = messages or [{"role": "user", "content": "hi"}]
+        return self.provider.complete(system, messages, list(tools), on_text=self.deltas.append)

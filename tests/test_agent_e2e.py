@@ -12,13 +12,6 @@ import pytest
 
 from conftest import agent_executable, gone_soon
 from mdagent.store import Store
-from model_server import ModelServer
-
-
-@pytest.fixture
-def server():
-    with ModelServer() as running:
-        yield running
 
 
 def settings(workspace, text):

@@ -1,13 +1,8 @@
 """The typer subcommands through the real ``agent`` executable."""
 
 import json
-from pathlib import Path
 
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
+from conftest import write
 
 
 def test_check_clean_project_exits_0(workspace, run_agent):

@@ -11,13 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import agent_executable, gone_soon
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
+from conftest import agent_executable, gone_soon, write
 
 
 def skill(ws: Path, name: str, tool: str, mode: str = "raw", extra: str = "") -> None:

@@ -1,17 +1,10 @@
-from pathlib import Path
-
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import write
 from mdagent.declarations import load_declarations, load_settings, merge_settings
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 def test_every_tool_field(tmp_path):

@@ -6,45 +6,17 @@ import json
 
 import pytest
 
+from conftest import EXEC_TOOL, ProviderClient
 from mdagent.errors import ProviderError
 from mdagent.providers.base import ProviderConfig, ToolCall, retry_after_seconds
 from mdagent.providers.openai import OpenAIProvider
-from model_server import ModelServer, unused_port
-
-EXEC_TOOL = {
-    "name": "exec",
-    "description": "Run a shell command",
-    "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
-}
+from model_server import unused_port
 
 
-@pytest.fixture
-def server():
-    with ModelServer() as running:
-        yield running
-
-
-@pytest.fixture(params=[True, False], ids=["stream", "no-stream"])
-def stream(request):
-    return request.param
-
-
-class Client:
-    """An OpenAIProvider aimed at a URL, with a recording sleep and no real env."""
-
-    def __init__(self, base_url, stream=True, environ=None, **config):
-        self.sleeps = []
-        self.deltas = []
-        config = {"model": "test-model", "timeout": 5.0} | config
-        self.provider = OpenAIProvider(
-            ProviderConfig(provider="openai", base_url=base_url, stream=stream, **config),
-            sleep=self.sleeps.append,
-            environ=environ or {},
-        )
-
-    def ask(self, messages=None, tools=(EXEC_TOOL,), system="Be brief."):
-        messages = messages or [{"role": "user", "content": "hi"}]
-        return self.provider.complete(system, messages, list(tools), on_text=self.deltas.append)
+class Client(ProviderClient):
+    provider_class = OpenAIProvider
+    name = "openai"
+    model = "test-model"
 
 
 def test_plain_text_answer(server, stream):

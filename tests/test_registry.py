@@ -7,17 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import write
 from mdagent.layers import Layer, find_layers
 from mdagent.registry import compile_registry, load_registry
-
-
-def write(path: Path, text: str | bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text)
-    return path
 
 
 def skill(layer: Path, name: str, extra: str = "", folder: str | None = None) -> Path:

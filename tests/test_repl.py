@@ -9,13 +9,6 @@ import pytest
 
 from mdagent.repl import Repl, run_repl
 from mdagent.runtime import Options, Runtime
-from model_server import ModelServer
-
-
-@pytest.fixture
-def server():
-    with ModelServer() as running:
-        yield running
 
 
 @pytest.fixture

@@ -5,14 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import agent_executable
+from conftest import agent_executable, write
 from model_server import ModelServer
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 def term(ws: Path) -> None:

@@ -4,18 +4,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import CORPUS
+from conftest import CORPUS, write
 from mdagent.skills import load_skill, name_problem, read_body, substitute
 
 
 def write_skill(root: Path, folder: str, text: str | bytes) -> Path:
-    path = root / folder / "SKILL.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text)
-    return path
+    return write(root / folder / "SKILL.md", text)
 
 
 def test_dispatch_skill_keys(tmp_path):
