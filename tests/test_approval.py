@@ -174,3 +174,14 @@ def test_concurrent_always_answers_lose_no_rule(tmp_path):
     assert sorted(saved) == sorted(["read_file", *rules])
     assert target.read_text().startswith("# mine\n")
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_ask_terminal_without_always_offers_yes_and_no_only(terminal):
+    shown = terminal("a\ny\n")
+    answer = ask_terminal(
+        "write_file", {"path": ".agents/config/agent.yaml"}, out=shown, always=False, note="Mind."
+    )
+    assert answer == "yes"
+    text = shown.getvalue()
+    assert "Run it? [y]es / [n]o: " in text and "[a]lways" not in text
+    assert "Please answer y or n." in text and "Mind." in text

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import threading
+import tracemalloc
 
 import pytest
 
-from mdagent.builtins import register_builtins
+from mdagent.builtins import files, register_builtins
 from mdagent.toolbox import Toolbox, ToolContext
 
 
@@ -72,8 +74,51 @@ def test_read_cuts_a_huge_line(call, ws):
     (ws / "min.js").write_text("a" * 10_000 + "\n")
     result = call("read_file", path="min.js")
     assert len(result.data["output"]) < 2100
-    assert "8000 chars cut" in result.data["output"]
+    assert "8000 chars cut; read_file with offset=1, limit=1, column=2001" in result.data["output"]
     assert result.data["truncated"] is True
+
+
+def test_read_pages_through_a_long_line_with_column(call, ws):
+    (ws / "min.js").write_text("ab\n" + "x" * 2000 + "é" * 2000 + "y" * 10 + "\r\n")
+    second = call("read_file", path="min.js", offset=2, limit=1, column=2001)
+    assert second.data["output"] == numbered((2, "é" * 2000)) + (
+        " [... 10 chars cut; read_file with offset=2, limit=1, column=4001 shows more]"
+    )
+    third = call("read_file", path="min.js", offset=2, limit=1, column=4001)
+    assert third.data == {
+        "path": "min.js",
+        "output": numbered((2, "y" * 10)),
+        "total_lines": 2,
+        "truncated": False,
+    }
+    past = call("read_file", path="min.js", column=5000)
+    assert past.data["output"] == numbered((1, ""), (2, ""))
+
+
+def test_read_a_huge_line_without_newline_costs_no_memory(call, ws):
+    with (ws / "huge.txt").open("wb") as fh:
+        for _ in range(20):
+            fh.write(b"a" * 1024 * 1024)
+    tracemalloc.start()
+    try:
+        result = call("read_file", path="huge.txt")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.data["total_lines"] == 1
+    assert f"{20 * 1024 * 1024 - 2000} chars cut" in result.data["output"]
+    assert peak < 2 * 1024 * 1024  # the file is 20 MiB
+
+
+def test_read_refuses_a_fifo_instead_of_hanging(call, ws):
+    os.mkfifo(ws / "pipe")
+    answer = []
+    worker = threading.Thread(target=lambda: answer.append(call("read_file", path="pipe")))
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():  # unblock the old behaviour before failing
+        os.close(os.open(ws / "pipe", os.O_WRONLY | os.O_NONBLOCK))
+    assert answer and answer[0].error == "not a regular file: pipe"
 
 
 def test_read_an_empty_file(call, ws):
@@ -216,4 +261,76 @@ def test_edit_errors(call, ws):
 def test_edit_refuses_paths_outside_the_workspace(call, ws, tmp_path):
     result = call("edit_file", path="../outside/secret.txt", old_string="top", new_string="no")
     assert result.data["code"] == "DENIED"
+    assert (tmp_path / "outside" / "secret.txt").read_text() == "top secret\n"
+
+
+# -- a folder swapped for a symlink between the check and the open ---------------
+
+
+@pytest.fixture
+def swap_after_check(ws, tmp_path, monkeypatch):
+    """After the path is confined, replace folder ``d`` by a symlink to the outside."""
+    (ws / "d").mkdir()
+    (ws / "d" / "secret.txt").write_text("inside\n")
+    confine = files.confine
+
+    def confine_then_swap(*args, **kwargs):
+        checked = confine(*args, **kwargs)
+        (ws / "d").rename(ws / "d.moved")
+        (ws / "d").symlink_to(tmp_path / "outside")
+        return checked
+
+    monkeypatch.setattr(files, "confine", confine_then_swap)
+
+
+def _refused_as_a_race(result):
+    assert not result.ok and result.data["code"] == "DENIED"
+    assert result.error.startswith("path changed while it was being opened: 'd' in ")
+    assert result.error.endswith("became a symlink")
+
+
+@pytest.mark.parametrize("path", ["d/new.txt", "d/secret.txt", "d/deeper/new.txt"])
+def test_write_never_follows_a_folder_swapped_after_the_check(
+    call, ws, tmp_path, swap_after_check, path
+):
+    _refused_as_a_race(call("write_file", path=path, content="pwned"))
+    assert sorted(os.listdir(tmp_path / "outside")) == ["secret.txt"]
+    assert (tmp_path / "outside" / "secret.txt").read_text() == "top secret\n"
+
+
+def test_edit_never_follows_a_folder_swapped_after_the_check(call, tmp_path, swap_after_check):
+    _refused_as_a_race(call("edit_file", path="d/secret.txt", old_string="top", new_string="no"))
+    assert sorted(os.listdir(tmp_path / "outside")) == ["secret.txt"]
+    assert (tmp_path / "outside" / "secret.txt").read_text() == "top secret\n"
+
+
+def test_read_never_follows_a_folder_swapped_after_the_check(call, swap_after_check):
+    result = call("read_file", path="d/secret.txt")
+    _refused_as_a_race(result)
+    assert "top secret" not in str(result.data)
+
+
+def test_a_file_swapped_for_a_symlink_after_the_check_is_not_followed(
+    call, ws, tmp_path, monkeypatch
+):
+    (ws / "notes.txt").write_text("mine\n")
+    confine = files.confine
+
+    def confine_then_swap(*args, **kwargs):
+        checked = confine(*args, **kwargs)
+        (ws / "notes.txt").unlink()
+        (ws / "notes.txt").symlink_to(tmp_path / "outside" / "secret.txt")
+        return checked
+
+    monkeypatch.setattr(files, "confine", confine_then_swap)
+    for name, args in [
+        ("read_file", {}),
+        ("write_file", {"content": "pwned"}),
+        ("edit_file", {"old_string": "top", "new_string": "no"}),
+    ]:
+        (ws / "notes.txt").unlink()
+        (ws / "notes.txt").write_text("mine\n")
+        result = call(name, path="notes.txt", **args)
+        assert result.data["code"] == "DENIED" and "became a symlink" in result.error
+        assert "top secret" not in str(result.data)
     assert (tmp_path / "outside" / "secret.txt").read_text() == "top secret\n"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import threading
+import time
 
 import pytest
 
@@ -209,3 +211,36 @@ def test_both_engines_agree(call, monkeypatch):
     with_rg = [call("grep", **q).data for q in queries]
     monkeypatch.setattr(search, "ripgrep", lambda: None)
     assert [call("grep", **q).data for q in queries] == with_rg
+
+
+def test_grep_shows_only_the_head_of_a_huge_line(call, ws, engine):
+    # 3 MiB without a newline, the hit at the very end: found, shown clipped.
+    (ws / "bundle.min.js").write_bytes(b"a" * (3 << 20) + b"NEEDLE_AT_END")
+    (ws / "feed.txt").write_text("x\fNEEDLE_AT_END y\n")
+    result = call("grep", pattern="NEEDLE_AT_END")
+    assert result.data["matches"] == [
+        {"path": "bundle.min.js", "line": 1, "text": "a" * 500 + " [...]"},
+        {"path": "feed.txt", "line": 1, "text": "x\fNEEDLE_AT_END y"},
+    ]
+
+
+def test_a_backtracking_regex_meets_the_timeout(call, ws, engine):
+    (ws / "a.txt").write_text("x" + "a" * 60 + "!\n")
+    # Look-behind: ripgrep refuses it, so Python's re runs it in both engines.
+    result = call("grep", {"grep": {"timeout": 1}}, pattern="(?<=x)(a+)+$")
+    assert not result.ok
+    assert result.error == "grep timed out after 1 s" and result.data["timed_out"] is True
+
+
+def test_a_backtracking_regex_stops_on_cancel(ws, engine):
+    from mdagent.toolbox import Toolbox, ToolContext
+
+    (ws / "a.txt").write_text("x" + "a" * 60 + "!\n")
+    tb = Toolbox()
+    register_builtins(tb)
+    ctx = ToolContext(workdir=str(ws))
+    threading.Timer(1.0, ctx.cancel.set).start()
+    started = time.monotonic()
+    result = tb.run("grep", {"pattern": "(?<=x)(a+)+$"}, ctx)
+    assert result.data.get("interrupted") is True
+    assert time.monotonic() - started < 50  # the default timeout is 60 s

@@ -48,6 +48,14 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/slow":
             time.sleep(3)
             self._send(200, "text/plain", b"too late")
+        elif self.path == "/trickle":  # a byte every 0.1 s for 30 s: never a read timeout
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "300")
+            self.end_headers()
+            self._trickle(b"." * 300)
+        elif self.path == "/trickle-headers":  # the status line and headers, byte by byte
+            self._trickle(b"HTTP/1.1 200 OK\r\n" + b"X-Pad: " + b"." * 300 + b"\r\n\r\n")
         elif self.path == "/image":
             self._send(200, "image/png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
         else:
@@ -61,6 +69,13 @@ class Handler(BaseHTTPRequestHandler):
         # The client may stop reading at its size cap.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self.wfile.write(body)
+
+    def _trickle(self, data):
+        with contextlib.suppress(OSError):
+            for byte in data:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(0.1)
 
     def log_message(self, *args):
         pass
@@ -247,3 +262,108 @@ def test_a_redirect_to_another_scheme_is_refused(fetch, server):
     assert not result.ok
     assert result.error.startswith("redirect to file://")
     assert result.error.endswith("refused: only http:// and https:// URLs can be fetched")
+
+
+# -- a deadline per call -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/trickle", "/trickle-headers"])
+def test_a_trickling_server_cannot_hold_a_call_past_its_timeout(fetch, server, path):
+    started = time.monotonic()
+    result = fetch(f"{server}{path}", {"fetch": {"timeout": 1}})
+    assert time.monotonic() - started < 5  # the server would take 30 s
+    assert not result.ok and result.error == "timed out after 1 s"
+    assert result.data["timed_out"] is True
+
+
+def test_cancel_stops_a_fetch_at_once(tmp_path, server):
+    tb = Toolbox()
+    register_builtins(tb, ["fetch"])
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    started = time.monotonic()
+    result = tb.run(
+        "fetch", {"url": f"{server}/trickle"}, ToolContext(workdir=str(tmp_path), cancel=cancel)
+    )
+    assert time.monotonic() - started < 5
+    assert not result.ok and result.error == "interrupted" and result.data["interrupted"] is True
+
+
+def test_time_spent_asking_about_a_redirect_is_not_the_servers(tmp_path, server):
+    asked = []
+
+    def slow_person(tool, args):
+        asked.append(args["url"])
+        time.sleep(1.5)  # longer than the whole call may take on the network
+        return "yes"
+
+    settings = {"policy": {"mode": "ask"}, "fetch": {"timeout": 1}}
+    policy = Policy(settings, workdir=tmp_path, interactive=True, prompt=slow_person)
+    tb = Toolbox(policy=policy)
+    register_builtins(tb, ["fetch"])
+    ctx = ToolContext(workdir=str(tmp_path), settings=settings, caller="model")
+    result = tb.run("fetch", {"url": redirect(server, "/hello")}, ctx)
+    assert result.ok, result.data
+    assert asked == [redirect(server, "/hello"), f"{server}/hello"]
+
+
+# -- hosts are compared however they are spelt ---------------------------------------
+
+
+SPELLINGS_OF_LOCALHOST = [
+    "127.1",
+    "0x7f.1",
+    "0x7F.0.0.1",
+    "2130706433",
+    "0177.0.0.1",
+    "[::ffff:127.0.0.1]",
+    "[::ffff:7f00:1]",
+    "127.0.0.1.",
+    "127.0.0.%31",
+]
+
+
+@pytest.mark.parametrize("host", SPELLINGS_OF_LOCALHOST)
+def test_a_deny_rule_sees_every_spelling_of_an_address(tmp_path, server, host):
+    port = server.rsplit(":", 1)[1]
+    fetch = guarded_fetch(tmp_path, {"mode": "full", "deny": ["fetch(domain:127.0.0.1)"]})
+    result = fetch(f"http://{host}:{port}/hello")
+    assert not result.ok and result.data["code"] == "DENIED", result.data
+    assert Handler.seen == []
+
+
+@pytest.mark.parametrize("host", ["127.1", "0x7f.1", "[::ffff:127.0.0.1]", "LOCALHOST."])
+def test_a_redirect_to_another_spelling_is_judged_as_the_address(tmp_path, server, host):
+    port = server.rsplit(":", 1)[1]
+    fetch = guarded_fetch(
+        tmp_path,
+        {"mode": "full", "deny": ["fetch(domain:127.0.0.1)", "fetch(domain:localhost)"]},
+    )
+    result = fetch(f"http://localhost:{port}/to/" + quote(f"http://{host}:{port}/hello", safe=""))
+    assert not result.ok and result.data["code"] == "DENIED"
+
+
+def test_an_allow_rule_for_an_address_covers_its_other_spellings(tmp_path, server):
+    port = server.rsplit(":", 1)[1]
+    fetch = guarded_fetch(tmp_path, {"mode": "allowlist", "allow": ["fetch(domain:127.1)"]})
+    result = fetch(f"http://0x7f.0.0.1:{port}/hello")
+    assert result.ok, result.data
+
+
+@pytest.mark.parametrize(
+    "domain, host, matches",
+    [
+        ("example.org", "www.example.org", True),
+        ("Example.ORG.", "example.org", True),
+        ("example.org", "badexample.org", False),
+        ("127.0.0.1", "127.0.0.1", True),
+        ("0.1", "127.0.0.1", False),  # an address is never a "subdomain"
+        ("0.0.1", "127.0.0.1", False),
+        ("[::1]", "[0:0::1]", True),
+        ("::ffff:127.0.0.1", "127.0.0.1", True),
+    ],
+)
+def test_domain_rules_match_names_and_addresses(domain, host, matches):
+    from mdagent.policy import _domain_matches, _url_host
+
+    assert _domain_matches(domain, _url_host(f"http://{host}/")) is matches

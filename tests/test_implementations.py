@@ -1,3 +1,4 @@
+import contextlib
 import io
 import json
 import os
@@ -371,6 +372,20 @@ class Recorder(BaseHTTPRequestHandler):
         elif self.path.startswith("/slow"):
             time.sleep(2)
             self._reply(200, {})
+        elif self.path.startswith("/to-localhost"):
+            self.send_response(302)
+            self.send_header("Location", f"http://localhost:{self.server.server_port}/echo")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path.startswith("/trickle"):  # a byte every 0.1 s for 30 s
+            self.send_response(200)
+            self.send_header("Content-Length", "300")
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                for _ in range(300):
+                    self.wfile.write(b".")
+                    self.wfile.flush()
+                    time.sleep(0.1)
         else:
             self._reply(200, self._seen())
 
@@ -460,6 +475,68 @@ def test_http_connection_refused_is_one_line():
 def test_http_timeout(server):
     result = http_tool({"url": brace_safe(server) + "/slow"}, timeout=0.3).run("web", {})
     assert result.data["error"] == "timed out after 0.3 s" and result.data["timed_out"] is True
+
+
+def test_http_timeout_bounds_the_whole_call_not_each_read(server):
+    started = time.monotonic()
+    result = http_tool({"url": brace_safe(server) + "/trickle"}, timeout=1).run("web", {})
+    assert time.monotonic() - started < 5  # the server would take 30 s
+    assert result.data["error"] == "timed out after 1 s" and result.data["timed_out"] is True
+
+
+def guarded_http_tool(url, policy_settings, tmp_path, caller="person"):
+    from mdagent.builtins import register_builtins
+    from mdagent.policy import Policy
+
+    settings = {"policy": policy_settings}
+    box = Toolbox(policy=Policy(settings, workdir=tmp_path, interactive=False))
+    register_builtins(box, ["fetch"])
+    declared(box, "web", {"http": {"url": url}})
+    return lambda: box.run("web", {}, ctx(settings=settings, caller=caller))
+
+
+@pytest.mark.parametrize("caller", ["person", "model"])
+def test_http_redirect_to_a_denied_domain_is_refused(server, tmp_path, caller):
+    run = guarded_http_tool(
+        brace_safe(server) + "/to-localhost",
+        {"mode": "full", "deny": ["fetch(domain:localhost)"]},
+        tmp_path,
+        caller,
+    )
+    result = run()
+    assert not result.ok and result.data["code"] == "DENIED"
+    assert result.data["error"].startswith("redirect to http://localhost:")
+    assert result.data["error"].endswith("refused: denied by policy rule `fetch(domain:localhost)`")
+
+
+def test_http_redirect_is_judged_as_a_fetch_would_be(server, tmp_path):
+    run = guarded_http_tool(
+        brace_safe(server) + "/to-localhost",
+        {"mode": "allowlist", "allow": ["web", "fetch(domain:127.0.0.1)"]},
+        tmp_path,
+        "model",
+    )
+    result = run()
+    assert not result.ok and result.data["code"] == "DENIED"
+    assert result.data["allow_rule"] == "fetch(domain:localhost)"
+
+
+def test_http_url_meets_the_fetch_deny_rules_however_spelt(server, tmp_path):
+    port = server.rsplit(":", 1)[1]
+    run = guarded_http_tool(
+        f"http://0x7f.1:{port}/echo", {"deny": ["fetch(domain:127.0.0.1)"]}, tmp_path
+    )
+    result = run()
+    assert not result.ok and result.data["code"] == "DENIED"
+    assert result.data["error"] == "denied by policy rule `fetch(domain:127.0.0.1)`"
+
+
+def test_http_url_needs_no_fetch_allow_rule(server, tmp_path):
+    # The tool call was approved as itself; only fetch's deny rules apply to its URL.
+    run = guarded_http_tool(
+        brace_safe(server) + "/echo", {"mode": "allowlist", "allow": ["web"]}, tmp_path, "model"
+    )
+    assert run().ok
 
 
 def test_http_response_is_capped(server):
@@ -615,3 +692,84 @@ def test_composing_exec_refuses_unsafe_shell_positions_at_load_time(tmp_path):
     spec = {"tool": "exec", "with": {"command": "echo `cat {path}`"}}
     errors = check_implementation(spec, {"path": {"type": "string"}}, {"exec"}, tmp_path)
     assert errors and "backticks" in errors[0]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"shell": "wc {path} # {n}"}, "shell: placeholder {n} cannot be used in a comment"),
+        ({"shell": "[[ {n} -gt 2 ]] && wc {path}"}, "shell: placeholder {n} cannot be used as an"),
+        (
+            {"run": ["sh", "-c", "wc {path}"]},
+            "run: placeholder {path} cannot be used as the script",
+        ),
+        ({"tool": "exec", "with": {"command": "eval {path}"}}, "with.command: placeholder {path}"),
+    ],
+)
+def test_check_implementation_refuses_positions_read_again(spec, message):
+    errors = check(spec)
+    assert any(e.startswith(message) for e in errors), errors
+
+
+def test_check_messages_point_at_the_line_of_their_key():
+    from mdagent.implementations import message_line
+
+    lines = {"shell": 7, "with": 9, "with.command": 10}
+    assert message_line("shell: placeholder {x} cannot be used", lines, 3) == 7
+    assert message_line("with.command: placeholder {x}", lines, 3) == 10
+    assert message_line("with.other: {q} names no parameter", lines, 3) == 9
+    assert message_line("no implementation: give one of run", lines, 3) == 3
+
+
+# -- option injection: a model's "-x" values ----------------------------------------------
+
+OPT = {"pattern": {"type": "string"}}
+
+
+def model_ctx(tmp_path):
+    return ctx(workdir=str(tmp_path), caller="model")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"run": [PY, "-c", "import sys; print(sys.argv[1:])", "{pattern}"]},
+        {"shell": f"{shlex.quote(PY)} -c 'import sys; print(sys.argv[1:])' {{pattern}}"},
+    ],
+)
+def test_model_option_values_are_refused_and_person_values_taken_as_meant(spec, tmp_path):
+    run = make_handler(spec, name="t", params=OPT, base_dir=".")
+    refused = run({"pattern": "-rf"}, model_ctx(tmp_path))
+    assert "'pattern' starts with '-'" in refused["error"] and refused["param"] == "pattern"
+    assert "option: true" in refused["error"] and "stdout" not in refused
+    assert run({"pattern": "x-y"}, model_ctx(tmp_path))["stdout"] == "['x-y']\n"
+    assert run({"pattern": "-rf"}, ctx(workdir=str(tmp_path)))["stdout"] == "['-rf']\n"
+    opted = make_handler(spec, name="t", params={"pattern": {"option": True}}, base_dir=".")
+    assert opted({"pattern": "-rf"}, model_ctx(tmp_path))["stdout"] == "['-rf']\n"
+    listed = make_handler({**spec, "options": ["pattern"]}, name="t", params=OPT, base_dir=".")
+    assert listed({"pattern": "-rf"}, model_ctx(tmp_path))["stdout"] == "['-rf']\n"
+
+
+def test_dashes_in_the_template_let_a_model_value_start_with_a_dash(tmp_path):
+    argv = make_handler(
+        {"run": [PY, "-c", "import sys; print(sys.argv[1:])", "--", "{pattern}"]},
+        name="t",
+        params=OPT,
+        base_dir=".",
+    )
+    assert argv({"pattern": "-rf"}, model_ctx(tmp_path))["stdout"] == "['--', '-rf']\n"
+    shell = make_handler({"shell": "printf '%s' -- {pattern}"}, name="t", params=OPT, base_dir=".")
+    assert shell({"pattern": "-rf"}, model_ctx(tmp_path))["stdout"] == "---rf"
+
+
+def test_composing_exec_refuses_a_model_option_value(tmp_path):
+    from mdagent.builtins import register_builtins
+
+    box = Toolbox()
+    register_builtins(box, names=["exec"])
+    declared(box, "find", {"tool": "exec", "with": {"command": "grep {pattern} f"}}, OPT)
+    (tmp_path / "f").write_text("-rf\n")
+    refused = box.run("find", {"pattern": "-rf"}, model_ctx(tmp_path))
+    assert not refused.ok and "'pattern' starts with '-'" in refused.error
+    typed = box.run("find", {"pattern": "-e-rf"}, ctx(workdir=str(tmp_path)))
+    assert typed.ok and typed.data["stdout"] == "-rf\n"

@@ -247,3 +247,67 @@ def test_result_dict_of_a_program_that_cannot_start(tmp_path):
     assert result_dict(nowhere, streamed=False, timeout=5)["error"] == (
         f"cannot run true (in {tmp_path / 'gone'}): No such file or directory"
     )
+
+
+# -- one path from a tool to a process -------------------------------------------------
+
+
+def test_every_child_starts_in_start_child_with_the_preexec_hook(tmp_path):
+    marker = tmp_path / "preexec.txt"
+
+    def preexec():  # runs in the child, between fork and exec
+        marker.write_text(str(os.getpid()))
+
+    result = run_process(["sh", "-c", "echo $$"], timeout=5, preexec=preexec)
+    assert result.exit_code == 0
+    assert marker.read_text() == result.stdout.strip()  # the child's pid, not ours
+
+
+def test_exec_run_and_shell_tools_share_run_tool_process(tmp_path, monkeypatch):
+    """Scrubbed environment, workspace cwd, own session: one code path for all three."""
+    from mdagent import process
+    from mdagent.builtins import register_builtins
+    from mdagent.implementations import make_handler
+    from mdagent.toolbox import Toolbox, ToolContext
+
+    started = []
+    real = process.start_child
+
+    def spy(argv, **kw):
+        started.append((argv, kw))
+        return real(argv, **kw)
+
+    monkeypatch.setattr(process, "start_child", spy)
+    monkeypatch.setenv("MY_API_KEY", "sk-secret")
+    box = Toolbox()
+    register_builtins(box, ["exec"])
+    for name, spec in (("r", {"run": ["pwd"]}), ("s", {"shell": "pwd"})):
+        box.add(
+            name, description=name, handler=make_handler(spec, name=name, params={}, base_dir=".")
+        )
+    ctx = ToolContext(workdir=str(tmp_path))
+    outputs = [
+        box.run(n, a, ctx).data for n, a in (("exec", {"command": "pwd"}), ("r", {}), ("s", {}))
+    ]
+    assert [o["stdout"] for o in outputs] == [f"{tmp_path}\n"] * 3
+    assert all(
+        set(o) >= {"stdout", "stderr", "exit_code", "duration_ms", "truncated"} for o in outputs
+    )
+    assert len(started) == 3
+    for _, kw in started:
+        assert kw["cwd"] == str(tmp_path) and "MY_API_KEY" not in kw["env"]
+
+
+def test_run_tool_process_confines_cwd_and_reads_the_settings(tmp_path):
+    from mdagent.process import run_tool_process
+    from mdagent.toolbox import ToolContext
+
+    (tmp_path / "sub").mkdir()
+    ctx = ToolContext(workdir=str(tmp_path), settings={"exec": {"timeout": 0.5}})
+    assert run_tool_process(["pwd"], ctx, cwd="sub")["stdout"] == f"{tmp_path / 'sub'}\n"
+    outside = run_tool_process(["pwd"], ctx, cwd="..")
+    assert outside["code"] == "DENIED" and "escapes the workspace" in outside["error"]
+    assert run_tool_process(["pwd"], ctx, cwd="nope")["error"] == "not a directory: nope"
+    slow = run_tool_process(["sleep", "10"], ctx)
+    assert slow["timed_out"] is True and slow["error"] == "timed out after 0.5 s"
+    assert run_tool_process(["sleep", "10"], ctx, timeout=0.2)["error"] == "timed out after 0.2 s"

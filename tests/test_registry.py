@@ -123,7 +123,8 @@ def test_load_time_implementation_errors(tmp_path, decl, needle):
     write(layer / "config" / "t.yaml", f"tools:\n  t:\n    description: d\n    {decl}\n")
     registry, _ = compile_registry(only(tmp_path, layer))
     errors = [p for p in registry.problems if p.severity == "error"]
-    assert errors and needle in errors[0].message and errors[0].line == 2
+    # At the implementation key's line (4), not the tool name's (2).
+    assert errors and needle in errors[0].message and errors[0].line == 4
     assert registry.tool("t") is None
 
 

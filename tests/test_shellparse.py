@@ -69,6 +69,100 @@ def test_argv_removes_quotes_and_core_removes_wrappers():
     assert unwrap(["xargs", "-0", "rm", "-rf"]) == ("rm", "-rf")
 
 
+WRAPPED = [
+    "timeout -s KILL 5", "timeout -sKILL 5", "timeout --signal=KILL --kill-after 1 5s",
+    "timeout --sig KILL 5",  # an abbreviated long option, as getopt reads it
+    "env -u HOME", "env -uHOME -i", "env --unset=HOME FOO=1", "env -", "env -C /tmp --",
+    "exec -a x", "exec -cl", "stdbuf -o L", "stdbuf -oL -e0", "stdbuf --output=L",
+    "nice -n 5", "nice -5", "nice --10", "nice --adjustment=5", "ionice -c 3", "ionice -c3 -n7",
+    "chrt -f 1", "chrt --rr 5", "chrt -o 0", "taskset -c 0", "taskset 0x1", "flock /tmp/l",
+    "flock -w 5 -E 3 /tmp/l", "watch -n 1 -x", "sudo -u root", "sudo -E -u root -- FOO=1",
+    "sudo --user=root -H", "doas -u root", "xargs -I{}", "xargs -0 -n 1 -P4", "xargs -i",
+    "time -p", "time -f %e -o t.txt", "setsid -w", "setsid", "nohup", "command -p", "command",
+    "builtin command", "busybox", "/usr/bin/env", "FOO=1 nohup nice -n 1",
+    "sudo -u root nice -n 5 timeout -s KILL 10 env -u X",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("wrapper", WRAPPED)
+def test_wrappers_are_unwrapped_with_their_options(wrapper):
+    [seg] = parse(f"{wrapper} rm -rf x")
+    assert seg.core == ("rm", "-rf", "x")
+    assert seg.unchecked is None
+    assert seg.stages[-1] == seg.core and seg.stages[0][0] != "rm"
+
+
+def test_each_wrapper_on_the_way_is_a_stage():
+    [seg] = parse("FOO=1 sudo -u root nice -n 5 /bin/rm x")
+    assert seg.stages == (
+        ("sudo", "-u", "root", "nice", "-n", "5", "/bin/rm", "x"),
+        ("nice", "-n", "5", "/bin/rm", "x"),
+        ("/bin/rm", "x"),
+    )
+    [split] = parse("env -S 'rm -rf x' y")
+    assert split.core == ("rm", "-rf", "x", "y")
+
+
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [
+        ("timeout --bogus 5 rm x", "`timeout` option `--bogus` not understood"),
+        ("nice -z rm x", "`nice` option `-z` not understood"),
+        ("sudo -e /etc/hosts", "`sudo` option `-e` not understood"),
+        ("timeout soon rm x", "`timeout` duration `soon` not understood"),
+        ("env --i rm x", "`env` option `--i` not understood"),  # ambiguous: --ignore-*
+        ("env $opts rm x", "`env` option `$opts` is computed at run time"),
+        ("nice -n $n rm x", "`nice` option `-n` without a literal value"),
+        ("$cmd -rf x", "the program `$cmd` is named at run time"),
+        ('"$(which rm)" x', "the program `$(which rm)` is named at run time"),
+        ("/bin/r? x", "the program `/bin/r?` is named at run time"),
+        ("env -S 'rm $x'", "`env -S` string with escapes or variables"),
+    ],
+)
+def test_what_deny_rules_cannot_read_is_unchecked(command, why):
+    seg = parse(command)[0]
+    assert seg.unchecked == why
+    assert seg.dynamic == why  # and never allowed by a pattern
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status $x", 'git status "$x"', "git status ${x}", "git status $(date)",
+        "git status `date`", "git status <(ls)", "git status $((1+2))", 'git status $"x"',
+        "git status > $out", "git status a[1]=2", "eval 'git status'", "trap 'ls' EXIT",
+        "source x", ". x", "let x=1", "alias g=ls", "hash -p /bin/rm ls", "enable -f x y",
+        "mapfile -C ls", "bash -c ls", "sh", "bash -s", "sh <<< ls", "watch ls",
+        "flock /tmp/l -c ls", "read 'a[i]'", "printf -v 'a[i]' x", "printf -va[i] x",
+        "declare 'a[i]=1'", "unset 'a[i]'", "[[ -v a ]]", "test -v a", "[[ a -eq 1 ]]",
+        "(( i++ ))", "for ((;;)); do ls; done", "ls; echo ${#x[@]}",
+    ],
+)  # fmt: skip
+def test_segments_computed_or_evaluated_at_run_time_are_dynamic(command):
+    assert any(s.dynamic for s in parse(command)), command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status --short", "ls *.py", "echo {a,b}", "echo 'a $x'", "echo \\$x",
+        "[[ -f x ]]", "[ 1 -eq 2 ]", "(( 1 + 2 ))", "bash script.sh", "printf '[%s]' x",
+        "git log --format='%H'", "cat <<'EOF'\n$x\nEOF", "echo $'\\x41'", "x=1 make",
+    ],
+)  # fmt: skip
+def test_literal_segments_are_not_dynamic(command):
+    assert [s.dynamic for s in parse(command)] == [None] * len(parse(command)), command
+
+
+def test_code_run_by_trap_flock_and_watch_is_split_too():
+    assert segments("trap 'rm -rf /' EXIT")[1:] == ["rm -rf /"]
+    assert segments("trap -- 'rm x' INT TERM")[1:] == ["rm x"]
+    assert segments("trap INT") == ["trap INT"]  # a reset, no code
+    assert segments("flock /tmp/l -c 'ls; rm x'")[1:] == ["ls", "rm x"]
+    assert segments("watch -n 1 'ls; rm x'")[1:] == ["ls", "rm x"]
+    assert segments("watch -x ls") == ["watch -x ls"]
+
+
 def test_case_tests_arithmetic_and_here_documents_are_walked():
     assert segments("case $x in a) rm -rf /;; *) ls;; esac") == ["rm -rf /", "ls"]
     assert segments("case $(whoami) in root) ;; esac") == ["whoami"]
@@ -109,6 +203,14 @@ def test_code_fed_to_a_shell_on_its_input_is_split_too():
     # Not code: cat reads it, or the shell was given its code with -c.
     assert segments("cat <<EOF\nrm -rf /\nEOF") == ["cat"]
     assert segments("bash -c ls <<< 'rm x'") == ["bash -c ls", "ls"]
+
+
+def test_here_strings_and_documents_feeding_a_shell_in_a_compound_statement():
+    # Bash gives the redirection of a loop, group or if to every command in it.
+    assert segments("while sh; do :; done <<< 'rm -rf /'") == ["sh", ":", "rm -rf /"]
+    assert segments("if true; then bash; fi <<< 'rm x'") == ["true", "bash", "rm x"]
+    assert segments("{ bash; } <<EOF\nrm x\nEOF") == ["bash", "rm x"]
+    assert segments("for i in 1; do sh; done <<EOF\nrm x\nEOF") == ["sh", "rm x"]
 
 
 def test_words_after_a_redirection_belong_to_the_command():
@@ -152,6 +254,10 @@ def test_quoting_is_removed_from_argv_as_bash_does():
         # bash evaluates a subscript in a string as arithmetic, running $(...)
         "printf -v 'a[$(rm -rf /)]' x",
         "[[ 1 -eq 'a[$(rm -rf /)]' ]]",
+        # prompt expansion runs the substitutions held in the variable
+        "git status ${x:='$(rm -rf /)'} ${x@P}",
+        "(sh) <<< 'rm -rf /'",  # tree-sitter has no here-string after a subshell
+        "{rm,-rf,/}",
     ],
 )
 def test_unparseable(command):
@@ -250,3 +356,42 @@ def test_a_forbidden_command_survives_any_quoting_for_deny(word):
     for quoted in (f"'{word}'", f'"{word}"', f"{word[0]}''{word[1:]}"):
         segs = parse(f"ls; {quoted} -rf /")
         assert segs[1].plain == f"{word} -rf /"
+
+
+WRAPPER_FORMS = [w for w in WRAPPED if not w.startswith(("FOO", "sudo -u root nice"))]
+PROGRAM_SPELLINGS = ["rm", "\\rm", '"rm"', "'rm'", "r''m", "/bin/rm", "../../usr/bin/rm", "$'rm'"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    chain=st.lists(st.sampled_from(WRAPPER_FORMS), max_size=4),
+    program=st.sampled_from(PROGRAM_SPELLINGS),
+    assignment=st.sampled_from(["", "FOO=1 ", "A=b C='d e' "]),
+)
+def test_the_program_is_found_through_any_chain_of_wrappers(chain, program, assignment):
+    [seg] = parse(f"{assignment}{' '.join(chain)} {program} -rf x".strip())
+    assert seg.unchecked is None
+    assert seg.core[0].rsplit("/", 1)[-1] == "rm" and seg.core[1:] == ("-rf", "x")
+
+
+EXPANSIONS = [
+    "$x", "${x}", '"$x"', "${x@P}", "${x:=y}", "${x:-y}", "$((x))", "$((1))", "$[1]", "`ls`",
+    "$(ls)", "<(ls)", "${a[1]}", "${#x}", "${!x}", '$"x"', "$1", "$@",
+]  # fmt: skip
+LITERAL_WORDS = ["--short", "'a b'", '"c"', "x\\ y", "$'\\t'", "-s", "*.py", "{a,b}", "~/x"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.lists(st.sampled_from(LITERAL_WORDS), max_size=3),
+    hostile=st.lists(st.sampled_from(EXPANSIONS), min_size=1, max_size=2),
+    glue=st.sampled_from(["", " "]),
+    at=st.integers(0, 3),
+)
+def test_a_word_computed_at_run_time_is_never_literal(words, hostile, glue, at):
+    # Whatever it is joined to, an expansion makes the segment dynamic (or the
+    # line unparseable): an allow pattern such as `git status*` cannot cover it.
+    words = list(words)
+    words.insert(min(at, len(words)), glue.join(hostile))
+    segs = try_parse("git status " + " ".join(words))
+    assert segs is None or segs[0].dynamic is not None

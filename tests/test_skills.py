@@ -258,3 +258,35 @@ def test_a_string_requirement_is_a_one_item_list(tmp_path):
         )
     )
     assert problems == [] and skill.requires == {"bins": ["no-such-bin"], "os": ["linux"]}
+
+
+def test_allowed_tools_become_rules_keeping_parentheses_whole(tmp_path):
+    path = tmp_path / "review" / "SKILL.md"
+    path.parent.mkdir()
+    path.write_text(
+        "---\nname: review\ndescription: d\n"
+        "allowed-tools: Bash(git diff:*) Read(src/**), Bash(git log --oneline *) grep\n---\n"
+    )
+    skill, problems = load_skill(path)
+    assert skill.allowed_tools == [
+        "exec(git diff)",
+        "exec(git diff *)",
+        "read_file(src/**)",
+        "exec(git log --oneline *)",
+        "grep",
+    ]
+    assert problems == []
+
+
+@pytest.mark.parametrize("entry", ["Bash", "exec", "Bash(*)", "Bash(:*)"])
+def test_an_allowed_tools_entry_covering_every_command_is_a_warning_at_its_line(tmp_path, entry):
+    path = tmp_path / "review" / "SKILL.md"
+    path.parent.mkdir()
+    path.write_text(
+        f"---\nname: review\ndescription: d\nallowed-tools:\n  - Read\n  - {entry}\n---\n"
+    )
+    skill, problems = load_skill(path)
+    (warning,) = problems
+    assert (warning.line, warning.col, warning.severity) == (6, 5, "warning")
+    assert "pre-approves every command" in warning.message
+    assert skill is not None

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from mdagent.errors import UsageError
-from mdagent.store import MIGRATIONS, REDACTED, Store, audit_observer
+from mdagent.store import MIGRATIONS, REDACTED, AuditLog, Store
 from mdagent.toolbox import Toolbox, ToolContext
 
 
@@ -161,7 +161,7 @@ def test_many_processes_writing_at_once_lose_no_row(hermetic):
     store.close()
 
 
-def test_audit_observer_records_every_call_with_secrets_redacted(store, monkeypatch):
+def test_audit_log_records_every_call_with_secrets_redacted(store, monkeypatch):
     monkeypatch.setenv("MY_API_KEY", "sk-verysecret123")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_abcdef")
     monkeypatch.setenv("SHORT_TOKEN", "abc")  # too short to redact safely
@@ -173,7 +173,7 @@ def test_audit_observer_records_every_call_with_secrets_redacted(store, monkeypa
         params={"command": {"type": "string"}},
         handler=lambda a: {"error": "failed with ghp_abcdef"},
     )
-    box.observers.append(audit_observer(store, {}, session_id="s1"))
+    box.audit = AuditLog(store, session_id="s1")
     box.run(
         "exec",
         {
@@ -196,13 +196,13 @@ def test_audit_observer_records_every_call_with_secrets_redacted(store, monkeypa
     assert "sk-verysecret123" not in json.dumps(row)
 
 
-def test_audit_observer_records_policy_decisions(store, hermetic, tmp_path):
+def test_audit_log_records_policy_decisions(store, hermetic, tmp_path):
     from mdagent.policy import Policy
 
     box = Toolbox(policy=Policy({}, workdir=tmp_path, interactive=False, store=store))
     box.add("exec", description="run", params={"command": {"type": "string"}}, handler=dict)
     box.add("read_file", description="read", handler=dict, security="safe")
-    box.observers.append(audit_observer(store, {}))
+    box.audit = AuditLog(store)
     box.run("exec", {"command": "ls"}, ToolContext(caller="model"))
     box.run("read_file", {}, ToolContext(caller="model", conversation_id="conv"))
     box.run("exec", {"command": "ls"}, ToolContext(caller="person"))
@@ -247,3 +247,145 @@ def test_messages_survive_a_crash(hermetic):
     assert proc.returncode == 9
     sid = proc.stdout.strip()
     assert [m["content"] for m in Store().messages(sid)] == ["first", "second"]
+
+
+# -- data at rest (issue 9: 15-16) -------------------------------------------------------------
+
+SECRET = "sk-live-0123456789abcdef"
+THINKING = {
+    "type": "thinking",
+    "thinking": f"The user's key is {SECRET}; I must not print it.",
+    "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxsigned+bytes==",
+}
+
+
+def test_messages_are_stored_redacted_except_provider_signed_blocks(store, monkeypatch):
+    from mdagent.agent import Conversation
+
+    monkeypatch.setenv("MY_API_KEY", SECRET)
+    conversation = Conversation.start(store, cwd="/w", model="m")
+    messages = [
+        {"role": "user", "content": f"use {SECRET} please"},
+        {
+            "role": "assistant",
+            "content": [THINKING, {"type": "redacted_thinking", "data": f"x{SECRET}"}],
+            "tool_calls": [
+                {"id": "1", "name": "login", "arguments": {"api_key": "other", "user": "bob"}}
+            ],
+        },
+        # A tool result is JSON text: a secret with a quote in it is escaped there.
+        {"role": "tool", "tool_call_id": "1", "content": json.dumps({"out": f"{SECRET}!"})},
+    ]
+    for message in messages:
+        conversation.add(message)
+    assert conversation.messages == messages  # what goes back to the model in this run
+    user, assistant, tool = store.messages(conversation.session_id)
+    assert user["content"] == f"use {REDACTED} please"
+    assert store.session(conversation.session_id)["title"] == f"use {REDACTED} please"
+    assert assistant["content"] == messages[1]["content"]  # byte-exact, secret and all
+    assert assistant["tool_calls"][0]["arguments"] == {"api_key": REDACTED, "user": "bob"}
+    assert json.loads(tool["content"]) == {"out": f"{REDACTED}!"}
+
+
+def test_a_secret_in_its_json_escaped_spelling_is_redacted(store, monkeypatch):
+    monkeypatch.setenv("DB_PASSWORD", 'pa"ss\\word')
+    sid = store.new_session("/w", "m")
+    content = json.dumps({"stdout": 'pa"ss\\word'})
+    store.add_message(sid, {"role": "tool", "content": content})
+    assert store.messages(sid)[0]["content"] == json.dumps({"stdout": REDACTED})
+
+
+def test_policy_env_settings_decide_what_is_secret(hermetic, monkeypatch):
+    monkeypatch.setenv("DEPLOY_PHRASE", "open-sesame-123")
+    monkeypatch.setenv("PUBLIC_KEY", "ssh-ed25519 AAAAC3")
+    settings = {"policy": {"env": {"exclude": ["*PHRASE*"], "include": ["PUBLIC_KEY"]}}}
+    with Store(settings=lambda: settings) as s:
+        sid = s.new_session("/w", "m")
+        s.add_message(sid, {"role": "user", "content": "open-sesame-123 ssh-ed25519 AAAAC3"})
+        assert s.messages(sid)[0]["content"] == f"{REDACTED} ssh-ed25519 AAAAC3"
+
+
+def test_the_audit_row_is_started_then_finished(store, monkeypatch):
+    monkeypatch.setenv("MY_TOKEN", SECRET)
+    row = store.start_call("model", "exec", {"command": f"echo {SECRET}"}, "rule:exec", "s1")
+    [started] = store.calls()
+    assert (started["status"], started["ok"], started["duration_ms"]) == ("started", False, None)
+    assert started["args"] == {"command": f"echo {REDACTED}"}
+    store.finish_call(row, False, f"failed: {SECRET}", None, 12, interrupted=True)
+    [done] = store.calls()
+    assert (done["status"], done["error"], done["duration_ms"]) == (
+        "interrupted",
+        f"failed: {REDACTED}",
+        12,
+    )
+
+
+def test_files_are_created_private_and_loose_modes_tightened(hermetic, tmp_path):
+    folder = tmp_path / "state"
+    with Store(folder / "mdagent.db") as s:
+        s.new_session("/w", "m")
+        modes = {p.name: p.stat().st_mode & 0o777 for p in folder.iterdir()}
+    assert modes == {"mdagent.db": 0o600, "mdagent.db-wal": 0o600, "mdagent.db-shm": 0o600}
+    assert folder.stat().st_mode & 0o777 == 0o700
+    folder.chmod(0o775)
+    (folder / "mdagent.db").chmod(0o666)
+    with Store(folder / "mdagent.db") as s:
+        s.sessions()
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert (folder / "mdagent.db").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_shared_folder_is_reported_not_changed(hermetic, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)  # like /tmp: not ours to lock others out of
+    said = []
+    with Store(shared / "mdagent.db", notice=said.append) as s:
+        s.sessions()
+    assert shared.stat().st_mode & 0o7777 == 0o1777
+    [line] = said
+    assert str(shared) in line and "AGENT_STATE_DIR" in line
+
+
+def test_a_damaged_file_is_moved_aside_once(hermetic, tmp_path):
+    path = tmp_path / "mdagent.db"
+    path.write_bytes(b"\x00garbage" * 1000)
+    said = []
+    with Store(path, notice=said.append) as s:
+        assert s.sessions() == []
+        s.new_session("/w", "m")
+    [line] = said
+    [aside] = tmp_path.glob("mdagent.db.corrupt-*")
+    assert aside.read_bytes() == b"\x00garbage" * 1000
+    assert str(path) in line and str(aside) in line
+    with Store(path, notice=said.append) as s:
+        assert len(s.sessions()) == 1
+    assert len(said) == 1
+
+
+def test_damage_found_after_opening_is_one_clear_error(hermetic, tmp_path, monkeypatch):
+    import sqlite3
+
+    from mdagent.errors import StateError
+
+    with Store(tmp_path / "mdagent.db") as s:
+        s.sessions()
+
+        def malformed(*args):
+            raise sqlite3.DatabaseError("database disk image is malformed")
+
+        monkeypatch.setattr(s, "_connection", lambda: type("Db", (), {"execute": malformed})())
+        with pytest.raises(StateError, match="damaged .* moved it to .*run the command again"):
+            s.calls()
+    assert list(tmp_path.glob("mdagent.db.corrupt-*"))
+
+
+def test_a_state_dir_that_cannot_be_used_is_one_clear_error(hermetic, tmp_path):
+    from mdagent.errors import StateError
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    with pytest.raises(StateError) as caught:
+        Store(blocker / "mdagent.db").new_session("/w", "m")
+    message = str(caught.value)
+    assert "\n" not in message and str(blocker) in message and "AGENT_STATE_DIR" in message

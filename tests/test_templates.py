@@ -1,10 +1,15 @@
+import shutil
 import subprocess
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mdagent.templates import (
+    OptionValueError,
     TemplateError,
     as_text,
+    check_argv,
     check_shell,
     expand_argv,
     expand_shell,
@@ -250,3 +255,237 @@ def test_shell_positions_where_no_quoting_is_safe_are_refused(template, where):
 def test_arithmetic_and_substitution_elsewhere_stay_fine():
     check_shell("echo {v} $((1 + 2))")
     check_shell("n=$(( (1 + 2) * 3 )); echo $(printf %s {v}) $n")
+
+
+# -- positions the shell reads again (issue 9, item 8) --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("template", "where"),
+    [
+        ("echo hi # {v}", "in a comment"),
+        ("echo ${v}", r"right after `\$`"),
+        ('echo "${v}"', r"right after `\$`"),
+        ("echo ${{{v}}}", r"inside \$\{...\}"),
+        ("echo $[{v}]", "arithmetic"),
+        ("[[ {v} -eq 1 ]]", "operand of -eq"),
+        ("[[ 1 -lt {v} ]] && echo small", "operand of -lt"),
+        ("if [[ -f x && {v} -ge 2 ]]; then :; fi", "operand of -ge"),
+        ("[[ -v {v} ]]", "operand of -v"),
+        ("test -v {v}", "operand of -v"),
+        ("let n={v}", "`let`"),
+        ("a[{v}]=1", "array subscript"),
+        ("a=([{v}]=1)", "array subscript"),
+        ("cat <<{v}\nx\n", "here-document"),
+        ("eval {v}", "`eval`"),
+        ("eval 'echo {v}'", "`eval`"),
+        ("command eval {v}", "`eval`"),
+        ("trap {v} EXIT", "`trap`"),
+        ("source {v}", "`source`"),
+        (". {v}", "`.`"),
+        ("read {v}", "`read`"),
+        ("unset {v}", "`unset`"),
+        ("printf -v {v} %s x", "printf -v"),
+        ("declare {v}", "`declare`"),
+        ("declare -i n={v}", "declare -i"),
+        ("local -a a={v}", "local -a"),
+        ("PS4={v}; set -x", "PS4"),
+        ("env BASH_ENV={v} bash -c :", "BASH_ENV"),
+        ('sh -c "{v}"', "script of `sh -c`"),
+        ("bash -ec 'echo {v}'", "script of `bash -c`"),
+        ("find . -exec sh -c {v} \\;", "script of `sh -c`"),
+        ("su -c {v}", "`su -c`"),
+        ("ssh -p 22 host cat {v}", "remote command of `ssh`"),
+    ],
+)
+def test_shell_positions_read_again_are_refused(template, where):
+    with pytest.raises(TemplateError, match=where):
+        check_shell(template)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "[[ -f {v} ]] && [[ {v} == x* ]]",
+        "[ {v} -eq 1 ]",  # test/[ read -eq operands as numbers, not arithmetic
+        "export NAME={v}; local x={v}; declare y={v}",
+        "cat <<< {v}",
+        "echo $((1 << 2)) {v}",
+        "sh -c 'echo \"$1\"' sh {v}",
+        "ssh {v} uptime",
+        "echo $$ {v}; echo $? {v}",
+        "echo ${{HOME}} $${{x}} {v}",
+        "case {v} in a) echo {v};; esac",
+        "echo a#{v} # a comment's apostrophe\necho {v}",
+        "diff <(cat {v}) f",
+        "f() {{ echo {v}; }}; f",
+        "read -r line < {v}; mapfile -t all < {v}",
+    ],
+)
+def test_shell_positions_that_quote_safely_stay_accepted(template):
+    check_shell(template)
+
+
+@pytest.mark.parametrize(
+    ("template", "where"),
+    [
+        (["sh", "-c", "echo {v}"], "script of `sh -c`"),
+        (["env", "bash", "-lc", "{v}"], "script of `bash -c`"),
+        (["ssh", "host", "ls {v}"], "remote command"),
+    ],
+)
+def test_run_templates_that_paste_a_value_into_code_are_refused(template, where):
+    with pytest.raises(TemplateError, match=where):
+        check_argv(template)
+    check_argv(["sh", "-c", 'echo "$1"', "sh", "{v}"])
+    check_argv(["ssh", "{v}", "uptime"])
+
+
+# Every accepted position, each printing what it received between <i: and >.
+# (template segment, the text it prints for value v and array vs, bash only)
+PROPERTY_SEGMENTS = [
+    ("printf '%s' {v}", lambda v, vs: v, False),
+    ("printf '%s' pre{v}post", lambda v, vs: f"pre{v}post", False),
+    ("printf '%s' 'a {v} b'", lambda v, vs: f"a {v} b", False),
+    ("printf '%s' \"a {v} b\"", lambda v, vs: f"a {v} b", False),
+    ("printf '%s' \"$(printf '%s.' {v})\"", lambda v, vs: f"{v}.", False),
+    ("printf '%s' $(printf '%s' {v} | wc -c)", lambda v, vs: str(len(v.encode())), False),
+    ("x={v}; printf '%s' \"$x\"", lambda v, vs: v, False),
+    ("export X={v}; printf '%s' \"$X\"", lambda v, vs: v, False),
+    ("f() {{ local y={v}; printf '%s' \"$y\"; }}; f", lambda v, vs: v, False),
+    ("set -- {v}; printf '%s' \"$1\"", lambda v, vs: v, False),
+    ('Y={v} sh -c \'printf "%s" "$Y"\'', lambda v, vs: v, False),
+    ('sh -c \'printf "%s" "$1"\' sh {v}', lambda v, vs: v, False),
+    ("[ {v} = {v} ] && printf ok", lambda v, vs: "ok", False),
+    ("case {v} in *) printf '%s' {v};; esac", lambda v, vs: v, False),
+    ("for i in {v}; do printf '%s' \"$i\"; done", lambda v, vs: v, False),
+    ("(printf '%s' {v})", lambda v, vs: v, False),
+    ("{{ printf '%s' {v}; }}", lambda v, vs: v, False),
+    ("if true; then printf '%s' {v}; fi", lambda v, vs: v, False),
+    ("printf '%s' {v} > out.txt; cat out.txt; rm out.txt", lambda v, vs: v, False),
+    ("printf '[%s]' {vs}", lambda v, vs: "".join(f"[{x}]" for x in vs), False),
+    ("printf '[%s]' \"{vs}\"", lambda v, vs: f"[{' '.join(vs)}]", False),
+    ("printf '%s' -- {v}", lambda v, vs: f"--{v}", False),
+    ("[[ {v} == {v} ]] && printf ok", lambda v, vs: "ok", True),
+    ("[[ -n {v} || -z {v} ]] && printf ok", lambda v, vs: "ok", True),
+    ("declare z={v}; printf '%s' \"$z\"", lambda v, vs: v, True),
+    ("printf '%s' \"$(cat <<< {v})\"", lambda v, vs: v.rstrip("\n"), True),
+    ("cat <(printf '%s' {v})", lambda v, vs: v, True),
+]
+
+HOSTILE = [
+    "$(touch PWNED)",
+    "`touch PWNED`",
+    "'; touch PWNED; '",
+    '"; touch PWNED; "',
+    "\\",
+    "\\'",
+    "a\nb\ntouch PWNED",
+    "x; touch PWNED",
+    "a[$(touch PWNED)]",
+    "-rf",
+    "--",
+    "*",
+    "~",
+    "$HOME ${HOME} $((1+1))",
+    "}}{{x}}",
+    "é ü 漢字 🙂",
+    "",
+    " ",
+    "!",
+    "(",
+    "#",
+]
+
+VALUES = st.one_of(
+    st.sampled_from(HOSTILE),
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12),
+    st.text(st.sampled_from(list("$`'\"\\;&|<>(){}[]#*?~!-= \n\tx")), max_size=12),
+)
+SHELLS = [s for s in ("sh", "bash") if shutil.which(s)]
+PROPERTY_PARAMS = {"v": {"type": "string"}, "vs": {"type": "array", "items": {"type": "string"}}}
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(value=VALUES, values=st.lists(VALUES, min_size=1, max_size=3))
+def test_hostile_values_arrive_literally_in_every_accepted_position(tmp_path, value, values):
+    for shell in SHELLS:
+        segments = [
+            (i, seg, want)
+            for i, (seg, want, bash) in enumerate(PROPERTY_SEGMENTS)
+            if shell == "bash" or not bash
+        ]
+        template = "\n".join(f"printf '<{i}:'; {seg}; printf '>'" for i, seg, _ in segments)
+        check_shell(template)
+        script = expand_shell(template, {"v": value, "vs": values}, PROPERTY_PARAMS)
+        work = tmp_path / shell
+        work.mkdir(exist_ok=True)
+        done = subprocess.run(
+            [shell, "-c", "--", script], cwd=work, capture_output=True, timeout=20
+        )
+        got = done.stdout.decode()
+        want = "".join(f"<{i}:{expect(value, values)}>" for i, _, expect in segments)
+        assert got == want, (shell, value, values, done.stderr.decode())
+        assert list(work.iterdir()) == [], (shell, value, list(work.iterdir()))
+
+
+# -- option injection (issue 9, item 9) ------------------------------------------------
+
+
+def test_argv_option_values_are_refused_unless_allowed_or_after_dashes():
+    args = {"path": "-rf", "files": ["ok", "--evil"]}
+    assert expand_argv(["rm", "{path}"], args, PARAMS) == ["rm", "-rf"]  # a person's
+    with pytest.raises(OptionValueError, match="'path' starts with '-'") as caught:
+        expand_argv(["rm", "{path}"], args, PARAMS, allow_options=())
+    assert caught.value.name == "path" and "option: true" in str(caught.value)
+    assert "--" in str(caught.value)
+    assert expand_argv(["rm", "{path}"], args, PARAMS, allow_options={"path"}) == ["rm", "-rf"]
+    assert expand_argv(["rm", "--", "{path}"], args, PARAMS, allow_options=()) == [
+        "rm",
+        "--",
+        "-rf",
+    ]
+    with pytest.raises(OptionValueError, match="'files'"):
+        expand_argv(["ls", "{files}"], args, PARAMS, allow_options=())
+    with pytest.raises(OptionValueError, match="'path'"):
+        expand_argv(["ls", "{path}.txt"], args, PARAMS, allow_options=())
+    # Not where an option can start: after text in its element, or the program itself.
+    assert expand_argv(["ls", "--x={path}"], args, PARAMS, allow_options=()) == ["ls", "--x=-rf"]
+    assert expand_argv(["{path}", "x"], args, PARAMS, allow_options=()) == ["-rf", "x"]
+    with pytest.raises(OptionValueError):
+        expand_argv(["{files}"], args, PARAMS, allow_options=())  # "--evil" is an argument
+
+
+@pytest.mark.parametrize(
+    ("template", "refused"),
+    [
+        ("grep {path} f", True),
+        ('grep "{path}" f | wc -l', True),
+        ("cd x && grep '{path}' f", True),
+        ("echo ok; ls {files}", True),
+        ("grep -- {path} f", False),
+        ("grep -e{path} f", False),
+        ("grep --regexp={path} f", False),
+        ("{path} x", False),
+        ("X=1 {path}", False),
+        ("echo x > {path}", False),
+        ("[[ {path} == -* ]] && echo dash", False),
+        ("case {path} in -*) echo dash;; esac", False),
+        ("grep -- x f; grep {path} f", True),
+        ("grep -- x $(grep {path} f)", True),
+    ],
+)
+def test_shell_option_values_are_refused_where_they_start_a_word(template, refused):
+    args = {"path": "-rf", "files": ["a", "-l"]}
+    expand_shell(template, args, PARAMS)  # a person's values are taken as meant
+    expand_shell(template, args, PARAMS, allow_options={"path", "files"})
+    if refused:
+        with pytest.raises(OptionValueError):
+            expand_shell(template, args, PARAMS, allow_options=())
+    else:
+        expand_shell(template, args, PARAMS, allow_options=())
+    expand_shell(template, {"path": "x-y", "files": ["a"]}, PARAMS, allow_options=())

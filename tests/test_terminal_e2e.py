@@ -254,7 +254,7 @@ def test_answering_always_saves_an_allow_rule_and_is_not_asked_again(workspace, 
         assert saved.splitlines()[0] == comment
         assert yaml.safe_load(saved) == {
             "agent": {"max_steps": 5},
-            "policy": {"allow": ["write_file(a.txt)"]},
+            "policy": {"allow": ["write_file(./a.txt)"]},
         }
 
         # A later run: the same call is covered by the saved rule, no question.
@@ -320,7 +320,7 @@ def test_interactive_session_asks_and_always_holds_for_the_session(workspace):
         term.type("/exit")
         assert term.wait() == 0
     assert yaml.safe_load(settings_file(workspace).read_text()) == {
-        "policy": {"allow": ["write_file(a.txt)"]}
+        "policy": {"allow": ["write_file(./a.txt)"]}
     }
 
 

@@ -435,3 +435,89 @@ def test_policy_decision_and_observers():
     }
     assert box.run("t").ok
     assert seen == [("t", False, None), ("t", True, "test")]
+
+
+class RecordingAudit:
+    """An audit log in memory: ``start`` may fail, rows keep what ``finish`` said."""
+
+    def __init__(self, fail_start=None, fail_finish=None):
+        self.rows: list[dict] = []
+        self.fail_start = fail_start
+        self.fail_finish = fail_finish
+
+    def start(self, tool_name, args, decision, ctx):
+        if self.fail_start:
+            raise self.fail_start
+        self.rows.append({"tool": tool_name, "status": "started"})
+        return len(self.rows) - 1
+
+    def finish(self, row, tool_name, args, result, decision, took, ctx):
+        if self.fail_finish:
+            raise self.fail_finish
+        if row is None:
+            self.rows.append({"tool": tool_name, "status": "never ran"})
+            row = len(self.rows) - 1
+        self.rows[row].update(
+            status="done", ok=result.ok, interrupted=result.data.get("interrupted")
+        )
+
+
+def test_the_audit_row_is_written_before_the_handler_runs():
+    audit = RecordingAudit()
+    box = Toolbox()
+    seen = []
+    box.add(
+        "t",
+        description="d",
+        handler=lambda a: seen.append([dict(r) for r in audit.rows]) or {"v": 1},
+    )
+    box.audit = audit
+    assert box.run("t").ok
+    assert seen == [[{"tool": "t", "status": "started"}]]
+    assert audit.rows == [{"tool": "t", "status": "done", "ok": True, "interrupted": None}]
+
+
+def test_a_call_that_cannot_be_recorded_does_not_run():
+    from mdagent.errors import StateError
+
+    ran, told = [], []
+    box = Toolbox()
+    box.add("t", description="d", handler=lambda a: ran.append(a) or {})
+    box.audit = RecordingAudit(fail_start=StateError("state database /s/mdagent.db: disk full"))
+    box.observers.append(lambda name, args, result, *rest: told.append(result.data["code"]))
+    result = box.run("t", {"x": 1})
+    assert not result.ok and ran == [] and told == ["UNRECORDED"]
+    assert (
+        result.error == "not run: cannot record the call: state database /s/mdagent.db: disk full"
+    )
+
+
+def test_refused_calls_are_recorded_without_running():
+    audit = RecordingAudit()
+    box = Toolbox()
+    box.add("t", description="d", params={"n": {"type": "integer"}}, handler=lambda a: {})
+    box.audit = audit
+    assert not box.run("t", {"n": "x"}).ok
+    assert audit.rows == [{"tool": "t", "status": "done", "ok": False, "interrupted": None}]
+
+
+def test_ctrl_c_completes_the_started_row_then_ends_the_call():
+    audit = RecordingAudit()
+    box = Toolbox()
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    box.add("t", description="d", handler=interrupted)
+    box.audit = audit
+    with pytest.raises(KeyboardInterrupt):
+        box.run("t")
+    assert audit.rows == [{"tool": "t", "status": "done", "ok": False, "interrupted": True}]
+
+
+def test_an_outcome_that_cannot_be_recorded_is_a_warning_on_the_result():
+    box = Toolbox()
+    box.add("t", description="d", handler=lambda a: {"v": 1})
+    box.audit = RecordingAudit(fail_finish=OSError("disk full"))
+    result = box.run("t")
+    assert result.ok and result.data == {"v": 1, "audit_warning": "disk full"}

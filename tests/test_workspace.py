@@ -9,7 +9,7 @@ import pytest
 
 from mdagent.errors import PolicyDenied
 from mdagent.toolbox import ToolContext
-from mdagent.workspace import confine, display_path, roots_from
+from mdagent.workspace import confine, display_path, open_entry, open_parent, roots_from
 
 
 @pytest.fixture
@@ -87,3 +87,46 @@ def test_display_path(ws):
     assert display_path(root / "src" / "a.py", root) == "src/a.py"
     assert display_path(root, root) == "."
     assert display_path(Path("/etc/passwd"), root) == "/etc/passwd"
+
+
+def test_open_parent_walks_the_resolved_path_and_creates_folders(ws, tmp_path):
+    (ws / "link-in").symlink_to(ws / "src")
+    path = confine("link-in/a.py", ws)
+    with open_parent(path, ws) as (folder, name):
+        fd = open_entry(folder, name, os.O_RDONLY, path)
+        assert os.read(fd, 10) == b"a\n"
+        os.close(fd)
+    new = confine("new/deep/file.txt", ws)
+    with open_parent(new, ws, create=True) as (folder, name):
+        assert name == "file.txt" and os.listdir(folder) == []
+    assert (ws / "new" / "deep").is_dir()
+    extra = confine(str(tmp_path / "outside" / "secret.txt"), ws, [tmp_path / "outside"])
+    with open_parent(extra, ws, [tmp_path / "outside"]) as (folder, name):
+        assert name == "secret.txt" and "secret.txt" in os.listdir(folder)
+    with open_parent(ws.resolve(), ws) as (folder, name):
+        assert name == "." and "src" in os.listdir(folder)
+
+
+def test_open_parent_refuses_a_component_that_became_a_symlink(ws, tmp_path):
+    path = confine("src/a.py", ws)
+    (ws / "src").rename(ws / "src.moved")
+    (ws / "src").symlink_to(tmp_path / "outside")
+    refused = pytest.raises(PolicyDenied, match="'src' in .* became a symlink")
+    with refused, open_parent(path, ws, create=True):
+        pass
+    with pytest.raises(PolicyDenied), open_parent(path, ws):
+        pass
+    assert sorted(os.listdir(tmp_path / "outside")) == ["secret.txt"]
+
+
+def test_open_parent_missing_folder_or_file_in_the_way(ws):
+    with pytest.raises(FileNotFoundError), open_parent(confine("nope/x.txt", ws), ws):
+        pass
+    in_the_way = confine("src/a.py/x.txt", ws)
+    with pytest.raises(NotADirectoryError), open_parent(in_the_way, ws, create=True):
+        pass
+
+
+def test_open_parent_refuses_a_path_outside_every_root(ws, tmp_path):
+    with pytest.raises(PolicyDenied), open_parent(tmp_path / "outside" / "secret.txt", ws):
+        pass

@@ -77,6 +77,9 @@ class StepLimitReached(AgentStop):
 class Conversation:
     """The messages of one session, each written to the store as it is added.
 
+    The store keeps a copy with secrets redacted (:meth:`Store.add_message
+    <mdagent.store.Store.add_message>`); ``messages``, what the model is sent
+    during this run, stay as they came. A resumed session is the redacted copy.
     Without a store (tests, benchmarks) the messages live only in memory.
     """
 
@@ -814,18 +817,22 @@ def skill_message(skill: Any, arguments: str) -> dict[str, Any]:
 
 
 def skill_allow_rules(skill: Any) -> list[str]:
-    """A skill's ``allowed-tools`` that are valid policy rules (the others are reported)."""
-    from mdagent.errors import ConfigError
-    from mdagent.policy import Rule
+    """The policy rules a skill's ``allowed-tools`` grant for its turn (see :mod:`mdagent.skills`).
 
-    rules = []
+    Loading already turned the entries into rules and reported bad ones
+    (``agent check``); converting again is a no-op for those and keeps a
+    registry cached by an older version from granting more than it names.
+    """
+    from mdagent.errors import ConfigError
+    from mdagent.skills import allowed_tool_rules
+
+    rules: list[str] = []
     for text in skill.allowed_tools:
         try:
-            Rule.parse(text, f"{skill.path}: allowed-tools")
-        except ConfigError as err:
-            print(f"agent: warning: {err}; ignored", file=sys.stderr)
-            continue
-        rules.append(text)
+            granted = allowed_tool_rules(text)
+        except ConfigError:
+            continue  # reported by `agent check` at its line
+        rules += [r for r in granted if r not in rules]
     return rules
 
 

@@ -548,6 +548,8 @@ def logs(
 
 
 def _outcome(row: dict[str, Any]) -> str:
+    if row.get("status") == "started":  # running, or its process ended mid-call
+        return "started, no outcome"
     if row.get("ok"):
         return "ok"
     word = {"DENIED": "denied", "RATE_LIMITED": "rate limited"}.get(row.get("code") or "", "failed")
@@ -597,7 +599,7 @@ def run_app(argv: list[str]) -> int:
         typer.echo(f"agent: {err}", err=True)
         return err.exit_code
     except KeyboardInterrupt:
-        typer.echo("agent: interrupted", err=True)
+        _say_interrupted()
         return 130
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -608,14 +610,24 @@ def run_app(argv: list[str]) -> int:
         if isinstance(err, click.ClickException):
             err.show()
             return 2 if isinstance(err, click.UsageError) else err.exit_code
-        if isinstance(err, typer.Abort):
-            typer.echo("agent: interrupted", err=True)
+        if isinstance(err, typer.Abort):  # click's word for Ctrl-C (and SIGTERM, SIGHUP)
+            _say_interrupted()
             return 130
         if verbose:
             raise
         typer.echo(f"agent: internal error: {type(err).__name__}: {err} (rerun with -v)", err=True)
         return 1
     return returned if isinstance(returned, int) else 0
+
+
+def _say_interrupted() -> None:
+    """One line saying the run was interrupted (and by which signal, if one)."""
+    import contextlib
+
+    from mdagent import signals
+
+    with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
+        typer.echo(f"agent: {signals.message()}", err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -137,6 +137,8 @@ def ask_terminal(
     *,
     out: TextIO | None = None,
     cancel: threading.Event | None = None,
+    always: bool = True,
+    note: str | None = None,
 ) -> str:
     """Ask on the terminal whether to run the call: ``"yes"``, ``"no"`` or ``"always"``.
 
@@ -144,12 +146,17 @@ def ask_terminal(
     there is no terminal to read from or it closes; an unclear answer is
     asked again, three times at most, then counts as "no". When ``cancel``
     is set (Ctrl-C) the question is dropped at once and counts as "no".
+    ``always=False`` offers yes and no only (a call "always" must not
+    cover); ``note`` is a line shown under the call.
     """
     out = out or sys.stderr
+    question = "Run it? [y]es / [n]o / [a]lways: " if always else "Run it? [y]es / [n]o: "
     with _prompt_lock, _terminal_input() as source:
         print(f"\nAllow {format_call(tool_name, args)}", file=out)
+        if note:
+            print(_visible(note), file=out)
         for _ in range(3):
-            out.write("Run it? [y]es / [n]o / [a]lways: ")
+            out.write(question)
             out.flush()
             line = _read_line(source, cancel)
             if line is None:
@@ -158,10 +165,16 @@ def ask_terminal(
             if not line:
                 raise EOFError("terminal closed")
             answer = ANSWERS.get(line.strip().lower())
-            if answer is not None:
+            if answer is not None and (always or answer != "always"):
                 return answer
-            print("Please answer y, n or a.", file=out)
+            print("Please answer y, n or a." if always else "Please answer y or n.", file=out)
         return "no"
+
+
+def tell(message: str, out: TextIO | None = None) -> None:
+    """Show the person what an answer did (``agent: added allow rule …``), on stderr."""
+    with contextlib.suppress(OSError, ValueError):  # stderr closed: nothing to show it on
+        print(f"agent: {message}", file=out or sys.stderr, flush=True)
 
 
 # -- saving "always" ----------------------------------------------------------------

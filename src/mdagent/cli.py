@@ -30,6 +30,23 @@ _COMPLETE_VARS = ("_AGENT_COMPLETE", "_MDAGENT_COMPLETE")
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``agent`` and ``mdagent`` scripts."""
+    from mdagent import signals
+
+    # SIGTERM and SIGHUP unwind like Ctrl-C: the child's group is stopped,
+    # the call recorded as interrupted; the status says which signal (143, 129).
+    signals.install()
+    try:
+        status = _main(argv)
+    except BaseException:
+        if signals.received() is None:
+            raise
+        status = 1  # whatever broke while stopping, the signal is why we end
+    if signals.received() is not None:
+        _quiet_dead_terminal()
+    return signals.exit_status(status)
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     options, rest = _global_options(argv)
     _configure_logging(options.verbose)
@@ -44,6 +61,16 @@ def main(argv: list[str] | None = None) -> int:
     from mdagent.app import run_app
 
     return run_app(argv)
+
+
+def _quiet_dead_terminal() -> None:
+    """After SIGHUP the terminal may be gone: flushing at exit must not fail (status 120)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
 
 def _global_options(argv: list[str]) -> tuple[Options, list[str] | None]:
@@ -93,7 +120,10 @@ def _guarded(options: Options, action) -> int:
         print(f"agent: {err}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
-        print("agent: interrupted", file=sys.stderr)
+        from mdagent import signals
+
+        with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
+            print(f"agent: {signals.message()}", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader went away (`agent /x | head -1`): point stdout at

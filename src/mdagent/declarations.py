@@ -98,11 +98,14 @@ def load_declarations(
         implementation = {k: plain(decl[k]) for k in (*IMPLEMENTATION_KEYS, "with") if k in decl}
         if "handler" in implementation:
             implementation["base_dir"] = str(base)
+        params, options = _split_options(plain(decl.get("params") or {}))
+        if options:
+            implementation["options"] = options
         tools.append(
             ToolSpec(
                 name=str(name),
                 description=decl["description"],
-                params=plain(decl.get("params") or {}),
+                params=params,
                 required=list(decl.get("required") or []),
                 aliases=[str(a) for a in decl.get("aliases") or []],
                 category=decl.get("category", "custom"),
@@ -116,6 +119,7 @@ def load_declarations(
                 source=where,
                 line=line,
                 layer=layer,
+                lines=_template_lines(data, name, decl),
             )
         )
     for name, decl in _entries(data, "commands"):
@@ -136,6 +140,33 @@ def load_declarations(
             )
         )
     return tools, commands, problems
+
+
+def _template_lines(data: Any, name: Any, decl: Any) -> dict[str, int]:
+    """The line of each implementation key (``run``, ``with.command``...): problems point there."""
+    lines = {}
+    for key in (*IMPLEMENTATION_KEYS, "with", "timeout"):
+        if key in decl:
+            lines[key] = position(data, ["tools", name, key])[0]
+            if isinstance(decl[key], dict):
+                for sub in decl[key]:
+                    lines[f"{key}.{sub}"] = position(data, ["tools", name, key, sub])[0]
+    return lines
+
+
+def _split_options(params: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Params without mdagent's own ``option`` keyword, and the names that set it.
+
+    ``option: true`` lets a model's value start with ``-`` (see
+    :func:`mdagent.implementations.option_params`); it is not JSON Schema, so
+    it stays out of the schema sent to models.
+    """
+    options = [n for n, s in params.items() if isinstance(s, dict) and s.get("option") is True]
+    clean = {
+        n: {k: v for k, v in s.items() if k != "option"} if isinstance(s, dict) else s
+        for n, s in params.items()
+    }
+    return clean, options
 
 
 def _entries(data: dict[str, Any], section: str):

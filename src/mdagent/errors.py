@@ -68,6 +68,16 @@ class Interrupted(MdagentError):
     exit_code = 130
 
 
+class StateError(MdagentError):
+    """The state database (sessions, audit log, rate limits) cannot be read or written.
+
+    The message names the file and what to do; a tool call that cannot be
+    put on the record fails with it instead of running.
+    """
+
+    exit_code = 1
+
+
 class ProviderError(MdagentError):
     """A model provider could not be reached or answered with an error."""
 

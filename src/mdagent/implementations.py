@@ -11,8 +11,9 @@ Two entry points, one per phase:
 
 Values reach children only through :mod:`mdagent.templates`: ``run:`` never
 involves a shell, ``shell:`` quotes every value, ``http:`` percent-encodes
-URL values. Processes run through :func:`mdagent.process.run_process` (own
-process group, capped output, timeout kills the group).
+URL values. Processes run through :func:`mdagent.process.run_tool_process`,
+as ``exec``'s do (own process group, capped output, timeout kills the group);
+requests through :func:`mdagent.builtins.web.request`, as ``fetch``'s do.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ __all__ = [
     "IMPLEMENTATION_KEYS",
     "check_implementation",
     "make_handler",
+    "message_line",
+    "option_params",
 ]
 
 IMPLEMENTATION_KEYS = ("run", "shell", "handler", "http", "tool")
@@ -42,8 +45,6 @@ HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 HTTP_KEYS = ("method", "url", "headers", "json", "body", "timeout")
 HTTP_MAX_BYTES = 1_000_000
 HTTP_TIMEOUT = 30
-EXEC_TIMEOUT = 120
-EXEC_MAX_OUTPUT = 100_000
 # Composition is a tool calling a tool; a cycle in declarations (a -> b -> a)
 # would otherwise recurse until Python's own limit.
 MAX_COMPOSITION_DEPTH = 8
@@ -88,6 +89,8 @@ def check_implementation(
             names = templates.placeholders(template)
             if shell:
                 templates.check_shell(template)
+            elif where == "run":
+                templates.check_argv(template)
         except ValueError as exc:
             errors.append(f"{where}: {exc}")
             return
@@ -129,6 +132,17 @@ def check_implementation(
             else:
                 errors.append("with: must be a mapping of arguments")
     return errors
+
+
+def message_line(message: str, lines: Mapping[str, int], default: int) -> int:
+    """The line a :func:`check_implementation` message belongs to.
+
+    Messages start with the key they are about (``shell: ...``,
+    ``with.command: ...``); ``lines`` maps keys to their line in the YAML
+    file, so ``agent check`` points at the template, not just the tool.
+    """
+    key = message.partition(":")[0]
+    return lines.get(key) or lines.get(key.partition(".")[0]) or default
 
 
 def _shell_argument(target: Any, with_: Mapping[str, Any]) -> str | None:
@@ -234,57 +248,80 @@ def make_handler(
     required = frozenset((spec.get("required") or ()) if required is None else required)
     timeout = spec.get("timeout") if timeout is None else timeout
     params = dict(params)
+    options = option_params(spec, params)
     if "run" in spec:
-        return _run_handler(list(spec["run"]), params, required, timeout)
+        return _run_handler(list(spec["run"]), params, required, timeout, options)
     if "shell" in spec:
-        return _shell_handler(spec["shell"], params, required, timeout)
+        return _shell_handler(spec["shell"], params, required, timeout, options)
     if "handler" in spec:
         return _python_handler(spec["handler"], name, Path(base_dir), timeout)
     if "http" in spec:
         return _http_handler(spec["http"], params, required, timeout)
     if "tool" in spec:
-        return _tool_handler(spec["tool"], spec.get("with"), name, params, required)
+        return _tool_handler(spec["tool"], spec.get("with"), name, params, required, options)
     raise ValueError(f"tool {name} has no implementation ({', '.join(IMPLEMENTATION_KEYS)})")
+
+
+def option_params(spec: Mapping[str, Any], params: Mapping[str, Any]) -> frozenset[str]:
+    """The parameters whose values may start with ``-`` in a model's call.
+
+    Declared ``option: true`` in the params schema (the YAML loader moves
+    the names to the implementation's ``options``, so the keyword never
+    reaches a model's tool schema).
+    """
+    declared = {n for n, s in params.items() if isinstance(s, Mapping) and s.get("option") is True}
+    return frozenset(declared | set(spec.get("options") or ()))
+
+
+def _allowed_options(ctx: ToolContext, options: frozenset[str]) -> frozenset[str] | None:
+    """``None`` (every value as meant) for a person's call, else the opted-in parameters.
+
+    A person typing ``/grep -i x`` means the option; a model's ``-rf`` may be
+    an injection, so only parameters the declaration opts in may carry one.
+    """
+    return None if getattr(ctx, "caller", "person") == "person" else options
+
+
+def _option_refused(exc: templates.OptionValueError) -> dict[str, Any]:
+    return {"error": str(exc), "param": exc.name}
 
 
 # run / shell -------------------------------------------------------------------
 
 
-def _run_handler(template: list[Any], params, required, timeout) -> ToolHandler:
+def _run_handler(template: list[Any], params, required, timeout, options) -> ToolHandler:
     def run(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        argv = templates.expand_argv(template, args, params, required=required)
+        allow = _allowed_options(ctx, options)
+        try:
+            argv = templates.expand_argv(
+                template, args, params, required=required, allow_options=allow
+            )
+        except templates.OptionValueError as exc:
+            return _option_refused(exc)
         if not argv:
             return {"error": "nothing to run: the argv template expanded to nothing"}
-        return _run_process(argv, ctx, timeout)
+        from mdagent.process import run_tool_process
+
+        # The path exec takes too: environment, workspace, limits and result in one place.
+        return run_tool_process(argv, ctx, timeout=timeout)
 
     return run
 
 
-def _shell_handler(template: str, params, required, timeout) -> ToolHandler:
+def _shell_handler(template: str, params, required, timeout, options) -> ToolHandler:
     def shell(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        script = templates.expand_shell(template, args, params, required=required)
-        return _run_process(["sh", "-c", "--", script], ctx, timeout)
+        allow = _allowed_options(ctx, options)
+        try:
+            script = templates.expand_shell(
+                template, args, params, required=required, allow_options=allow
+            )
+        except templates.OptionValueError as exc:
+            return _option_refused(exc)
+        from mdagent.process import run_tool_process
+
+        return run_tool_process(["sh", "-c", "--", script], ctx, timeout=timeout)
 
     return shell
-
-
-def _run_process(argv: list[str], ctx: ToolContext, timeout: float | None) -> dict[str, Any]:
-    from mdagent.environment import env_for
-    from mdagent.process import result_dict, run_process
-    from mdagent.specs import setting
-
-    limit = timeout or setting(ctx.settings, "exec", "timeout", EXEC_TIMEOUT)
-    result = run_process(
-        argv,
-        cwd=ctx.workdir,
-        env=env_for(ctx),
-        timeout=limit,
-        max_output=setting(ctx.settings, "exec", "max_output", EXEC_MAX_OUTPUT),
-        output=ctx.output,
-        cancel=ctx.cancel,
-    )
-    # streamed: the person already saw the output; the CLI need not print it again.
-    return result_dict(result, streamed=ctx.output is not None, timeout=limit)
 
 
 # handler -------------------------------------------------------------------------
@@ -420,7 +457,7 @@ def _http_handler(http: Mapping[str, Any], params, required, timeout) -> ToolHan
     limit = http.get("timeout") or timeout or HTTP_TIMEOUT
 
     def request(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        import httpx
+        from mdagent.builtins.web import request as web_request
 
         url = templates.expand_url(http["url"], args, params, required=required)
         headers = templates.expand_value(http.get("headers") or {}, args, params, required=required)
@@ -430,18 +467,18 @@ def _http_handler(http: Mapping[str, Any], params, required, timeout) -> ToolHan
         elif http.get("body") is not None:
             body = templates.expand_value(http["body"], args, params, required=required)
             options["content"] = _header(body).encode()
-        try:
-            with (
-                httpx.Client(timeout=limit, follow_redirects=True) as client,
-                client.stream(method, url, **options) as response,
-            ):
-                raw, truncated = _read_capped(response, HTTP_MAX_BYTES)
-        except httpx.TimeoutException:
-            return {"error": f"timed out after {limit:g} s", "timed_out": True}
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            detail = " ".join(str(exc).split()) or type(exc).__name__
-            return {"error": f"{method} {_origin(url)} failed: {detail}"}
-        return _http_result(response, raw, truncated)
+        # The one request fetch also makes: its URL and every redirect are
+        # judged by the fetch(domain:…) rules, and `limit` bounds the whole call.
+        got = web_request(
+            method,
+            url,
+            ctx,
+            timeout=float(limit),
+            max_bytes=HTTP_MAX_BYTES,
+            failed=f"{method} {_origin(url)} failed",
+            **options,
+        )
+        return got if isinstance(got, dict) else _http_result(got)
 
     return request
 
@@ -458,24 +495,15 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}" if parts.netloc else url
 
 
-def _read_capped(response: Any, limit: int) -> tuple[bytes, bool]:
-    """At most ``limit`` bytes of the body, and whether there was more."""
-    body = bytearray()
-    for chunk in response.iter_bytes():
-        if len(body) + len(chunk) > limit:
-            body += chunk[: limit - len(body)]
-            return bytes(body), True
-        body += chunk
-    return bytes(body), False
-
-
-def _http_result(response: Any, raw: bytes, truncated: bool) -> dict[str, Any]:
+def _http_result(response: Any) -> dict[str, Any]:
+    """The tool result for a :class:`mdagent.builtins.web.Response`."""
+    raw, truncated = response.body, response.truncated
     try:
-        text = raw.decode(response.charset_encoding or "utf-8", errors="replace")
+        text = raw.decode(response.encoding or "utf-8", errors="replace")
     except LookupError:  # a charset Python does not know
         text = raw.decode("utf-8", errors="replace")
     data: dict[str, Any] = {
-        "status": response.status_code,
+        "status": response.status,
         "headers": dict(response.headers),
         "truncated": truncated,
     }
@@ -490,8 +518,8 @@ def _http_result(response: Any, raw: bytes, truncated: bool) -> dict[str, Any]:
     if not parsed:
         data["text"] = text
     data["output"] = text
-    if not 200 <= response.status_code < 300:
-        data["error"] = f"HTTP {response.status_code}"
+    if not 200 <= response.status < 300:
+        data["error"] = f"HTTP {response.status}"
     return data
 
 
@@ -501,7 +529,7 @@ _composition = threading.local()
 
 
 def _tool_handler(
-    target: str, with_: Mapping[str, Any] | None, name: str, params, required
+    target: str, with_: Mapping[str, Any] | None, name: str, params, required, options
 ) -> ToolHandler:
     def compose(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         if ctx.toolbox is None:
@@ -513,7 +541,13 @@ def _tool_handler(
             inner = templates.expand_value(with_, args, params, required=required)
             command = _shell_argument(target, with_)
             if command is not None:
-                inner["command"] = templates.expand_shell(command, args, params, required=required)
+                allow = _allowed_options(ctx, options)
+                try:
+                    inner["command"] = templates.expand_shell(
+                        command, args, params, required=required, allow_options=allow
+                    )
+                except templates.OptionValueError as exc:
+                    return _option_refused(exc)
         chain: list[str] = getattr(_composition, "chain", None) or []
         if len(chain) >= MAX_COMPOSITION_DEPTH:
             path = " -> ".join([*chain, name, target])

@@ -16,18 +16,24 @@ matched against depends on the tool:
   :mod:`mdagent.shellparse`). An allow rule covers a command only when every
   segment is covered by some allow rule; a rule without wildcards also covers
   the exact whole command line (that is what "always" writes). Claude Code's
-  ``git status:*`` means ``git status`` alone or followed by arguments. A deny rule
-  blocks when it matches any segment (as written, with quotes removed, or
-  without wrappers such as ``env``/``xargs``) or the whole string. A command
-  that cannot be parsed is never allowed by a pattern (only by a bare
-  ``exec`` rule); deny rules still see the whole string and a crude split.
+  ``git status:*`` means ``git status`` alone or followed by arguments. A
+  pattern covers only a segment whose words are all literal after quote
+  removal and that evaluates no text as code (no ``$x``, ``${x@P}``,
+  ``eval``, ``sh -c``...). A deny rule blocks when it matches any segment (as
+  written, with quotes removed, or without wrappers and their options, by
+  path or basename) or the whole string. A command deny rules cannot fully
+  see (unparseable, a program named at run time, an unknown wrapper option)
+  is never allowed by a pattern (only by a bare ``exec`` rule) and is denied
+  whenever a deny rule on exec exists.
 - file tools (``read_file``, ``write_file``, ``edit_file``, ``glob``,
   ``grep``; argument ``path``): a gitignore-style glob on the
   workspace-relative path. ``*`` stays within a folder, ``**`` crosses them, a
   pattern without a slash matches at any depth (``.env``), one with a slash is
   anchored at the workspace root (``src/**``), and a rule that matches a
-  folder matches what is inside. Unlike gitignore, a leading ``/`` means an
-  absolute path (``/etc/**``) and ``~/`` the home folder. Symlinks are judged
+  folder matches what is inside. A leading ``./`` anchors the pattern at the
+  workspace root (``./agent.yaml`` is that file only: what "always" saves).
+  Unlike gitignore, a leading ``/`` means an absolute path (``/etc/**``) and
+  ``~/`` the home folder. Symlinks are judged
   both as written and resolved: allow needs both to match, deny either.
   Deny rules ignore case (a case-insensitive file system would not care).
 - ``fetch`` (argument ``url``): ``domain:example.org`` matches that host and
@@ -47,7 +53,6 @@ import fnmatch
 import json
 import os
 import re
-import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -64,6 +69,7 @@ log = logger("mdagent.policy")
 MODES = ("ask", "allowlist", "deny", "full")
 EXEC_TOOLS = frozenset({"exec"})
 FILE_TOOLS = frozenset({"read_file", "write_file", "edit_file", "glob", "grep"})
+WRITE_TOOLS = frozenset({"write_file", "edit_file"})
 URL_TOOLS = frozenset({"fetch"})
 # The built-in tools' aliases, so `bash(git *)` means exec even when a
 # registry declares exec without them.
@@ -158,30 +164,47 @@ def escape_path_glob(text: str) -> str:
 
 
 class _ExecView:
-    """A command line as the rules see it: the whole string and its segments."""
+    """A command line as the rules see it: the whole string and its segments.
+
+    ``unchecked`` says why deny rules cannot see everything the command runs
+    (it cannot be parsed, a program is named at run time, a wrapper option is
+    unknown); the command then counts as matching every deny rule on exec.
+    """
 
     def __init__(self, command: str) -> None:
-        from mdagent.shellparse import try_parse
+        from mdagent.shellparse import Unparseable, parse
 
         self.whole = command.strip()
-        self.segments = try_parse(command)
+        self.segments: list[Any] | None
+        self.unchecked: str | None = None
+        try:
+            self.segments = parse(command)
+        except Unparseable as exc:
+            self.segments = None
+            self.unchecked = f"could not be checked: {exc}"
+        else:
+            reasons = (s.unchecked for s in self.segments if s.unchecked)
+            self.unchecked = next((f"could not be checked: {r}" for r in reasons), None)
 
     @property
     def parsed(self) -> bool:
         return self.segments is not None
 
     def deny_candidates(self) -> list[str]:
-        """Every string a deny rule is tried on."""
+        """Every string a deny rule is tried on.
+
+        Per segment: as written, with quotes removed, and each program a
+        wrapper runs (``sudo nice rm x``, ``nice rm x``, ``rm x``), also by its
+        basename (``/bin/rm x`` is ``rm x`` too). No guessing at an
+        unparseable command: :attr:`unchecked` covers it.
+        """
         out = [self.whole, " ".join(self.whole.split())]
-        if self.segments is None:
-            # Unparseable (a syntax error, or a line tree-sitter may read
-            # differently from bash); bash may still run it. Split on anything
-            # that might separate commands: a false match here only refuses a call.
-            pieces = re.split(r"\|\||&&|[;&|\n(){}`]|\$\(", self.whole)
-            out += [" ".join(p.split()) for p in pieces if p.strip()]
-        else:
-            for seg in self.segments:
-                out += [seg.text, seg.plain, " ".join(seg.core)]
+        for seg in self.segments or ():
+            out += [seg.text, seg.plain]
+            for stage in (*seg.stages, seg.core):
+                if stage:
+                    program = stage[0].rsplit("/", 1)[-1]
+                    out += [" ".join(stage), " ".join((program, *stage[1:]))]
         return list(dict.fromkeys(out))
 
 
@@ -228,8 +251,19 @@ def _path_matches(pattern: str, view: _PathView, *, deny: bool) -> bool:
     """Whether ``pattern`` matches the file (or a folder holding it)."""
     if pattern.startswith("~/") or pattern == "~":
         pattern = os.path.expanduser(pattern)
+    # `./x` is anchored at the workspace root (what "always" saves): never `sub/x`.
+    rooted = pattern == "." or pattern.startswith("./")
+    while pattern.startswith("./"):
+        pattern = pattern[2:].lstrip("/")
     if pattern.startswith("/"):
         target = view.absolute.lstrip("/")
+        regex = _path_regex(pattern, deny, True)
+    elif rooted:
+        if view.relative is None:
+            return False
+        if pattern in ("", "."):
+            return True  # the workspace root, and so everything inside
+        target = view.relative
         regex = _path_regex(pattern, deny, True)
     elif view.relative is not None:
         target = view.relative
@@ -246,24 +280,87 @@ def _path_matches(pattern: str, view: _PathView, *, deny: bool) -> bool:
 
 
 def _url_host(url: str) -> str | None:
-    """The host ``fetch`` would connect to (as httpx parses it), lower-case ASCII."""
+    """The host ``fetch`` would connect to, normalised (see :func:`_normal_host`).
+
+    Parsed as httpx parses it (the fetch tool's own parser: no disagreement
+    on odd URLs); a URL httpx refuses is read by ``urllib`` instead, so a
+    deny rule still sees the host a more lenient client would connect to.
+    """
     try:
-        import httpx  # the fetch tool's own parser: no disagreement on odd URLs
+        import httpx
 
         host = httpx.URL(url).raw_host.decode("ascii")
     except Exception:
+        from urllib.parse import urlsplit
+
+        try:
+            host = urlsplit(url).hostname or ""
+        except ValueError:
+            return None
+    return _normal_host(host)
+
+
+def _normal_host(host: str) -> str | None:
+    """One spelling per host: lower case, no trailing dot, IP addresses in canonical form.
+
+    Every form a resolver accepts for an IPv4 address (``127.1``, ``0x7f.1``,
+    ``2130706433``, ``0177.0.0.1``) becomes its dotted quad, an IPv6 address
+    its compressed form, an IPv4-mapped one (``::ffff:127.0.0.1``) the IPv4
+    address; percent-escapes are decoded first.
+    """
+    import ipaddress
+    import socket
+    from urllib.parse import unquote
+
+    host = unquote(host).strip().lower().strip("[]").rstrip(".")
+    if not host:
         return None
-    return host.lower().rstrip(".") or None
+    if ":" in host:
+        try:
+            address = ipaddress.IPv6Address(host)
+        except ValueError:
+            return host
+        mapped = address.ipv4_mapped
+        return str(mapped) if mapped is not None else str(address)
+    # inet_aton reads the short, hex and octal forms getaddrinfo accepts; it
+    # also ignores anything after a blank, so only digits, dots and hex count.
+    if re.fullmatch(r"[0-9a-fx.]+", host) and re.match(r"[0-9]", host):
+        try:
+            return socket.inet_ntoa(socket.inet_aton(host))
+        except OSError:
+            return host
+    return host
 
 
 def _domain_matches(domain: str, host: str | None) -> bool:
+    """Whether ``host`` (from :func:`_url_host`) is ``domain`` or a subdomain of it.
+
+    An IP address matches only itself, in any spelling.
+    """
     if host is None:
         return False
     try:
         domain = domain.strip().lower().rstrip(".").encode("idna").decode("ascii")
     except UnicodeError:
+        domain = domain.strip().lower()
+    domain = _normal_host(domain) or ""
+    if not domain:
         return False
-    return host == domain or host.endswith("." + domain)
+    if host == domain:
+        return True
+    if _is_ip(host) or _is_ip(domain):
+        return False
+    return host.endswith("." + domain)
+
+
+def _is_ip(host: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _render_args(args: Mapping[str, Any]) -> str:
@@ -296,7 +393,11 @@ class Policy:
 
     ``policy.paths`` (extra workspace roots) is not read here: file tools
     confine paths with :func:`mdagent.workspace.roots_from`, its one reader.
+    ``notify(message)`` shows what an answer did ("added allow rule …");
+    default: :func:`mdagent.approval.tell`.
     """
+
+    notify: Callable[[str], None] | None = None
 
     def __init__(
         self,
@@ -339,7 +440,10 @@ class Policy:
         runs everything; ``allowlist`` and ``deny`` run only what an allow
         rule covers and never ask; ``ask`` runs ``safe`` tools and what an
         allow rule covers, and asks for the rest and for every tool declared
-        ``approval: true``. An allowed call then passes the tool's rate limit.
+        ``approval: true``. A model's call that would change the agent's own
+        configuration (:mod:`mdagent.protected`) is asked whatever the mode,
+        the rules, "always" or ``--yes`` say, and refused without a terminal.
+        An allowed call then passes the tool's rate limit.
         """
         args = dict(args or {})
         names = tool_names(tool)
@@ -353,7 +457,11 @@ class Policy:
         if getattr(ctx, "caller", "person") == "person":
             decision = Decision(True, approved_by="person")
         else:
-            decision = self._model_decision(tool, args, ctx, names, workdir, view)
+            guarded = self._protected_target(tool.name, args, ctx, workdir)
+            if guarded is not None:
+                decision = self._guarded_decision(tool, args, ctx, names, workdir, view, guarded)
+            else:
+                decision = self._model_decision(tool, args, ctx, names, workdir, view)
         if decision.allowed:
             return self._rate_limited(tool) or decision
         return decision
@@ -415,52 +523,145 @@ class Policy:
         with self._asking:
             if key in self._always:  # answered while this call waited its turn
                 return Decision(True, approved_by="always")
-            try:
-                answer = self._ask_person(tool.name, args, getattr(ctx, "cancel", None))
-            except EOFError as closed:
-                if "closed" in str(closed):  # a person was there and ended the input
-                    return Decision(
-                        False,
-                        f"the user closed the approval prompt for this {tool.name} call; "
-                        "do not retry it",
-                        code="DENIED",
-                    )
-                return refused
+            answer = self._question(tool, args, ctx, refused)
+            if isinstance(answer, Decision):
+                return answer
             if answer == "always":
                 self._always.add(key)
-                self._remember(suggestion)
+                self._tell(self._remember(suggestion))
                 return Decision(True, approved_by="always")
             if answer == "yes":
                 return Decision(True, approved_by="user")
-        return Decision(
-            False, f"the user declined this {tool.name} call; do not retry it", code="DENIED"
-        )
+        return _declined(tool.name)
 
-    def _ask_person(self, tool_name: str, args: Mapping[str, Any], cancel: Any = None) -> str:
+    def _guarded_decision(
+        self,
+        tool: Any,
+        args: dict[str, Any],
+        ctx: Any,
+        names: tuple[str, ...],
+        workdir: str,
+        view: Any,
+        target: str,
+    ) -> Decision:
+        """A model's call that would change ``target``, a file of the agent's own policy.
+
+        Only a person at a terminal may let it run, one call at a time: no
+        allow rule, mode, "always" or ``--yes`` covers it. ``allowlist`` and
+        ``deny`` still refuse what they would refuse anyway, without asking.
+        """
+        if self.mode in ("allowlist", "deny"):
+            base = self._model_decision(tool, args, ctx, names, workdir, view)
+            if not base.allowed:
+                return base
+        refused = Decision(
+            False,
+            f"{tool.name} would change {target}, part of the agent's own configuration: "
+            "a model may do that only with a person's approval at a terminal "
+            '(allow rules, policy.mode, "always" and --yes do not cover it)',
+            code="DENIED",
+            extra={"protected": target, "needs_approval": True},
+        )
+        if not self.interactive:
+            return refused
+        note = f"This changes {target}, part of the agent's own configuration."
+        with self._asking:
+            answer = self._question(tool, args, ctx, refused, always=False, note=note)
+        if isinstance(answer, Decision):
+            return answer
+        if answer in ("yes", "always"):  # "always" is never saved for these
+            return Decision(True, approved_by="user")
+        return _declined(tool.name)
+
+    def _question(
+        self,
+        tool: Any,
+        args: dict[str, Any],
+        ctx: Any,
+        refused: Decision,
+        *,
+        always: bool = True,
+        note: str | None = None,
+    ) -> str | Decision:
+        """The person's answer, or the decision when nobody could answer."""
+        try:
+            return self._ask_person(
+                tool.name, args, getattr(ctx, "cancel", None), always=always, note=note
+            )
+        except EOFError as closed:
+            if "closed" in str(closed):  # a person was there and ended the input
+                return Decision(
+                    False,
+                    f"the user closed the approval prompt for this {tool.name} call; "
+                    "do not retry it",
+                    code="DENIED",
+                )
+            return refused
+
+    def _protected_target(
+        self, real: str, args: Mapping[str, Any], ctx: Any, workdir: str
+    ) -> str | None:
+        """What protected file a model's call would change (see :mod:`mdagent.protected`)."""
+        if real not in WRITE_TOOLS and real not in EXEC_TOOLS:
+            return None
+        protected = self._protected_files(ctx, workdir)
+        if real in WRITE_TOOLS:
+            return protected.file_target(str(args.get("path") or "."), workdir)
+        cwd = workdir
+        if args.get("cwd"):
+            cwd = os.path.join(workdir, os.path.expanduser(str(args["cwd"])))
+        env = getattr(ctx, "env", None)
+        return protected.exec_target(str(args.get("command", "")), cwd, env)
+
+    def _protected_files(self, ctx: Any, workdir: str) -> Any:
+        from mdagent.protected import protected_files
+
+        registry = getattr(ctx, "registry", None)
+        key = (id(registry), workdir)
+        cache = self.__dict__.setdefault("_protected_cache", {})
+        if key not in cache:
+            cache[key] = protected_files(
+                workdir=workdir,
+                project_layer=self.project_layer,
+                layers=getattr(registry, "layers", ()) or (),
+                settings=getattr(ctx, "settings", None) or getattr(registry, "settings", None),
+                tools=getattr(registry, "tools", {}).values() if registry is not None else (),
+            )
+        return cache[key]
+
+    def _ask_person(
+        self,
+        tool_name: str,
+        args: Mapping[str, Any],
+        cancel: Any = None,
+        *,
+        always: bool = True,
+        note: str | None = None,
+    ) -> str:
         prompt = self._prompt
         if prompt is None:
             from mdagent.approval import ask_terminal
 
             # The call's cancel event: Ctrl-C must drop the question at once,
             # not leave it waiting to swallow the person's next line.
-            answer = ask_terminal(tool_name, args, cancel=cancel)
+            answer = ask_terminal(tool_name, args, cancel=cancel, always=always, note=note)
         else:
             answer = prompt(tool_name, args)
         answer = str(answer).strip().lower()
         return {"y": "yes", "a": "always", "n": "no"}.get(answer, answer)
 
-    def _remember(self, rule_text: str) -> None:
-        """Allow ``rule_text`` for the rest of the process and in the project layer."""
+    def _remember(self, rule_text: str) -> str:
+        """Allow ``rule_text`` for the rest of the process and in the project layer.
+
+        Returns what happened, for the person (:meth:`_tell` shows it).
+        """
         rule = Rule.parse(rule_text)
         if rule not in self.allow:
             self.allow.append(rule)
         if self.project_layer is None:
-            print(
-                f"agent: note: no project layer (.agents/); `{rule_text}` is allowed "
-                "for this session only",
-                file=sys.stderr,
+            return (
+                f"note: no project layer (.agents/); `{rule_text}` is allowed for this session only"
             )
-            return
         from mdagent.approval import add_allow_rule
 
         target = self.project_layer / "config" / "agent.yaml"
@@ -468,11 +669,20 @@ class Policy:
             add_allow_rule(target, rule_text)
         except (OSError, ConfigError) as exc:
             log.warning("could not save allow rule %r: %s", rule_text, exc)
-            print(
-                f"agent: warning: could not add `{rule_text}` to {target}: {exc}; "
-                "allowed for this session only",
-                file=sys.stderr,
+            return (
+                f"warning: could not add `{rule_text}` to {target}: {exc}; "
+                "allowed for this session only"
             )
+        return f"added allow rule `{rule_text}` to {self._settings_file()}"
+
+    def _tell(self, message: str) -> None:
+        """Show ``message`` to the person (``notify``, default: the approval prompt's stderr)."""
+        notify = self.notify
+        if notify is None:
+            from mdagent.approval import tell
+
+            notify = tell
+        notify(message)
 
     def _rate_limited(self, tool: Any) -> Decision | None:
         limit = tool.meta.get("rate_limit")
@@ -482,9 +692,12 @@ class Policy:
         window_ms = int(limit.get("window_ms") or 60_000)
         try:
             wait_ms = self.store.rate_limit(tool.name, max_calls, window_ms)
-        except Exception as exc:  # a throttle, not a guard: a broken state dir must not stop work
-            log.warning("rate limit of %s not checked: %s", tool.name, exc)
-            return None
+        except Exception as exc:  # a limit that cannot be checked must not switch itself off
+            return Decision(
+                False,
+                f"not run: the rate limit of {tool.name} cannot be checked: {exc}",
+                code="UNRECORDED",
+            )
         if wait_ms is None:
             return None
         return Decision(
@@ -527,6 +740,9 @@ class Policy:
                 for rule in rules:
                     if _command_matches(candidate, rule.pattern):
                         return rule, candidate
+            if view.unchecked:
+                # Deny rules exist but cannot see what this command runs: fail closed.
+                return rules[0], view.unchecked
             return None
         if real in FILE_TOOLS:
             path = str(args.get("path") or ".")
@@ -577,16 +793,24 @@ class Policy:
     def rule_for(self, tool: Any, args: Mapping[str, Any], workdir: str | None = None) -> str:
         """The allow rule that would cover exactly this call ("always" saves it).
 
-        exec: the exact command line; file tools: the path (workspace-relative
-        when inside); fetch: the URL's domain; other tools: the tool name.
+        exec: the exact command line; file tools: the path, anchored at the
+        workspace root when inside (``write_file(./agent.yaml)``, never
+        ``sub/agent.yaml``), absolute when outside; fetch: the URL's domain;
+        other tools: the tool name.
         """
         name = tool.name
         if name in EXEC_TOOLS:
             return f"{name}({escape_glob(str(args.get('command', '')).strip())})"
         if name in FILE_TOOLS and args.get("path"):
             view = _path_views(str(args["path"]), str(workdir or self.workdir))[0]
-            shown = view.relative if view.relative is not None else view.absolute
-            return f"{name}({escape_path_glob(shown)})"
+            if view.relative is None:
+                shown = escape_path_glob(view.absolute)
+            elif view.relative == ".":
+                shown = "."
+            else:
+                # Anchored: `write_file(agent.yaml)` would match at any depth.
+                shown = "./" + escape_path_glob(view.relative)
+            return f"{name}({shown})"
         if name in URL_TOOLS:
             host = _url_host(str(args.get("url", "")))
             if host:
@@ -608,8 +832,13 @@ class Policy:
 
 
 def _exec_allowed(rules: list[Rule], view: _ExecView) -> list[Rule]:
+    """The allow rules that together cover every segment (empty: not covered).
+
+    A segment is coverable only when fully understood (``Segment.dynamic`` is
+    None): every word literal after quote removal, nothing evaluated as code.
+    """
     if not view.parsed:
-        return []  # unparseable: only a person may approve it
+        return []  # unparseable: only a person (or a bare `exec` rule) may allow it
     for rule in rules:
         # A wildcard-free rule may name a whole compound command (what
         # "always" saves); a glob may not: `git status*` would swallow `; rm`.
@@ -619,6 +848,8 @@ def _exec_allowed(rules: list[Rule], view: _ExecView) -> list[Rule]:
         return []
     used: list[Rule] = []
     for seg in view.segments:
+        if seg.dynamic:
+            return []  # computed at run time: a pattern cannot know what it runs
         rule = next((r for r in rules if _command_matches(seg.text, r.pattern)), None)
         if rule is None:
             return []
@@ -633,6 +864,12 @@ def _command_matches(text: str, pattern: str) -> bool:
         prefix = pattern[:-2]
         return fnmatch.fnmatchcase(text, prefix) or fnmatch.fnmatchcase(text, prefix + " *")
     return fnmatch.fnmatchcase(text, pattern)
+
+
+def _declined(tool_name: str) -> Decision:
+    return Decision(
+        False, f"the user declined this {tool_name} call; do not retry it", code="DENIED"
+    )
 
 
 def _shorten(text: str, limit: int = 120) -> str:

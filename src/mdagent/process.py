@@ -1,5 +1,10 @@
 """Running a child process: the one subprocess runner behind ``exec`` and ``run:``/``shell:`` tools.
 
+:func:`run_tool_process` is the one path from a tool call to a process
+(the scrubbed environment, the working directory confined to the workspace,
+the limits from the settings, the result shape); :func:`start_child` the
+one place a child is started, where a sandbox applies.
+
 What it guarantees, whatever the child does:
 
 - the child runs in its own process group (its own session), so a timeout,
@@ -25,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, TextIO
 
 TIMEOUT_EXIT = 124
@@ -172,6 +177,86 @@ def _cut_utf8(head: bytes, tail: bytes) -> tuple[bytes, bytes]:
     return head, tail[start:]
 
 
+def run_tool_process(
+    argv: list[str],
+    ctx: Any,
+    *,
+    timeout: float | None = None,
+    cwd: str | None = None,
+) -> dict[str, Any]:
+    """Run ``argv`` for a tool call and return the tool result: ``exec``, ``run:`` and ``shell:``.
+
+    The child gets the call's scrubbed environment
+    (:func:`mdagent.environment.env_for`) and runs in ``cwd`` — relative to
+    the workspace, which it must not leave (default: the workspace root).
+    ``timeout`` (seconds; default the ``exec.timeout`` setting) and the
+    ``exec.max_output`` setting limit it; its output streams live to
+    ``ctx.output`` when a person watches; ``ctx.cancel`` stops it. The
+    result is :func:`result_dict`'s; a ``cwd`` outside the workspace is a
+    refusal (``code: DENIED``), one that is no folder a failure.
+    """
+    from mdagent.declarations import DEFAULT_SETTINGS
+    from mdagent.environment import env_for
+    from mdagent.errors import PolicyDenied
+    from mdagent.specs import setting
+    from mdagent.workspace import confine, roots_from
+
+    root, extras = roots_from(ctx)
+    where = root
+    if cwd:
+        try:
+            where = confine(cwd, root, extras)
+        except PolicyDenied as exc:
+            return {"error": str(exc), "code": "DENIED"}
+        if not where.is_dir():
+            return {"error": f"not a directory: {cwd}"}
+    settings = getattr(ctx, "settings", None)
+    defaults = DEFAULT_SETTINGS["exec"]
+    limit = float(timeout or setting(settings, "exec", "timeout", defaults["timeout"]))
+    output = getattr(ctx, "output", None)
+    result = run_process(
+        argv,
+        cwd=str(where),
+        env=env_for(ctx),
+        timeout=limit,
+        max_output=int(setting(settings, "exec", "max_output", defaults["max_output"])),
+        output=output,
+        cancel=getattr(ctx, "cancel", None),
+        # The hook for confining what a tool's child may touch (a sandbox):
+        # it runs in the child, after fork and before exec.
+        preexec=None,
+    )
+    # streamed: the person already saw the output; the CLI must not print it twice.
+    return result_dict(result, streamed=output is not None, timeout=limit)
+
+
+def start_child(
+    argv: list[str],
+    *,
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+    stdin: int,
+    preexec: Callable[[], None] | None = None,
+) -> subprocess.Popen:
+    """Start ``argv`` as the leader of a new session (its own process group), pipes for output.
+
+    Every child mdagent runs starts here. ``preexec`` runs in the child
+    between fork and exec (where a sandbox restricts it). Raises ``OSError``
+    when the program cannot be started.
+    """
+    return subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        bufsize=0,
+        preexec_fn=preexec,
+    )
+
+
 def run_process(
     argv: list[str],
     *,
@@ -183,6 +268,7 @@ def run_process(
     error_output: TextIO | None = None,
     cancel: threading.Event | None = None,
     stdin_data: bytes | None = None,
+    preexec: Callable[[], None] | None = None,
 ) -> ProcessResult:
     """Run ``argv`` to completion and return its capped output and status.
 
@@ -197,21 +283,18 @@ def run_process(
     child's stdin, which is otherwise ``/dev/null``. A ``KeyboardInterrupt``
     stops the group and propagates. A program that cannot be started gives
     exit code 127 (not found) or 126 (not executable) with the reason in
-    ``stderr``.
+    ``stderr``. ``preexec`` is :func:`start_child`'s.
     """
     if not argv:
         raise ValueError("run_process needs a program to run (argv is empty)")
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            list(argv),
+        proc = start_child(
+            argv,
             cwd=cwd,
-            env=dict(env) if env is not None else None,
+            env=env,
             stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            bufsize=0,
+            preexec=preexec,
         )
     except OSError as exc:
         code = 127 if isinstance(exc, FileNotFoundError) else 126

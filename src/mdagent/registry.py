@@ -20,7 +20,7 @@ from mdagent.errors import Problem
 from mdagent.layers import Layer, state_dir
 from mdagent.specs import CommandSpec, LazyRecords, Skill, ToolSpec, command_key, compact
 
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 
 #: Names the built-in commands of the CLI and the interactive session use.
 RESERVED_NAMES = frozenset(
@@ -537,7 +537,7 @@ class _Compiler:
         return True
 
     def _check_references(self, checks: list[tuple[ToolSpec, Path]]) -> None:
-        from mdagent.implementations import check_implementation
+        from mdagent.implementations import check_implementation, message_line
 
         names = set(self.tools) | {a for t in self.tools.values() for a in t.aliases}
         broken_tools: set[str] = set()
@@ -554,7 +554,8 @@ class _Compiler:
             if unknown:
                 messages.append(f"required names no parameter: {', '.join(unknown)}")
             for message in messages:
-                self.problem(tool.source, tool.line, "error", f"tool {tool.name!r}: {message}")
+                line = message_line(message, tool.lines, tool.line)
+                self.problem(tool.source, line, "error", f"tool {tool.name!r}: {message}")
             if messages:
                 broken_tools.add(tool.name)
         for name in broken_tools:

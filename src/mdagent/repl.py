@@ -21,6 +21,7 @@ from typing import Any
 from mdagent.commands import Commands
 from mdagent.console import described, is_terminal
 from mdagent.errors import Interrupted, MdagentError
+from mdagent.signals import Terminated, received
 
 PROMPT = "› "
 
@@ -220,6 +221,8 @@ class Repl:
                     if interactive:
                         self.say("")
                     return 0
+                except Terminated:
+                    raise  # SIGTERM/SIGHUP end the session (mdagent.signals)
                 except KeyboardInterrupt:
                     self.say("")  # Ctrl-C at the prompt drops the line, like a shell
                     continue
@@ -228,6 +231,8 @@ class Repl:
                 except Exit:
                     return 0
                 except (KeyboardInterrupt, Interrupted):
+                    if received() is not None:  # SIGTERM/SIGHUP: end, do not read on
+                        raise
                     print("agent: interrupted", file=sys.stderr, flush=True)
                 except MdagentError as err:
                     print(f"agent: {err}", file=sys.stderr, flush=True)

@@ -85,7 +85,8 @@ class Runtime:
     def store(self):
         from mdagent.store import Store
 
-        return Store()
+        # Settings read on the first write: `agent sessions` need not load the registry.
+        return Store(settings=lambda: self.settings)
 
     def policy(self, interactive: bool | None = None, prompt=None, allow: Iterable[str] = ()):
         """The policy for calls of this process.
@@ -119,7 +120,7 @@ class Runtime:
     def toolbox(self, *, policy: Any = None, session_id: str | None = None) -> Toolbox:
         """A toolbox with every available tool, the YAML hooks and the audit log."""
         from mdagent.builtins import register_builtins
-        from mdagent.store import audit_observer
+        from mdagent.store import AuditLog
 
         box = Toolbox(policy=policy)
         builtin = [n for n, t in self.registry.tools.items() if t.kind == "builtin"]
@@ -131,7 +132,7 @@ class Runtime:
             from mdagent.hooks import install_hooks
 
             install_hooks(box, self.settings, workdir=str(self.workdir), env=self.env)
-        box.observers.append(audit_observer(self.store, self.settings, session_id=session_id))
+        box.audit = AuditLog(self.store, session_id=session_id)
         return box
 
     def context(

@@ -18,14 +18,24 @@ though: on a syntax error it returns a tree with error nodes, where bash might
 still run part of the line. So a tree with any error or missing node, a
 construct this walker does not know, or a place where the grammar is known to
 read a line differently from bash raises :class:`Unparseable`: the policy
-then never allows the command by a rule, so a person must approve it.
+then never allows the command by a rule, so a person must approve it, and
+denies it outright where a deny rule on ``exec`` exists.
+
+Each segment also says how well it was understood (:class:`Segment`):
+``dynamic`` when a word is computed at run time or the command evaluates
+text as code (``eval``, ``sh -c``, ``${x@P}`` is refused outright,
+arithmetic, names with subscripts), which no allow pattern may cover; and
+``unchecked`` when even the program that runs is unknown (named at run time,
+behind a wrapper option not in :data:`_WRAPPERS`, a shell reading a pipe),
+which the policy counts as matching every deny rule.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 
@@ -42,14 +52,25 @@ class Segment:
     redirection segment reads ``> out.txt``. ``argv`` holds the words after
     quote removal (``["git", "log", "--format=%H"]``): deny rules are checked
     against both forms so quoting cannot dodge them. ``core`` is ``argv``
-    without leading assignments and wrappers (``env``, ``nohup``, ``sudo``,
-    ``xargs``, ``timeout 10``...): the program that actually runs, which deny
-    rules also see.
+    without leading assignments and wrappers with their options (``env -u X``,
+    ``nohup``, ``sudo -u root``, ``xargs -I{}``, ``timeout -s KILL 10``...):
+    the program that actually runs, which deny rules also see; ``stages``
+    holds each wrapper's view on the way there (``sudo nice rm``,
+    ``nice rm``, ``rm``).
+
+    ``dynamic`` says why no allow pattern may cover the segment (None: every
+    word is literal after quote removal and nothing in it runs text as
+    code). ``unchecked`` says why deny rules cannot see what it runs (a
+    program named at run time, a wrapper option this module does not know):
+    the policy counts it as matching every deny rule on ``exec``.
     """
 
     text: str
     argv: tuple[str, ...]
     core: tuple[str, ...] = ()
+    stages: tuple[tuple[str, ...], ...] = ()
+    dynamic: str | None = None
+    unchecked: str | None = None
 
     @property
     def plain(self) -> str:
@@ -62,11 +83,24 @@ class Segment:
 _WRITING = {">", ">>", ">|", "&>", "&>>", ">&"}
 _HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr", "-"}
 # Programs that run their string argument (or their input) as shell code.
-_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
-_WRAPPERS = {
-    "env", "command", "exec", "nohup", "builtin", "nice", "time", "timeout",
-    "sudo", "doas", "xargs", "stdbuf", "setsid", "chrt", "ionice",
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "posh"}
+# Builtins that run text as code, or change what a later command name runs
+# (an alias, a hashed path, a loaded builtin, a completion callback): an
+# allow pattern never covers them, whatever their words.
+_EVALUATORS = {
+    "eval", "trap", "source", ".", "let", "alias", "hash", "enable", "mapfile",
+    "readarray", "compgen", "complete", "fc", "bind", "coproc",
 }  # fmt: skip
+# Builtins that take variable names: bash evaluates a subscript in a name
+# (read 'a[$(cmd)]') as arithmetic, which runs its substitutions.
+_NAME_TAKERS = {
+    "read", "printf", "declare", "typeset", "local", "export", "readonly", "unset",
+    "getopts", "wait", "test", "[",
+}  # fmt: skip
+# How each word of a segment was written: literal after quote removal, a
+# static pattern (glob or brace expansion: file names, not code), or computed
+# at run time (any expansion or substitution).
+LITERAL, PATTERN, COMPUTED = "literal", "pattern", "computed"
 # Bash keywords the grammar does not know as such (coproc) or that it only
 # takes for a command name when it misread the line around them.
 _RESERVED = {
@@ -74,8 +108,16 @@ _RESERVED = {
     "esac", "for", "select", "while", "until", "do", "done", "in", "function",
 }  # fmt: skip
 _STDIN_FILES = {"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"}
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-_NUMBER = re.compile(r"[0-9.]+[smhd]?")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
+_DURATION = re.compile(r"(\d+(\.\d*)?|\.\d+)[smhd]?|inf(inity)?")
+_INTEGER = re.compile(r"[+-]?\d+")
+_ARITHMETIC_COMPARISON = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge"}
+_KIND_ORDER = (LITERAL, PATTERN, COMPUTED)
+# Unquoted glob characters and brace expansions ({a,b}, {1..3}) in a word.
+_GLOB = re.compile(r"[*?[]")
+_BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+# ${name}, ${1}, ${#name}: a value read, nothing evaluated or assigned.
+_PLAIN_EXPANSION = re.compile(r"\$\{#?([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])\}")
 _MAX_DEPTH = 8
 
 # Words and literal text: the node types whose quoting argv removes.
@@ -159,22 +201,237 @@ def try_parse(command: str) -> list[Segment] | None:
 def unwrap(argv: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     """``argv`` without leading assignments, wrapper programs and their options.
 
-    ``FOO=1 nohup timeout 5 rm -rf x`` -> ``rm -rf x``. A heuristic for deny
-    rules and ``sh -c`` detection: it may strip too little, never too much
-    of what runs.
+    ``FOO=1 nohup timeout -s KILL 5 rm -rf x`` -> ``rm -rf x``. Where a
+    wrapper's options cannot be read (an option it does not know), what
+    follows the wrapper is returned; :class:`Segment` marks such a segment
+    ``unchecked``.
     """
-    words = list(argv)
-    wrapped = False
+    return _unwrap(tuple(argv), (LITERAL,) * len(argv)).core
+
+
+@dataclass(frozen=True)
+class _Wrapper:
+    """How a wrapper reads its options: GNU getopt with ``+``, so they end at
+    the first operand. Long options may be abbreviated, as getopt allows."""
+
+    flags: str = ""  # short options without a value
+    valued: str = ""  # short options that take a value (attached or next word)
+    optional: str = ""  # short options whose value, if any, is attached (xargs -i{})
+    long_flags: frozenset[str] = frozenset()
+    long_valued: frozenset[str] = frozenset()
+    long_optional: frozenset[str] = frozenset()  # --opt or --opt=value
+    operands: int = 0  # words before the command: timeout's duration, flock's file
+    assignments: bool = False  # NAME=value words before the command (env, sudo)
+
+
+def _wrapper(
+    flags: str = "",
+    valued: str = "",
+    optional: str = "",
+    long_flags: str = "",
+    long_valued: str = "",
+    long_optional: str = "",
+    operands: int = 0,
+    assignments: bool = False,
+) -> _Wrapper:
+    return _Wrapper(
+        flags,
+        valued,
+        optional,
+        frozenset(long_flags.split()),
+        frozenset(long_valued.split()),
+        frozenset(long_optional.split()),
+        operands,
+        assignments,
+    )
+
+
+# The options of each wrapper, from its manual (GNU coreutils, util-linux,
+# procps, findutils, sudo, bash builtins). An option missing here makes the
+# segment unchecked rather than guessed at.
+_WRAPPERS: dict[str, _Wrapper] = {
+    "env": _wrapper(
+        "i0v", "uCS", "", "ignore-environment null debug list-signal-handling",
+        "unset chdir split-string", "ignore-signal default-signal block-signal",
+        assignments=True,
+    ),
+    "command": _wrapper("pvV"),
+    "builtin": _wrapper(),
+    "exec": _wrapper("cl", "a"),
+    "nohup": _wrapper(),
+    "nice": _wrapper("", "n", "", "", "adjustment"),
+    "time": _wrapper("apqvV", "fo", "", "append portability quiet verbose", "format output"),
+    "timeout": _wrapper(
+        "v", "sk", "", "foreground preserve-status verbose", "signal kill-after", operands=1
+    ),
+    "sudo": _wrapper(
+        "AbEHiKklnPSsVvBN", "CDghpRrtTUu", "",
+        "askpass background bell login no-update non-interactive preserve-groups "
+        "remove-timestamp reset-timestamp set-home shell stdin list validate",
+        "chdir chroot close-from command-timeout group host other-user prompt role type user",
+        "preserve-env",
+        assignments=True,
+    ),
+    "doas": _wrapper("nsL", "uC"),
+    "xargs": _wrapper(
+        "0prtx", "aEdILnPs", "eil",
+        "null interactive no-run-if-empty verbose exit open-tty show-limits",
+        "arg-file delimiter max-args max-procs max-chars process-slot-var",
+        "eof replace max-lines",
+    ),
+    "stdbuf": _wrapper("", "ioe", "", "", "input output error"),
+    "setsid": _wrapper("cfw", "", "", "ctty fork wait"),
+    "chrt": _wrapper(
+        "abdefimoprRv", "TPD", "",
+        "all-tasks batch deadline ext fifo idle max other pid rr reset-on-fork verbose",
+        "sched-runtime sched-period sched-deadline",
+    ),
+    "ionice": _wrapper("pPut", "cn", "", "pid pgid uid ignore", "class classdata"),
+    "taskset": _wrapper("acp", "", "", "all-tasks cpu-list pid", operands=1),
+    "flock": _wrapper(
+        "sexnoFu", "wE", "", "shared exclusive nonblock nb close no-fork unlock verbose",
+        "timeout wait conflict-exit-code", operands=1,
+    ),
+    "watch": _wrapper(
+        "bcCegprtwx", "nq", "d",
+        "beep color no-color errexit chgexit precise no-rerun no-title no-wrap "
+        "no-linewrap exec",
+        "interval equexit", "differences",
+    ),
+    "busybox": _wrapper(),
+    "chroot": _wrapper("", "", "", "skip-chdir", "userspec groups", operands=1),
+    "unbuffer": _wrapper("p"),
+    "eatmydata": _wrapper(),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Unwrapped:
+    core: tuple[str, ...]
+    kinds: tuple[str, ...]
+    stages: tuple[tuple[str, ...], ...]
+    code: str | None = None  # shell code a wrapper runs (flock -c, watch)
+    unknown: str | None = None  # why what runs could not be read
+
+
+def _unwrap(argv: tuple[str, ...], kinds: tuple[str, ...]) -> _Unwrapped:
+    words, how = list(argv), list(kinds)
+    stages: list[tuple[str, ...]] = []
+    code = None
+
+    def assignments() -> None:
+        while words and _ASSIGNMENT.match(words[0]):
+            del words[0], how[0]
+
+    def done(unknown: str | None = None) -> _Unwrapped:
+        if words and (not stages or stages[-1] != tuple(words)):
+            stages.append(tuple(words))
+        return _Unwrapped(tuple(words), tuple(how), tuple(stages), code, unknown)
+
+    assignments()
     while words:
-        word = words[0]
-        if _ASSIGNMENT.match(word) or word in _WRAPPERS:
-            wrapped = wrapped or word in _WRAPPERS
-        elif wrapped and (word.startswith("-") or _NUMBER.fullmatch(word)):
-            pass  # a wrapper's option or argument: nice -n 5, timeout 10s
+        if how[0] != LITERAL:
+            return done(f"the program `{words[0]}` is named at run time")
+        name = words[0].rsplit("/", 1)[-1]
+        spec = _WRAPPERS.get(name)
+        if spec is None:
+            break
+        stages.append(tuple(words))
+        del words[0], how[0]
+        try:
+            end, options = _options(name, spec, words, how)
+        except Unparseable as exc:
+            return done(f"`{name}` {exc}")
+        split = options.get("S") or options.get("split-string")
+        del words[:end], how[:end]
+        if split is not None:
+            # env -S: the string is split into words that precede the rest.
+            try:
+                extra = shlex.split(split, comments=False, posix=True)
+            except ValueError:
+                return done("`env -S` string that cannot be split")
+            if any(c in split for c in "$\\"):
+                return done("`env -S` string with escapes or variables")
+            words[:0], how[:0] = extra, [LITERAL] * len(extra)
+        if spec.assignments:
+            assignments()
+        for _ in range(spec.operands):
+            if not words:
+                break
+            if how[0] != LITERAL:
+                return done(f"`{name}` operand `{words[0]}` is computed at run time")
+            if name == "timeout" and not _DURATION.fullmatch(words[0]):
+                return done(f"`timeout` duration `{words[0]}` not understood")
+            del words[0], how[0]
+        if name == "chrt" and words and _INTEGER.fullmatch(words[0]):
+            del words[0], how[0]  # the priority, unless --max or --pid mode
+        if name == "flock" and words[:1] in (["-c"], ["--command"]):
+            code = words[1] if len(words) > 1 else ""
+            del words[:], how[:]
+        elif name == "watch" and words and "x" not in options and "exec" not in options:
+            code = " ".join(words)  # watch runs its words through sh -c
+    return done()
+
+
+def _options(
+    name: str, spec: _Wrapper, words: list[str], how: list[str]
+) -> tuple[int, dict[str, str]]:
+    """Read a wrapper's options from ``words``: the index of its first operand
+    and the options seen (by letter or long name, with their values)."""
+    seen: dict[str, str] = {}
+    longs = spec.long_flags | spec.long_valued | spec.long_optional
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if how[i] != LITERAL:
+            if word.startswith("-") or how[i] == COMPUTED:
+                raise Unparseable(f"option `{word}` is computed at run time")
+            break
+        if word == "--":
+            return i + 1, seen
+        if name == "env" and word == "-":
+            seen["i"] = ""
+        elif name == "nice" and re.fullmatch(r"--?\d+", word):
+            seen["n"] = word.lstrip("-")
+        elif word.startswith("--"):
+            key, eq, value = word[2:].partition("=")
+            matches = [o for o in longs if o == key] or [o for o in longs if o.startswith(key)]
+            if len(matches) != 1:
+                raise Unparseable(f"option `{word}` not understood")
+            key = matches[0]
+            if key in spec.long_valued and not eq:
+                if i + 1 >= len(words) or how[i + 1] != LITERAL:
+                    raise Unparseable(f"option `{word}` without a literal value")
+                i += 1
+                value = words[i]
+            elif key in spec.long_flags and eq:
+                raise Unparseable(f"option `{word}` takes no value")
+            seen[key] = value
+        elif word.startswith("-") and len(word) > 1:
+            j = 1
+            while j < len(word):
+                letter = word[j]
+                if letter in spec.flags:
+                    seen[letter] = ""
+                    j += 1
+                    continue
+                if letter in spec.valued:
+                    value = word[j + 1 :]
+                    if not value:
+                        if i + 1 >= len(words) or how[i + 1] != LITERAL:
+                            raise Unparseable(f"option `-{letter}` without a literal value")
+                        i += 1
+                        value = words[i]
+                elif letter in spec.optional:
+                    value = word[j + 1 :]
+                else:
+                    raise Unparseable(f"option `-{letter}` not understood")
+                seen[letter] = value
+                break
         else:
             break
-        words.pop(0)
-    return tuple(words)
+        i += 1
+    return i, seen
 
 
 def _parse(command: str, depth: int) -> list[Segment]:
@@ -202,6 +459,11 @@ def _parse(command: str, depth: int) -> list[Segment]:
         raise
     except Exception as exc:  # a node shape this walker does not know; too deep
         raise Unparseable(f"cannot parse command: {exc!r}") from None
+    if walker.evaluates:
+        # Arithmetic or an assignment outside any one command (a for ((...))
+        # header, a here-document) may run code hidden in a variable's value:
+        # no part of the line is then understood well enough to allow.
+        return [s if s.dynamic else replace(s, dynamic=walker.evaluates) for s in walker.out]
     return walker.out
 
 
@@ -255,6 +517,69 @@ def _reads_script_from_stdin(core: tuple[str, ...]) -> bool:
     return not any(w.startswith("-") and not w.startswith("--") and "c" in w for w in core[1:])
 
 
+def _dynamic(argv: tuple[str, ...], kinds: tuple[str, ...], unwrapped: _Unwrapped) -> str | None:
+    """Why no allow pattern may cover this segment, or None when it is fully understood.
+
+    Understood means every word is literal after quote removal (a glob or
+    brace expansion in an argument only names files) and nothing in it makes
+    bash evaluate text as code or compute what runs.
+    """
+    for word, kind in zip(argv, kinds, strict=True):
+        if kind == COMPUTED:
+            return f"`{word}` is computed at run time"
+        name = _ASSIGNMENT.match(word)
+        if name and "[" in name.group(0):
+            return f"`{word}` assigns to a subscript, evaluated as arithmetic"
+    if unwrapped.code is not None:
+        return "a wrapper runs its arguments as shell code"
+    core = unwrapped.core
+    if not core:
+        return None
+    program = core[0].rsplit("/", 1)[-1]
+    args = core[1:]
+    if program in _EVALUATORS:
+        return f"`{program}` runs text as code"
+    if program in _SHELLS and (not args or args[0].startswith(("-", "+"))):
+        return f"`{program}` runs a string or its input as code"
+    if program in ("[", "[[", "test", "(("):
+        return _dynamic_test(program, args)
+    if program in _NAME_TAKERS:
+        names = args
+        if program == "printf":
+            names = _printf_target(args)
+        if any("[" in w for w in names):
+            return f"`{program}` into a subscript, evaluated as arithmetic"
+    return None
+
+
+def _dynamic_test(program: str, args: tuple[str, ...]) -> str | None:
+    if program == "((":
+        inner = " ".join(args[:-1])
+        if re.search(r"[A-Za-z_$\[]", inner):
+            return f"arithmetic `(( {inner} ))` may run code held in a variable"
+        return None
+    for i, word in enumerate(args):
+        if word == "-v":
+            return f"`{program} -v` evaluates a subscript as arithmetic"
+        if word in _ARITHMETIC_COMPARISON:
+            around = args[i - 1 : i] + args[i + 1 : i + 2]
+            if not all(_INTEGER.fullmatch(w.strip()) for w in around):
+                return f"`{word}` evaluates its operands as arithmetic"
+    return None
+
+
+def _printf_target(args: tuple[str, ...]) -> tuple[str, ...]:
+    """The variable ``printf -v NAME`` assigns to (empty without ``-v``)."""
+    for i, word in enumerate(args):
+        if word == "-v":
+            return args[i + 1 : i + 2]
+        if word.startswith("-v"):
+            return (word[2:],)
+        if word == "--" or not word.startswith("-"):
+            break
+    return ()
+
+
 def _fields(node: Any) -> list[tuple[str | None, Any]]:
     """The children of ``node`` with their field names."""
     return [(node.field_name_for_child(i), child) for i, child in enumerate(node.children)]
@@ -268,6 +593,9 @@ class _Walker:
         # Words the grammar hung on a redirection (``rm 2>/dev/null -rf /``)
         # although bash gives them to the command: command node id -> words.
         self.extra: dict[int, list[Any]] = {}
+        # Why some part of the line evaluates text (arithmetic, an expansion
+        # with an operator): then no segment counts as literal.
+        self.evaluates: str | None = None
 
     def text(self, node: Any, start: int | None = None, end: int | None = None) -> str:
         start = node.start_byte if start is None else start
@@ -280,9 +608,15 @@ class _Walker:
         kind = node.type
         if kind in (
             "program", "subshell", "do_group", "if_statement", "elif_clause",
-            "else_clause", "while_statement", "list", "pipeline",
+            "else_clause", "while_statement", "list",
         ):  # fmt: skip
             self.statements(node)
+        elif kind == "pipeline":
+            for i, child in enumerate(c for c in node.named_children if c.type != "comment"):
+                start = len(self.out)
+                self.statement(child)
+                if i:
+                    self.piped(start)
         elif kind in ("compound_statement", "negated_command"):
             if node.children and node.children[0].type == "((":
                 self.test(node)
@@ -305,6 +639,8 @@ class _Walker:
             self.redirected(node)
         elif kind in ("for_statement", "c_style_for_statement", "case_statement", "case_item"):
             # The words (list, patterns, arithmetic) are expanded, the rest runs.
+            if kind == "c_style_for_statement":
+                self.evaluates = "a for ((...)) header is evaluated as arithmetic"
             for field, child in _fields(node):
                 if not child.is_named or child.type == "comment":
                     continue
@@ -329,6 +665,15 @@ class _Walker:
         for child in node.named_children:
             if child.type != "comment":
                 self.statement(child)
+
+    def piped(self, start: int) -> None:
+        """Mark the shells among the segments from ``start`` on, which read a pipe:
+        their code is whatever the commands before them print, unknowable here."""
+        for i in range(start, len(self.out)):
+            seg = self.out[i]
+            if seg.unchecked is None and _reads_script_from_stdin(seg.core):
+                why = f"`{seg.text}` runs code read from a pipe"
+                self.out[i] = replace(seg, dynamic=seg.dynamic or why, unchecked=why)
 
     def no_command_words(self, words: list[Any]) -> None:
         """Refuse words after a redirection target where no command takes them."""
@@ -379,11 +724,13 @@ class _Walker:
         if not words:
             return None
         self.check_one_line(words)
-        text, argv = self.joined(words)
-        core = unwrap(argv)
-        segment = Segment(text, argv, core)
+        text, argv, kinds = self.joined(words)
+        unwrapped = _unwrap(argv, kinds)
+        unchecked = unwrapped.unknown
+        dynamic = unchecked or _dynamic(argv, kinds, unwrapped)
+        segment = Segment(text, argv, unwrapped.core, unwrapped.stages, dynamic, unchecked)
         self.out.insert(index, segment)
-        self.inner_script(core)
+        self.inner_script(unwrapped)
         return segment
 
     def check_one_line(self, nodes: list[Any]) -> None:
@@ -394,9 +741,9 @@ class _Walker:
             if b"\n" in gap:
                 raise Unparseable("command continued on the next line")
 
-    def joined(self, nodes: list[Any]) -> tuple[str, tuple[str, ...]]:
-        """The text and argv of ``nodes``; nodes written without a blank between
-        them are one word to bash, wherever the grammar split them."""
+    def joined(self, nodes: list[Any]) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+        """The text, argv and word kinds of ``nodes``; nodes written without a
+        blank between them are one word to bash, wherever the grammar split them."""
         groups: list[list[Any]] = []
         end = -1
         for node in sorted(nodes, key=lambda n: n.start_byte):
@@ -407,24 +754,59 @@ class _Walker:
             end = node.end_byte
         texts = ["".join(self.text(n) for n in group) for group in groups]
         argv = tuple("".join(self.unquote(n) for n in group) for group in groups)
-        return " ".join(texts), argv
+        kinds = tuple(max((self.kind(n) for n in group), key=_KIND_ORDER.index) for group in groups)
+        return " ".join(texts), argv, kinds
 
-    def inner_script(self, core: tuple[str, ...]) -> None:
-        """Add the segments of the code ``sh -c CODE`` or ``eval ARGS`` would run."""
-        if not core:
-            return
-        program = core[0].rsplit("/", 1)[-1]
-        code = None
+    def kind(self, node: Any) -> str:
+        """Whether ``node`` is literal after quote removal, a static pattern, or computed."""
+        kind = node.type
+        if kind == "$":
+            return COMPUTED  # the grammar splits $"text" (a translation) after the $
+        if not node.is_named or kind in (
+            "raw_string", "ansi_c_string", "test_operator", "variable_name", "comment",
+        ):  # fmt: skip
+            return LITERAL
+        if kind == "word":
+            plain = _ESCAPE.sub("", self.text(node))
+            return PATTERN if _GLOB.search(plain) or _BRACES.search(plain) else LITERAL
+        if kind in ("brace_expression", "regex", "extglob_pattern"):
+            return PATTERN
+        if kind == "string":
+            parts = [c for c in node.named_children if c.type != "string_content"]
+            return COMPUTED if parts else LITERAL
+        if kind in ("concatenation", "command_name", "variable_assignment", "array", "number"):
+            if kind == "number" and node.named_children:
+                return COMPUTED
+            kinds = [self.kind(c) for c in node.children]
+            return max(kinds, key=_KIND_ORDER.index) if kinds else LITERAL
+        return COMPUTED
+
+    def inner_script(self, unwrapped: _Unwrapped) -> None:
+        """Add the segments of the code ``sh -c CODE``, ``eval ARGS``, ``trap CODE
+        SIG``, ``flock FILE -c CODE`` or ``watch CODE`` would run."""
+        codes = [unwrapped.code] if unwrapped.code else []
+        core = unwrapped.core
+        program = core[0].rsplit("/", 1)[-1] if core else ""
+        args = list(core[1:])
         if program == "eval":
-            code = " ".join(core[1:])
+            codes.append(" ".join(args[1:] if args[:1] == ["--"] else args))
+        elif program == "trap":
+            # trap [-lpP] [--] [ACTION SIGNAL...]: with two operands or more
+            # the first is code the shell runs later.
+            while args and args[0].startswith("-") and args[0] != "-":
+                if args.pop(0) == "--":
+                    break
+            if len(args) >= 2 and args[0] != "-":
+                codes.append(args[0])
         elif program in _SHELLS:
             for i, word in enumerate(core[1:], start=1):
                 if word.startswith("-") and not word.startswith("--") and "c" in word:
                     rest = core[i + 2 :] if core[i + 1 : i + 2] == ("--",) else core[i + 1 :]
-                    code = rest[0] if rest else ""
+                    codes.append(rest[0] if rest else "")
                     break
-        if code:
-            self.out.extend(_parse(code, self.depth + 1))
+        for code in codes:
+            if code:
+                self.out.extend(_parse(code, self.depth + 1))
 
     # -- tests and arithmetic ------------------------------------------------------
 
@@ -440,8 +822,11 @@ class _Walker:
         atoms = self.atoms(node)
         if node.children[0].type != "((":
             self.check_one_line(atoms)
-        text, argv = self.joined(atoms)
-        self.out.insert(index, Segment(text, argv, argv))
+        text, argv, kinds = self.joined(atoms)
+        dynamic = _dynamic(argv, kinds, _Unwrapped(argv, kinds, (argv,)))
+        if dynamic and argv[0] == "((":
+            self.evaluates = dynamic
+        self.out.insert(index, Segment(text, argv, argv, (argv,), dynamic))
 
     def atoms(self, node: Any) -> list[Any]:
         if not node.is_named or node.type in _LITERALS or not node.children:
@@ -493,6 +878,7 @@ class _Walker:
                 elif child.type != "comment":
                     self.statement(child)
         elif kind in _CONTAINERS:
+            self.note_evaluation(node)
             parts = node.children
             if kind in _TIGHT and any(
                 a.end_byte != b.start_byte for a, b in zip(parts, parts[1:], strict=False)
@@ -505,6 +891,20 @@ class _Walker:
                 self.word(child)
         else:
             raise Unparseable(f"unsupported shell construct: {kind}")
+
+    def note_evaluation(self, node: Any) -> None:
+        """Note (or refuse) an expansion that evaluates text rather than reading a value."""
+        kind = node.type
+        text = self.text(node)
+        if kind == "expansion" and re.search(r"@P\s*\}$", text):
+            # Prompt expansion runs the substitutions in the variable's value.
+            raise Unparseable(f"`{text}` runs its value as code")
+        if kind == "arithmetic_expansion" and re.search(r"[A-Za-z_\[]", text[3:]):
+            self.evaluates = f"arithmetic `{text}` may run code held in a variable"
+        elif kind == "expansion" and not _PLAIN_EXPANSION.fullmatch(text):
+            self.evaluates = f"`{text}` is computed at run time"
+        elif kind == "subscript":
+            self.evaluates = f"subscript `{text}` is evaluated as arithmetic"
 
     def expanding(self, node: Any, start: int, end: int) -> None:
         """Walk a double-quoted string or here-document body between ``start`` and ``end``."""
@@ -560,7 +960,11 @@ class _Walker:
 
     def redirected(self, node: Any) -> None:
         body = node.child_by_field_name("body")
-        redirects = [c for f, c in _fields(node) if f == "redirect"]
+        # Every named child but the body is a redirection, whatever its field
+        # name: tree-sitter gives none to a here-string after a loop.
+        redirects = [
+            c for f, c in _fields(node) if c.is_named and f != "body" and c.type != "comment"
+        ]
         target = self.rightmost_command(body)
         extra = [w for r in redirects for w in self.extra_words(r)]
         if extra:
@@ -640,7 +1044,10 @@ class _Walker:
         duplicate = op in (">&", "<&") and (word.isdigit() or word == "-")
         if op in _WRITING and word not in _HARMLESS_TARGETS and not duplicate:
             words = (op, word)
-            self.out.append(Segment(f"{op} {self.text(target)}", words, words))
+            kind = self.kind(target)
+            dynamic = f"`{self.text(target)}` is computed at run time" if kind == COMPUTED else None
+            segment = Segment(f"{op} {self.text(target)}", words, words, (words,), dynamic)
+            self.out.append(segment)
         return destinations[1:]
 
     def heredoc(self, node: Any) -> str:
@@ -660,7 +1067,9 @@ class _Walker:
             elif field == "redirect":
                 self.redirect(child)  # its extra words went to the command
             elif field == "right" or kind == "pipeline":
+                start = len(self.out)
                 self.statement(child)
+                self.piped(start)
             elif not (field in ("argument", "descriptor", "operator") or kind in ("<<", "|", "|&")):
                 raise Unparseable(f"unsupported part of a here-document: {kind}")
         if delimiter is None or body is None or end is None:

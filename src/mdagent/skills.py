@@ -168,9 +168,23 @@ def load_skill(path: Path, layer: str = "") -> tuple[Skill | None, list[Problem]
         problem("error", f"unknown command-arg-mode {mode!r}", *at(mode_key))
         return None, problems
 
-    allowed = meta.get("allowed-tools") or []
-    if isinstance(allowed, str):
-        allowed = [t for t in re.split(r"[,\s]+", allowed) if t]
+    allowed: list[str] = []
+    search_from = at("allowed-tools")
+    for entry in split_allowed_tools(meta.get("allowed-tools")):
+        where_at = search_from = _text_position(fm_text, entry, search_from)
+        try:
+            rules = allowed_tool_rules(entry)
+        except ConfigError as err:
+            problem("warning", f"allowed-tools: {err.message}; ignored", *where_at)
+            continue
+        if any(_covers_every_command(r) for r in rules):
+            problem(
+                "warning",
+                f"allowed-tools: `{entry}` pre-approves every command for this skill's turn; "
+                "name the commands instead, e.g. `Bash(git diff:*)`",
+                *where_at,
+            )
+        allowed += [r for r in rules if r not in allowed]
 
     extra = {k: plain(v) for k, v in meta.items() if k not in KNOWN_KEYS}
     skill = Skill(
@@ -183,7 +197,7 @@ def load_skill(path: Path, layer: str = "") -> tuple[Skill | None, list[Problem]
         user_invocable=bool(meta.get("user-invocable", True)),
         disable_model_invocation=bool(meta.get("disable-model-invocation", False)),
         argument_hint=str(meta.get("argument-hint") or ""),
-        allowed_tools=[str(t) for t in allowed],
+        allowed_tools=allowed,
         requires=_requirements(meta),
         license=None if meta.get("license") is None else str(meta["license"]),
         homepage=None if meta.get("homepage") is None else str(meta["homepage"]),
@@ -192,6 +206,91 @@ def load_skill(path: Path, layer: str = "") -> tuple[Skill | None, list[Problem]
         layer=layer,
     )
     return skill, problems
+
+
+# Claude Code's tool names (``Bash``, ``Read``...) as the built-in tools they mean.
+_TOOL_NAMES = {
+    "exec": "exec", "bash": "exec", "sh": "exec", "shell": "exec", "execute": "exec",
+    "read_file": "read_file", "read": "read_file", "open": "read_file",
+    "write_file": "write_file", "write": "write_file",
+    "edit_file": "edit_file", "edit": "edit_file", "multiedit": "edit_file",
+    "glob": "glob", "grep": "grep", "fetch": "fetch", "webfetch": "fetch", "skill": "skill",
+}  # fmt: skip
+
+
+def split_allowed_tools(value: Any) -> list[str]:
+    """The entries of ``allowed-tools``: a list as is, a string split on blanks and commas.
+
+    Parentheses are kept whole: ``Bash(git diff *) Read`` is two entries.
+    """
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [str(v).strip() for v in value if str(v).strip()]
+    entries: list[str] = []
+    current, depth = "", 0
+    for ch in str(value):
+        if depth == 0 and (ch.isspace() or ch == ","):
+            if current:
+                entries.append(current)
+            current = ""
+            continue
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        depth = max(depth, 0)
+        current += ch
+    if current:
+        entries.append(current)
+    return entries
+
+
+def allowed_tool_rules(entry: str) -> list[str]:
+    """The policy rules one ``allowed-tools`` entry grants; :class:`ConfigError` if none.
+
+    Claude Code's names become mdagent's (``Read(src/**)`` ->
+    ``read_file(src/**)``), and its prefix form ``Bash(git diff:*)`` becomes
+    ``exec(git diff)`` plus ``exec(git diff *)``: the command alone or with
+    arguments, never anything else.
+    """
+    from mdagent.policy import Rule
+
+    match = re.fullmatch(r"([^()\s]+)(?:\((.*)\))?", entry.strip(), re.S)
+    if not match:
+        raise ConfigError(f"`{entry}` is not a tool name or `Tool(pattern)`")
+    name = _TOOL_NAMES.get(match.group(1).lower(), match.group(1))
+    pattern = match.group(2)
+    if pattern is None:
+        rules = [name]
+    else:
+        pattern = pattern.strip()
+        if name == "exec" and pattern.endswith(":*"):
+            prefix = pattern[:-2].rstrip()
+            rules = [f"exec({prefix})", f"exec({prefix} *)"] if prefix else ["exec(*)"]
+        else:
+            rules = [f"{name}({pattern})"]
+    for rule in rules:
+        Rule.parse(rule, "allowed-tools")
+    return rules
+
+
+def _text_position(text: str, entry: str, start: tuple[int, int]) -> tuple[int, int]:
+    """(line, col) of ``entry`` in ``text`` at or after ``start``; ``start`` if not found.
+
+    The YAML loader locates keys, not the items of a list or the words of a
+    string, and a warning belongs at the entry it is about.
+    """
+    lines = text.splitlines()
+    line, col = start
+    for number in range(line, len(lines) + 1):
+        found = lines[number - 1].find(entry, col - 1 if number == line else 0)
+        if found >= 0:
+            return number, found + 1
+    return start
+
+
+def _covers_every_command(rule: str) -> bool:
+    """Whether an allow rule lets every ``exec`` command run (``exec``, ``exec(*)``)."""
+    match = re.fullmatch(r"exec(?:\((.*)\))?", rule, re.S)
+    return bool(match) and (match.group(1) is None or not match.group(1).strip("* "))
 
 
 def _check_schema(meta: dict[str, Any], where: str, at, problems: list[Problem]) -> None:

@@ -56,6 +56,9 @@ class ToolSpec(NamedTuple):
     source: str = ""
     line: int = 0
     layer: str = ""
+    # The line of each implementation key ("run", "with.command", ...), so
+    # load-time problems point at the template rather than the tool's name.
+    lines: dict[str, int] = {}
 
     @property
     def kind(self) -> str:

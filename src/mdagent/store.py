@@ -12,6 +12,23 @@ free, so the ``agent /name`` fast path pays only when it records something.
 Schema changes go in :data:`MIGRATIONS` (append a function; never edit one
 that shipped); ``PRAGMA user_version`` counts the ones applied.
 
+What it promises about the data at rest:
+
+* The file and its WAL/SHM companions are private (0600) and so is the
+  state folder (0700); looser modes found on an existing file are tightened,
+  or reported once when they cannot be.
+* Secrets are redacted before anything is written (messages, titles, audit
+  arguments and errors): keys named like a secret variable and the values of
+  secret environment variables (:func:`redact`). Provider-signed blocks
+  (Anthropic ``thinking`` with a ``signature``, ``redacted_thinking``) are
+  stored as they came: the provider checks them byte for byte.
+* A damaged file (garbage, truncated, "file is not a database") is moved
+  aside as ``mdagent.db.corrupt-<UTC time>``, kept, and a new one started,
+  said once on stderr. Every other failure to read or write is a
+  :class:`~mdagent.errors.StateError` naming the file and what to do, never
+  skipped quietly: a tool call whose audit row cannot be written does not run
+  (:class:`AuditLog`, ``Toolbox.run``).
+
 Sessions, for the agent loop::
 
     store = Store()
@@ -32,7 +49,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from mdagent.errors import UsageError
+from mdagent.errors import StateError, UsageError
 
 DB_NAME = "mdagent.db"
 BUSY_TIMEOUT_S = 10.0
@@ -87,6 +104,14 @@ def _initial_schema(db: Any) -> None:
     db.execute("CREATE INDEX rate_calls_tool ON rate_calls (tool, ts_ms)")
 
 
+@migration
+def _audit_status(db: Any) -> None:
+    # A call's row is written before it runs ("started") and completed after
+    # ("done", or "interrupted"); a row left "started" is a call whose process
+    # ended before its outcome could be written.
+    db.execute("ALTER TABLE audit ADD COLUMN status TEXT NOT NULL DEFAULT 'done'")
+
+
 def default_path() -> Path:
     """``mdagent.db`` in the state dir (``$AGENT_STATE_DIR``, default ``~/.local/state/mdagent``)."""
     from mdagent.layers import state_dir
@@ -136,13 +161,37 @@ class Store:
     """The SQLite database of sessions, tool calls and rate-limit windows.
 
     Safe to share between threads (one connection behind a lock) and between
-    processes (SQLite's locking, WAL mode, a busy timeout).
+    processes (SQLite's locking, WAL mode, a busy timeout). ``settings`` (the
+    merged agent.yaml, or a function returning it, read on the first write)
+    says which names are secret (``policy.env``); ``notice`` receives the
+    one-line messages a person should see (default: stderr).
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        settings: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
+        notice: Callable[[str], None] | None = None,
+    ) -> None:
         self.path = Path(path) if path is not None else default_path()
+        self._settings = settings
+        self._notice = notice or _say
         self._db: Any = None
+        self._inode: int | None = None
         self._lock = threading.RLock()
+
+    @property
+    def settings(self) -> Mapping[str, Any] | None:
+        """The settings that decide which names are secret."""
+        if callable(self._settings):
+            self._settings = self._settings()
+        return self._settings
+
+    def redacted(self, value: Any) -> Any:
+        """``value`` as it may be stored: secrets replaced (see :func:`redact`)."""
+        settings = self.settings
+        return redact(value, settings, secret_values(settings))
 
     # -- plumbing ------------------------------------------------------------------
 
@@ -154,7 +203,24 @@ class Store:
     def _open(self) -> Any:
         import sqlite3
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._connect()
+        except sqlite3.DatabaseError as exc:
+            if not _is_damaged(exc):
+                raise
+            damage = str(exc)
+        aside = self._move_aside()
+        self._notice(
+            f"the state database {self.path} was damaged ({damage}); moved it to {aside} "
+            "and started a new one"
+        )
+        return self._connect()
+
+    def _connect(self) -> Any:
+        import sqlite3
+
+        self._create_private()
+        self._inode = os.stat(self.path).st_ino
         db = sqlite3.connect(
             str(self.path),
             timeout=BUSY_TIMEOUT_S,
@@ -173,7 +239,58 @@ class Store:
         except BaseException:
             db.close()
             raise
+        for suffix in ("-wal", "-shm"):  # SQLite gives them the file's mode; older ones may differ
+            self._make_private(Path(f"{self.path}{suffix}"), 0o600)
         return db
+
+    def _create_private(self) -> None:
+        """The folder (0700) and an empty database file (0600), or existing ones tightened."""
+        folder = self.path.parent
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._make_private(folder, 0o700)
+        # Created here rather than by SQLite, which would use 0644; the WAL
+        # and SHM files SQLite creates later copy this file's mode.
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        self._make_private(self.path, 0o600)
+
+    def _make_private(self, path: Path, mode: int) -> None:
+        try:
+            found = os.stat(path)
+        except FileNotFoundError:
+            return
+        if not found.st_mode & 0o077:
+            return
+        import stat
+
+        shared = found.st_mode & stat.S_ISVTX or found.st_uid != os.geteuid()
+        try:
+            if shared:  # /tmp or another user's folder: not ours to change
+                raise PermissionError("it is shared or not yours")
+            os.chmod(path, mode)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            self._notice(
+                f"warning: {path} is open to other users (mode {found.st_mode & 0o777:o}) "
+                f"and could not be made private ({reason}); set AGENT_STATE_DIR to a private folder"
+            )
+
+    def _move_aside(self) -> Path:
+        """Rename the damaged file (and its WAL/SHM) out of the way; the new name."""
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        count = 1
+        while aside.exists():
+            count += 1
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{count}")
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(self.path).st_ino != self._inode:
+                return aside  # another process moved it aside already and started anew
+            os.replace(self.path, aside)
+        for suffix in ("-wal", "-shm"):  # they belong to the damaged file, not the new one
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(f"{self.path}{suffix}", f"{aside}{suffix}")
+        return aside
 
     def _migrate(self, db: Any) -> None:
         if db.execute("PRAGMA user_version").fetchone()[0] >= len(MIGRATIONS):
@@ -191,27 +308,51 @@ class Store:
         db.execute("COMMIT")
 
     @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SQLite and file-system errors as one :class:`StateError` naming the file."""
+        import sqlite3
+
+        try:
+            yield
+        except (sqlite3.Error, OSError) as exc:
+            if isinstance(exc, sqlite3.DatabaseError) and _is_damaged(exc):
+                self.close()
+                aside = self._move_aside()
+                raise StateError(
+                    f"the state database {self.path} is damaged ({exc}); moved it to {aside}: "
+                    "run the command again to start a new one"
+                ) from exc
+            raise StateError(_describe_failure(self.path, exc)) from exc
+
+    @contextlib.contextmanager
     def _write(self) -> Iterator[Any]:
         """One short write transaction; BEGIN IMMEDIATE takes the write lock up front."""
-        with self._lock:
+        import sqlite3
+
+        with self._lock, self._errors():
             db = self._connection()
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:  # SQLite may have rolled back already (disk full)
+                    with contextlib.suppress(sqlite3.Error):  # the first error is the one to tell
+                        db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        with self._lock:
+        with self._lock, self._errors():
             return self._connection().execute(sql, params).fetchall()
 
     def close(self) -> None:
         """Close the connection (the next query reopens it)."""
         with self._lock:
             if self._db is not None:
-                self._db.close()
+                import sqlite3
+
+                with contextlib.suppress(sqlite3.Error):  # closing a damaged file may complain
+                    self._db.close()
                 self._db = None
 
     def __enter__(self) -> Store:
@@ -226,6 +367,7 @@ class Store:
         """Start a session and return its id (short, sortable by creation time)."""
         sid = new_id()
         now = _now_iso()
+        title = self.redacted(title)
         with self._write() as db:
             db.execute(
                 "INSERT INTO sessions (id, created, updated, title, cwd, model)"
@@ -237,11 +379,14 @@ class Store:
     def add_message(self, session_id: str, message: Mapping[str, Any]) -> int:
         """Append ``message`` (a neutral message dict) to a session; returns its seq.
 
-        Committed before returning. The session's first user message with
-        text content becomes its title when it has none. Raises ``KeyError``
-        for an unknown session.
+        Committed before returning. Secrets are redacted in what is stored,
+        not in ``message`` (the conversation in memory goes on as it was);
+        a resumed session sends the model the redacted text. The session's
+        first user message with text content becomes its title when it has
+        none. Raises ``KeyError`` for an unknown session.
         """
-        content = json.dumps(dict(message), ensure_ascii=False, default=str)
+        message = self.redacted(dict(message))
+        content = json.dumps(message, ensure_ascii=False, default=str)
         role = str(message.get("role", ""))
         now = _now_iso()
         title = ""
@@ -337,7 +482,10 @@ class Store:
         approved_by: str | None,
         session_id: str | None = None,
     ) -> int:
-        """Add one tool call to the audit log (as given: redact first); returns its id."""
+        """Add one finished tool call (or one that never ran) to the audit log; its id.
+
+        Secrets in ``args`` and ``error`` are redacted.
+        """
         with self._write() as db:
             cursor = db.execute(
                 "INSERT INTO audit (time, caller, tool, args, ok, error, code, duration_ms,"
@@ -346,9 +494,9 @@ class Store:
                     _now_iso(),
                     caller,
                     tool,
-                    json.dumps(dict(args or {}), ensure_ascii=False, default=str),
+                    self._args_json(args),
                     1 if ok else 0,
-                    error,
+                    self.redacted(error),
                     code,
                     duration_ms,
                     approved_by,
@@ -357,10 +505,62 @@ class Store:
             )
             return int(cursor.lastrowid)
 
+    def start_call(
+        self,
+        caller: str | None,
+        tool: str,
+        args: Mapping[str, Any] | None,
+        approved_by: str | None,
+        session_id: str | None = None,
+    ) -> int:
+        """Put a call on the record before it runs (status ``started``); the row's id.
+
+        Raises :class:`StateError` when the row cannot be written: the caller
+        must not run the call then.
+        """
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT INTO audit (time, caller, tool, args, ok, approved_by, session_id, status)"
+                " VALUES (?, ?, ?, ?, 0, ?, ?, 'started')",
+                (_now_iso(), caller, tool, self._args_json(args), approved_by, session_id),
+            )
+            return int(cursor.lastrowid)
+
+    def finish_call(
+        self,
+        row: int,
+        ok: bool,
+        error: str | None,
+        code: str | None,
+        duration_ms: int | None,
+        interrupted: bool = False,
+    ) -> None:
+        """Complete the row :meth:`start_call` wrote with the call's outcome."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE audit SET ok = ?, error = ?, code = ?, duration_ms = ?, status = ?"
+                " WHERE id = ?",
+                (
+                    1 if ok else 0,
+                    self.redacted(error),
+                    code,
+                    duration_ms,
+                    "interrupted" if interrupted else "done",
+                    row,
+                ),
+            )
+
+    def _args_json(self, args: Mapping[str, Any] | None) -> str:
+        return json.dumps(self.redacted(dict(args or {})), ensure_ascii=False, default=str)
+
     def calls(
         self, tool: str | None = None, limit: int = 20, session_id: str | None = None
     ) -> list[dict[str, Any]]:
-        """Audit rows, newest first; ``args`` decoded, ``ok`` a bool."""
+        """Audit rows, newest first; ``args`` decoded, ``ok`` a bool.
+
+        ``status`` is ``done``, ``interrupted``, or ``started`` for a call
+        still running or whose process ended before its outcome was written.
+        """
         where, params = [], []
         if tool is not None:
             where.append("tool = ?")
@@ -422,48 +622,121 @@ def _retry_busy(action: Callable[[], Any], attempts: int = 100) -> Any:
     return None
 
 
-# -- the audit observer ------------------------------------------------------------------
+# -- failures ------------------------------------------------------------------------------
 
 
-def audit_observer(
-    store: Store, settings: Mapping[str, Any] | None, session_id: str | None = None
-) -> Callable[..., None]:
-    """A :attr:`Toolbox.observers <mdagent.toolbox.Toolbox.observers>` entry that logs every call.
+def _say(message: str) -> None:
+    import sys
 
-    Records the caller (``ctx.caller``), tool, arguments, outcome, code,
-    duration and ``decision.approved_by``, under ``session_id`` (default:
-    ``ctx.conversation_id``). Secrets are redacted first: argument keys
-    named like a secret variable (``policy.env.exclude``: ``*KEY*``,
-    ``*TOKEN*``...) and any occurrence, in argument values or the error, of
-    the value of such an environment variable become ``[REDACTED]``.
+    print(f"agent: {message}", file=sys.stderr)
+
+
+# SQLite's primary result codes (the low byte of an extended code).
+_CORRUPT, _NOTADB = 11, 26
+_ADVICE = {
+    5: "another process holds it locked: try again",  # SQLITE_BUSY
+    6: "another process holds it locked: try again",  # SQLITE_LOCKED
+    8: "make it writable, or set AGENT_STATE_DIR to a writable folder",  # SQLITE_READONLY
+    10: "check the disk, or set AGENT_STATE_DIR to another folder",  # SQLITE_IOERR
+    13: "free some disk space",  # SQLITE_FULL
+    14: "check that its folder is writable, or set AGENT_STATE_DIR",  # SQLITE_CANTOPEN
+}
+
+
+def _is_damaged(exc: BaseException) -> bool:
+    """Whether SQLite says the file itself is broken (not busy, read-only or full)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in (_CORRUPT, _NOTADB)
+    return "malformed" in str(exc) or "not a database" in str(exc)
+
+
+def _describe_failure(path: Path, exc: BaseException) -> str:
+    """One line: which file, what went wrong, what to do."""
+    if isinstance(exc, OSError):
+        where = exc.filename or path
+        return (
+            f"cannot use the state folder {where}: {exc.strerror or exc}; "
+            "set AGENT_STATE_DIR to a writable folder"
+        )
+    code = getattr(exc, "sqlite_errorcode", None)
+    advice = _ADVICE.get(code & 0xFF if isinstance(code, int) else -1)
+    advice = advice or "set AGENT_STATE_DIR to another folder if it persists"
+    return f"state database {path}: {exc}; {advice}"
+
+
+# -- the audit log, as a toolbox sees it ---------------------------------------------------------
+
+
+class AuditLog:
+    """The :attr:`Toolbox.audit <mdagent.toolbox.Toolbox.audit>` of a runtime.
+
+    :meth:`start` writes a call's row before it runs and raises
+    :class:`StateError` when it cannot (the toolbox then refuses the call);
+    :meth:`finish` adds the outcome, or writes the whole row of a call that
+    never ran (invalid, denied). Rows carry the caller (``ctx.caller``), tool,
+    arguments, outcome, code, duration and ``decision.approved_by``, under
+    ``session_id`` (default: ``ctx.conversation_id``), redacted by the store.
     """
 
-    def observe(
-        tool_name: str, args: Mapping[str, Any], result: Any, decision: Any, duration_s: float, ctx
-    ) -> None:
-        values = secret_values(settings)
-        error = getattr(result, "error", None)
-        data = getattr(result, "data", {}) or {}
-        store.record_call(
+    def __init__(self, store: Store, session_id: str | None = None) -> None:
+        self.store = store
+        self.session_id = session_id
+
+    def start(self, tool_name: str, args: Mapping[str, Any], decision: Any, ctx: Any) -> int:
+        """Put the call on the record before it runs; the row's id."""
+        return self.store.start_call(
             caller=getattr(ctx, "caller", None),
             tool=tool_name,
-            args=redact(args, settings, values),
-            ok=bool(getattr(result, "ok", False)),
-            error=None if error is None else redact(error, settings, values),
-            code=data.get("code") if isinstance(data.get("code"), str) else None,
-            duration_ms=int(round(duration_s * 1000)),
-            # No policy at all (a typed command with nothing to refuse it):
-            # the person who typed it is who approved it.
-            approved_by=getattr(decision, "approved_by", None)
-            or (
-                "person"
-                if getattr(ctx, "caller", None) == "person" and getattr(decision, "allowed", True)
-                else None
-            ),
-            session_id=session_id or getattr(ctx, "conversation_id", None),
+            args=args,
+            approved_by=_approved_by(decision, ctx),
+            session_id=self.session_id or getattr(ctx, "conversation_id", None),
         )
 
-    return observe
+    def finish(
+        self,
+        row: int | None,
+        tool_name: str,
+        args: Mapping[str, Any],
+        result: Any,
+        decision: Any,
+        duration_s: float,
+        ctx: Any,
+    ) -> None:
+        """The call's outcome: completes row ``row``, or writes a whole row when None."""
+        data = getattr(result, "data", {}) or {}
+        ok = bool(getattr(result, "ok", False))
+        error = getattr(result, "error", None)
+        code = data.get("code") if isinstance(data.get("code"), str) else None
+        duration_ms = int(round(duration_s * 1000))
+        if row is not None:
+            self.store.finish_call(
+                row, ok, error, code, duration_ms, interrupted=bool(data.get("interrupted"))
+            )
+            return
+        self.store.record_call(
+            caller=getattr(ctx, "caller", None),
+            tool=tool_name,
+            args=args,
+            ok=ok,
+            error=error,
+            code=code,
+            duration_ms=duration_ms,
+            approved_by=_approved_by(decision, ctx),
+            session_id=self.session_id or getattr(ctx, "conversation_id", None),
+        )
+
+
+def _approved_by(decision: Any, ctx: Any) -> str | None:
+    # No policy at all (a typed command with nothing to refuse it): the
+    # person who typed it is who approved it.
+    if getattr(decision, "approved_by", None):
+        return decision.approved_by
+    person = getattr(ctx, "caller", None) == "person"
+    return "person" if person and getattr(decision, "allowed", True) else None
+
+
+# -- redaction --------------------------------------------------------------------------------
 
 
 def secret_values(
@@ -483,15 +756,23 @@ def secret_values(
 
 
 def redact(value: Any, settings: Mapping[str, Any] | None, values: list[str]) -> Any:
-    """``value`` with secret-named keys and secret values replaced by ``[REDACTED]``."""
+    """``value`` with secret-named keys and secret values replaced by ``[REDACTED]``.
+
+    A value also goes in its JSON-escaped spelling (a tool result is stored
+    as JSON text). Provider-signed blocks are returned untouched: Anthropic
+    rejects a ``thinking`` block whose text differs from what it signed.
+    """
     from mdagent.environment import is_secret_name
 
     if isinstance(value, str):
         for secret in values:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
+            for spelling in {secret, json.dumps(secret, ensure_ascii=False)[1:-1]}:
+                if spelling in value:
+                    value = value.replace(spelling, REDACTED)
         return value
     if isinstance(value, Mapping):
+        if is_signed_block(value):
+            return value
         return {
             k: REDACTED if is_secret_name(str(k), settings) else redact(v, settings, values)
             for k, v in value.items()
@@ -499,3 +780,9 @@ def redact(value: Any, settings: Mapping[str, Any] | None, values: list[str]) ->
     if isinstance(value, (list, tuple)):
         return [redact(v, settings, values) for v in value]
     return value
+
+
+def is_signed_block(block: Mapping[str, Any]) -> bool:
+    """Whether ``block`` is a content block the provider signed (sent back byte-exact)."""
+    kind = block.get("type")
+    return kind == "redacted_thinking" or (kind == "thinking" and "signature" in block)

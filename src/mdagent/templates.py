@@ -13,6 +13,15 @@ becomes depends on where it lands:
   for the quoting context it lands in (bare, ``'...'`` or ``"..."``), so
   it reaches the command as literal text, never as syntax. An array is one
   quoted word per item (one word inside quotes); an absent value is nothing.
+  Positions where the shell reads a value again (a comment, ``$``, ``[[ -eq
+  ]]``, arithmetic, subscripts, ``eval``, ``sh -c`` scripts...) are refused
+  by :func:`check_shell`; :func:`check_argv` refuses the few argv positions
+  that are code (``[sh, -c, "..{x}.."]``, ssh's remote command).
+
+Option values: quoting cannot stop a value that starts with ``-`` from
+being read as an option. Given ``allow_options``, :func:`expand_argv` and
+:func:`expand_shell` refuse such a value where it would start an argument
+(not the program, not after a ``--``) unless its parameter is listed.
 - **url** (``http.url``): values are percent-encoded (nothing kept safe, so
   a value cannot add a path segment or a query parameter); array items are
   encoded one by one and joined by ``,``; an absent value is empty.
@@ -33,14 +42,16 @@ import json
 import re
 import shlex
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
 __all__ = [
+    "OptionValueError",
     "TemplateError",
     "as_text",
+    "check_argv",
     "check_shell",
     "expand_argv",
     "expand_shell",
@@ -169,174 +180,613 @@ def expand_argv(
     params: Mapping[str, Any],
     *,
     required: Collection[str] = (),
+    allow_options: Collection[str] | None = None,
 ) -> list[str]:
     """The argv a ``run:`` template gives for ``args``; never goes through a shell.
 
     See the module docstring for the rules. Non-string template items
     (``5`` in YAML) become their text.
+
+    ``allow_options``: ``None`` takes every value as meant (a person's);
+    otherwise a value that starts an element with ``-`` — after the program
+    (the first element) and before any ``--`` element — raises
+    :class:`OptionValueError` unless its parameter is in ``allow_options``.
     """
     argv: list[str] = []
-    for item in template:
+    after_dashes = False  # a literal "--" element came earlier
+    for index, item in enumerate(template):
         if not isinstance(item, str):
             argv.append(_scalar_text(item))
             continue
         parts = _parse(item)
         if len(parts) == 1 and isinstance(parts[0], _Slot):
-            value = _lookup(parts[0].name, args, params, required)
+            name = parts[0].name
+            value = _lookup(name, args, params, required)
             if value is _ABSENT:
                 continue
+            guard = not after_dashes
+            _check_option(name, value, guard and index > 0, guard, True, allow_options)
             if isinstance(value, list | tuple):
                 argv.extend(_scalar_text(v) for v in value)
             else:
                 argv.append(_scalar_text(value))
             continue
+        after_dashes = after_dashes or item == "--"
         pieces = []
-        for part in parts:
+        for position, part in enumerate(parts):
             if isinstance(part, str):
                 pieces.append(part)
                 continue
             value = _lookup(part.name, args, params, required)
             if value is _ABSENT:
                 break
+            first = position == 0 and index > 0 and not after_dashes
+            _check_option(part.name, value, first, False, False, allow_options)
             pieces.append(as_text(value))
         else:
             argv.append("".join(pieces))
     return argv
 
 
+# -- options -------------------------------------------------------------------
+#
+# Quoting makes a value one literal word, but a word that starts with "-" is
+# still read as an option by most programs (`grep {pattern} f` with "-r", `git
+# {ref}` with "--upload-pack=…"). Where that can happen is known from the
+# template alone; whether to refuse is the caller's choice (a person's typed
+# value is taken as meant, a model's is not), so expansion takes the set of
+# parameters allowed to start with "-" and refuses the others.
+
+
+class OptionValueError(TemplateError):
+    """A value that starts with ``-`` where the program would read it as an option."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"the value of {name!r} starts with '-', so the program would read it as an"
+            " option; refused for a model's call. The tool's declaration can allow it with"
+            f" `option: true` on the parameter {name!r}, or by putting `--` before"
+            f" {{{name}}} in its template"
+        )
+        self.name = name
+
+
+def _check_option(
+    name: str, value: Any, first: bool, rest: bool, split: bool, allow: Collection[str] | None
+) -> None:
+    """Refuse ``value`` if it would start an option word (see :class:`OptionValueError`).
+
+    ``first``: the value's first item starts a word; ``rest``: further array
+    items are words of their own (``split``) and start words too.
+    """
+    if allow is None or name in allow or not (first or rest):
+        return
+    if split and isinstance(value, list | tuple):
+        items = [_scalar_text(v) for v in value]
+        risky = (items[:1] if first else []) + (items[1:] if rest else [])
+    else:
+        risky = [as_text(value)] if first else []
+    if any(item.startswith("-") for item in risky):
+        raise OptionValueError(name)
+
+
+# -- words that are code -------------------------------------------------------
+#
+# Some programs take a word and run it as code, however it is quoted: a shell's
+# `-c` script, ssh's remote command (the remote shell re-reads the joined
+# words). A placeholder there is pasted into code as raw text.
+
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "csh", "tcsh"}
+_SSH_VALUE_OPTIONS = set("BbcDEeFIiJLlmOoPpQRSWw")
+
+
+def _code_position(words: list[str | None]) -> str | None:
+    """Why the word after ``words`` (one command's words so far) is run as code, if it is.
+
+    ``None`` in ``words`` is a word that is not literal (it holds a value or
+    an expansion).
+    """
+    for i, word in enumerate(words):
+        base = word.rsplit("/", 1)[-1] if word else None
+        rest = words[i + 1 :]
+        if base in _SHELLS:
+            j, script = 0, False
+            while j < len(rest) and (rest[j] or "x")[0] in "-+":
+                if rest[j] in ("-o", "+o", "-O", "+O"):  # they take a value
+                    j += 1
+                elif not rest[j].startswith("--") and "c" in rest[j][1:]:
+                    script = True
+                j += 1
+            if script and j >= len(rest):  # the next word is the -c script
+                return f"as the script of `{word} -c` (run as code)"
+        elif base in ("su", "runuser") and rest[-1:] in (["-c"], ["--command"]):
+            return f"as the command of `{word} -c` (run as code)"
+        elif base == "ssh":
+            j = 0
+            while j < len(rest) and (rest[j] or "x").startswith("-"):
+                takes_value = len(rest[j]) == 2 and rest[j][1] in _SSH_VALUE_OPTIONS
+                j += 2 if takes_value else 1
+            if j < len(rest):  # rest[j] is the destination; after it, the remote command
+                return f"in the remote command of `{word}` (the remote shell re-reads it)"
+    return None
+
+
 # -- shell -------------------------------------------------------------------
 #
 # Quoting a value is only safe if we know the quoting context it lands in:
-# shlex.quote's '...' pasted inside '...' would *close* the user's quotes and
-# leave the value bare. So the literal text is scanned with a small model of
-# sh's quoting, and each placeholder gets the quoting its context needs.
-# Contexts it cannot reason about (here-documents, ${...}, $'...', after a
-# backslash) are refused rather than guessed.
+# shlex.quote's '...' pasted inside '...' would *close* the author's quotes
+# and leave the value bare. So the literal text is scanned with a small model
+# of sh's quoting and words, and each placeholder gets the quoting its
+# context needs. Places where the shell reads a value again as code or as
+# arithmetic, however it is quoted, are refused rather than guessed:
+#
+# - after a backslash, in a comment, right after `$`, after a here-document;
+# - inside ${...}, $'...', backticks, $((...)), ((...)), $[...];
+# - in an array subscript (`a[{i}]=`, `a=([{i}]=x)`): arithmetic;
+# - inside [[ ... ]], as an operand of -eq/-ne/-lt/-le/-gt/-ge (arithmetic)
+#   or of -v/-R (a variable name, whose subscript is arithmetic), and as the
+#   operand of -v/-R of test/[;
+# - in the arguments of builtins that evaluate them or take variable names:
+#   eval, let, trap, source/., alias, read, mapfile, printf -v, unset, ...;
+#   for declare/typeset/local/readonly/export only the value of a literal
+#   `name=` (and no options such as -i, -a, -n) is accepted;
+# - in the value of PS1-PS4, PROMPT_COMMAND, BASH_ENV, ENV (expanded again);
+# - as the script of `sh -c`/`bash -c`/`su -c`, or ssh's remote command.
 
 _TOP, _SQ, _DQ, _BRACE, _ANSI = "top", "sq", "dq", "brace", "ansi"
-# Backticks re-read their text (backslashes, a backtick in a value ends them)
-# and arithmetic evaluates it: no quoting of a value is safe in either.
 _TICK, _ARITH = "backtick", "arith"
-_WORD_BREAK = set(" \t\n;&|()<>")
+_BLANKS = " \t"
+_OPERATORS = "\n;&|()<>"
+_QUOTED, _VALUE = "\x01", "\x02"  # a quoted character, a value, in a word's shape
+
+_NAME_EQ = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
+_SUBSCRIPT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)?\[[^\]]*\Z")
+_EXPANDED_VARIABLES = re.compile(r"(PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV)=")
+_ARITH_TESTS = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge"}
+_NAME_TESTS = {"-v", "-R"}
+_RESERVED = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}"}
+_RESERVED |= {"time", "function"}
+_NO_OPTIONS = {"[[", "case", "for", "select"}  # what follows is syntax, not a program's argv
+_EVALUATING = {
+    "eval": "runs its arguments as code",
+    "trap": "runs its argument as code",
+    "source": "runs a file named by it",
+    ".": "runs a file named by it",
+    "let": "evaluates its arguments as arithmetic",
+    "alias": "defines code",
+    "bind": "may bind a key to code",
+    "complete": "may run code",
+    "compgen": "expands its word list again",
+    "fc": "runs history as code",
+    "read": "takes variable names (whose subscripts are arithmetic)",
+    "mapfile": "takes a variable name (whose subscript is arithmetic)",
+    "readarray": "takes a variable name (whose subscript is arithmetic)",
+    "getopts": "takes a variable name (whose subscript is arithmetic)",
+    "unset": "takes variable names (whose subscripts are arithmetic)",
+    "wait": "may take a variable name (whose subscript is arithmetic)",
+    "enable": "loads builtins",
+}
+_DECLARING = {"declare", "typeset", "local", "readonly", "export"}
+_WRAPPERS = {"command", "builtin"}
 
 
-@lru_cache(maxsize=256)
-def _shell_plan(template: str) -> tuple[str | tuple[str, str], ...]:
-    """Literal text and ``(name, context)`` pairs, or TemplateError."""
-    plan: list[str | tuple[str, str]] = []
-    # Each frame is (state, closer): closer ends a $(...), `...` or ${...}.
-    stack: list[tuple[str, str | None]] = [(_TOP, None)]
-    escaped = False  # the previous character was an unquoted backslash
-    comment = False
-    heredoc = False
-    prev = " "
-    for part in _parse(template):
-        if isinstance(part, _Slot):
-            state, _ = stack[-1]
-            problem = (
-                "after a backslash"
-                if escaped
-                else "after a here-document (<<)"
-                if heredoc
-                else "inside ${...}"
-                if state == _BRACE
-                else "inside $'...'"
-                if state == _ANSI
-                else "inside backticks (use $(...) instead)"
-                if state == _TICK
-                else "inside arithmetic ((...))"
-                if state == _ARITH
-                else None
-            )
-            if problem:
-                raise TemplateError(
-                    f"placeholder {{{part.name}}} cannot be used {problem} in shell template"
-                    f" {template!r}"
+@dataclass
+class _Word:
+    """A shell word being read: its shape, literal text and the values in it."""
+
+    shape: str = ""  # as written unquoted; quoted characters _QUOTED, values _VALUE
+    text: str = ""  # after quote removal
+    values: list[str] = field(default_factory=list)
+    dynamic: bool = False  # holds an expansion ($x, $(...), ...)
+
+    @property
+    def literal(self) -> str | None:
+        return None if self.values or self.dynamic else self.text
+
+
+@dataclass
+class _Command:
+    """The simple command being read: its words so far and the one in progress."""
+
+    words: list[_Word] = field(default_factory=list)
+    word: _Word | None = None
+    cond: bool = False  # inside [[ ... ]]
+    redirect: bool = False  # the word in progress is a redirection target
+
+    def current(self) -> _Word:
+        if self.word is None:
+            self.word = _Word()
+        return self.word
+
+    def program(self) -> tuple[int, str | None]:
+        """Index of the program's word in ``words`` (len when not read yet) and its text."""
+        wrapped = False
+        for i, word in enumerate(self.words):
+            if _NAME_EQ.match(word.shape) and not wrapped:
+                continue
+            text = word.literal
+            if text in _WRAPPERS:
+                wrapped = True
+                continue
+            if wrapped and text is not None and text.startswith("-"):
+                continue
+            return i, text
+        return len(self.words), None
+
+
+@dataclass(frozen=True)
+class _Frame:
+    state: str
+    closer: str | None
+    command: _Command
+
+
+class _ShellScanner:
+    """Reads a shell template into literal text and ``(name, context, first, rest)`` slots."""
+
+    def __init__(self, template: str) -> None:
+        self.template = template
+        self.plan: list[str | tuple[str, str, bool, bool]] = []
+        self.stack = [_Frame(_TOP, None, _Command())]
+        self.escaped = False  # the previous character was an active backslash
+        self.comment = False
+        self.heredoc = False
+        self.dollar = False  # the previous character was an active `$`
+
+    def refuse(self, name: str, where: str) -> TemplateError:
+        return TemplateError(
+            f"placeholder {{{name}}} cannot be used {where} in shell template {self.template!r}"
+        )
+
+    # placeholders ------------------------------------------------------------
+
+    def slot(self, name: str) -> None:
+        frame = self.stack[-1]
+        problem = self.context_problem(frame.state)
+        if problem:
+            raise self.refuse(name, problem)
+        command = frame.command
+        word = command.current()
+        problem = self.word_problem(command, word)
+        if problem:
+            raise self.refuse(name, problem)
+        at_start = word.shape == ""
+        index, program = command.program()
+        guarded = (
+            command.cond
+            or command.redirect
+            or program in _NO_OPTIONS
+            or any(w.literal == "--" for w in command.words[index + 1 :])
+        )
+        is_program = index == len(command.words) and not _NAME_EQ.match(word.shape)
+        context = frame.state if frame.state in (_SQ, _DQ) else _TOP
+        first = at_start and not guarded and not is_program
+        rest = context == _TOP and not guarded
+        word.shape += _VALUE
+        word.values.append(name)
+        self.plan.append((name, context, first, rest))
+        self.dollar = False
+
+    def context_problem(self, state: str) -> str | None:
+        if self.escaped:
+            return "after a backslash"
+        if self.heredoc:
+            return "after a here-document (<<)"
+        if self.comment:
+            return "in a comment (a newline in the value would end it)"
+        if self.dollar:
+            return "right after `$` (write $${{name}} for a shell variable)"
+        return {
+            _BRACE: "inside ${...}",
+            _ANSI: "inside $'...'",
+            _TICK: "inside backticks (use $(...) instead)",
+            _ARITH: "inside arithmetic ((...))",
+        }.get(state)
+
+    def word_problem(self, command: _Command, word: _Word) -> str | None:
+        if command.redirect:
+            return None  # a file name (`read line < {file}`), never read again
+        if _SUBSCRIPT.match(word.shape):
+            return "in an array subscript (bash evaluates it as arithmetic)"
+        variable = _EXPANDED_VARIABLES.match(word.shape)
+        if variable:
+            return f"in the value of {variable.group(1)} (the shell expands it again)"
+        previous = command.words[-1].literal if command.words else None
+        if command.cond:
+            if previous in _ARITH_TESTS:
+                return f"as an operand of {previous} in [[ ... ]] (bash evaluates it as arithmetic)"
+            if previous in _NAME_TESTS:
+                return (
+                    f"as the operand of {previous} (a variable name; its subscript is arithmetic)"
                 )
-            plan.append((part.name, _DQ if state == _DQ else _SQ if state == _SQ else _TOP))
-            prev = "x"
-            continue
-        plan.append(part)
+            return None
+        index, program = command.program()
+        if index == len(command.words):
+            return None  # the program itself
+        args = command.words[index + 1 :]
+        if program in ("test", "[") and previous in _NAME_TESTS:
+            return f"as the operand of {previous} (a variable name; its subscript is arithmetic)"
+        if program in _EVALUATING:
+            return f"in the arguments of `{program}` (it {_EVALUATING[program]})"
+        if program in _DECLARING:
+            options = [w.literal for w in args if (w.literal or "x")[0] in "-+"]
+            if options:
+                return f"in `{program} {options[0]}` (it may evaluate values or names)"
+            if not _NAME_EQ.match(word.shape):
+                return f"in `{program}` other than after a literal `name=`"
+        if program == "printf" and any((w.literal or "").startswith("-v") for w in args):
+            return "in `printf -v` (it takes a variable name)"
+        return _code_position([w.literal for w in command.words])
+
+    # literal text ------------------------------------------------------------
+
+    def text(self, part: str) -> None:
+        self.plan.append(part)
         i = 0
         # After a here-document starts, its body is not shell syntax; no
         # placeholder may follow, so there is nothing left to track.
-        while i < len(part) and not heredoc:
-            char = part[i]
-            nxt = part[i + 1] if i + 1 < len(part) else ""
-            state, closer = stack[-1]
-            if escaped:
-                escaped = False
-            elif comment:
-                comment = char != "\n"
-            elif state == _SQ:
-                if char == "'":
-                    stack.pop()
-            elif state == _ANSI:
-                if char == "\\":
-                    escaped = True
-                elif char == "'":
-                    stack.pop()
-            elif state == _DQ:
-                if char == "\\":
-                    escaped = True
-                elif char == '"':
-                    stack.pop()
-                elif char == "`":
-                    stack.append((_TICK, "`"))
-                elif char == "$" and part[i + 1 : i + 3] == "((":
-                    stack += [(_ARITH, ")"), (_ARITH, ")")]
-                    i += 2
-                elif char == "$" and nxt in ("(", "{"):
-                    stack.append((_TOP, ")") if nxt == "(" else (_BRACE, "}"))
-                    i += 1
-            else:  # unquoted shell text (top level, ${...}, `...`, arithmetic)
-                if char == "\\":
-                    escaped = True
-                elif char == "'":
-                    stack.append((_SQ, None))
-                elif char == '"':
-                    stack.append((_DQ, None))
-                elif char == closer:
-                    stack.pop()
-                elif char == "`":
-                    stack.append((_TICK, "`"))
-                elif char == "$" and part[i + 1 : i + 3] == "((":
-                    stack += [(_ARITH, ")"), (_ARITH, ")")]
-                    i += 2
-                elif char == "(" and nxt == "(":  # the (( ... )) command
-                    stack += [(_ARITH, ")"), (_ARITH, ")")]
-                    i += 1
-                elif char == "$" and nxt == "'":
-                    stack.append((_ANSI, None))
-                    i += 1
-                elif char == "$" and nxt in ("(", "{"):
-                    stack.append((_TOP, ")") if nxt == "(" else (_BRACE, "}"))
-                    i += 1
-                elif char == "(":
-                    stack.append((state, ")"))
-                elif char == "{" and state == _BRACE:
-                    stack.append((_BRACE, "}"))
-                elif char == "#" and prev in _WORD_BREAK:
-                    comment = True
-                elif char == "<" and nxt == "<":
-                    heredoc = True
-            prev = char
-            i += 1
-    if len(stack) > 1 and any(not isinstance(step, str) for step in plan):
+        while i < len(part) and not self.heredoc:
+            i = self.char(part, i)
+
+    def char(self, part: str, i: int) -> int:
+        """Read ``part[i]`` (and what it starts); the index of the next character."""
+        char = part[i]
+        frame = self.stack[-1]
+        state, command = frame.state, frame.command
+        self.dollar = False
+        if self.escaped:
+            self.escaped = False
+            if char != "\n" and state in (_TOP, _DQ, _ANSI):
+                self.add(command, char, quoted=True)
+        elif self.comment:
+            self.comment = char != "\n"
+            if char == "\n":
+                self.end_command(command)
+        elif state == _SQ:
+            if char == "'":
+                self.stack.pop()
+            else:
+                self.add(command, char, quoted=True)
+        elif state == _ANSI:
+            if char == "\\":
+                self.escaped = True
+            elif char == "'":
+                self.stack.pop()
+        elif state == _DQ:
+            if char == "\\":
+                self.escaped = True
+            elif char == '"':
+                self.stack.pop()
+            elif char in "`$":
+                return self.expansion(part, i, command)
+            else:
+                self.add(command, char, quoted=True)
+        elif state != _TOP:  # ${...}, `...`, arithmetic: only their nesting matters
+            if char == "\\":
+                self.escaped = True
+            elif char == "'":
+                self.stack.append(_Frame(_SQ, None, _Command()))
+            elif char == '"':
+                self.stack.append(_Frame(_DQ, None, _Command()))
+            elif char == frame.closer:
+                self.stack.pop()
+            elif char in "`$":
+                return self.expansion(part, i, command)
+            elif char == "(":
+                self.stack.append(_Frame(state, ")", command))
+            elif char == "{" and state == _BRACE:
+                self.stack.append(_Frame(_BRACE, "}", command))
+            elif char == "[" and state == _ARITH:
+                self.stack.append(_Frame(_ARITH, "]", command))
+        else:
+            return self.top(part, i, command, frame)
+        return i + 1
+
+    def top(self, part: str, i: int, command: _Command, frame: _Frame) -> int:
+        """Read unquoted shell text at ``part[i]``: words, operators, quotes, comments."""
+        char = part[i]
+        nxt = part[i + 1] if i + 1 < len(part) else ""
+        if char == "\\":
+            self.escaped = True
+            command.current()
+        elif char == "'":
+            command.current()
+            self.stack.append(_Frame(_SQ, None, command))
+        elif char == '"':
+            command.current()
+            self.stack.append(_Frame(_DQ, None, command))
+        elif char == frame.closer and not command.cond:
+            self.end_command(command)
+            self.stack.pop()
+        elif char in "`$":
+            return self.expansion(part, i, command)
+        elif char in "<>" and nxt == "(":  # process substitution
+            command.current().dynamic = True
+            self.stack.append(_Frame(_TOP, ")", _Command()))
+            return i + 2
+        elif char == "#" and command.word is None:
+            self.comment = True
+        elif char in _BLANKS:
+            self.end_word(command)
+        elif char in _OPERATORS:
+            return self.operator(part, i, command, frame)
+        else:
+            self.add(command, char, quoted=False)
+        return i + 1
+
+    def operator(self, part: str, i: int, command: _Command, frame: _Frame) -> int:
+        char = part[i]
+        nxt = part[i + 1] if i + 1 < len(part) else ""
+        if char in "<>":
+            if command.cond:  # string comparison inside [[ ... ]]
+                self.end_word(command)
+                return i + 1
+            word = command.word
+            if word is not None and word.shape.isdigit():
+                command.word = None  # a file descriptor number: 2>file
+            self.end_word(command)
+            if part.startswith("<<<", i):
+                command.redirect = True
+                return i + 3
+            if char == "<" and nxt == "<":
+                self.heredoc = True
+                return i + 2
+            command.redirect = True
+            return i + 2 if nxt in "<>&|" and nxt else i + 1
+        if char == "&" and nxt == ">":
+            self.end_word(command)
+            command.redirect = True
+            return i + 2
+        if command.cond:  # &&, ||, ( and ) belong to the [[ ... ]] expression
+            self.end_word(command)
+            return i + 1
+        if char == "(" and nxt == "(" and command.word is None:  # the (( ... )) command
+            self.end_command(command)
+            self.stack += [_Frame(_ARITH, ")", command), _Frame(_ARITH, ")", command)]
+            return i + 2
+        self.end_command(command)
+        if char == "(":
+            self.stack.append(_Frame(_TOP, ")", _Command()))
+        return i + 1
+
+    def expansion(self, part: str, i: int, command: _Command) -> int:
+        """``$...`` or a backtick at ``part[i]``, in unquoted text or inside "..."."""
+        char = part[i]
+        nxt = part[i + 1] if i + 1 < len(part) else ""
+        state = self.stack[-1].state
+        word = command.current() if state in (_TOP, _DQ) else _Word()
+        if char == "`":
+            word.dynamic = True
+            self.stack.append(_Frame(_TICK, "`", _Command()))
+            return i + 1
+        if part.startswith("$((", i):
+            word.dynamic = True
+            self.stack += [_Frame(_ARITH, ")", _Command()), _Frame(_ARITH, ")", _Command())]
+            return i + 3
+        if nxt == "[":
+            word.dynamic = True
+            self.stack.append(_Frame(_ARITH, "]", _Command()))
+            return i + 2
+        if nxt == "(":
+            word.dynamic = True
+            self.stack.append(_Frame(_TOP, ")", _Command()))
+            return i + 2
+        if nxt == "{":
+            word.dynamic = True
+            self.stack.append(_Frame(_BRACE, "}", _Command()))
+            return i + 2
+        if nxt == "'" and state != _DQ:
+            word.dynamic = True
+            self.stack.append(_Frame(_ANSI, None, command))
+            return i + 2
+        if nxt and (nxt.isdigit() or nxt in "@*#?$!-"):  # $$, $?, $1...: one unit
+            word.dynamic = True
+            if state in (_TOP, _DQ):
+                self.add(command, "$" + nxt, quoted=state == _DQ)
+            return i + 2
+        if nxt.isalpha() or nxt == "_":
+            word.dynamic = True
+        else:
+            self.dollar = True  # a lone `$`: what follows decides what it is
+        if state in (_TOP, _DQ):
+            self.add(command, "$", quoted=state == _DQ)
+        return i + 1
+
+    # words and commands --------------------------------------------------------
+
+    @staticmethod
+    def add(command: _Command, char: str, *, quoted: bool) -> None:
+        word = command.current()
+        word.shape += _QUOTED if quoted else char
+        word.text += char
+
+    def end_word(self, command: _Command) -> None:
+        word, command.word = command.word, None
+        if word is None:
+            return
+        if command.redirect:
+            command.redirect = False
+            return
+        text = word.literal
+        if command.cond:
+            if text in _ARITH_TESTS and command.words and command.words[-1].values:
+                name = command.words[-1].values[0]
+                raise self.refuse(
+                    name, f"as an operand of {text} in [[ ... ]] (bash evaluates it as arithmetic)"
+                )
+            if text == "]]":
+                self.end_command(command)
+                return
+        elif not command.words and text in _RESERVED:
+            return  # `if`, `then`, `!`, `{`...: the command starts after it
+        elif not command.words and text == "[[":
+            command.cond = True
+        command.words.append(word)
+
+    def end_command(self, command: _Command) -> None:
+        self.end_word(command)
+        command.words, command.word, command.cond, command.redirect = [], None, False, False
+
+
+@lru_cache(maxsize=256)
+def _shell_plan(template: str) -> tuple[str | tuple[str, str, bool, bool], ...]:
+    """Literal text and ``(name, context, first, rest)`` slots, or TemplateError.
+
+    ``first``: the value starts a word a program may read as an option;
+    ``rest``: each further array item does (see :func:`_check_option`).
+    """
+    scanner = _ShellScanner(template)
+    for part in _parse(template):
+        if isinstance(part, _Slot):
+            scanner.slot(part.name)
+        else:
+            scanner.text(part)
+    if len(scanner.stack) > 1 and any(not isinstance(step, str) for step in scanner.plan):
         # Either the script is broken or our model of it is: in both cases
         # we cannot tell which quoting a value needs.
         raise TemplateError(f"unbalanced quotes or brackets in shell template {template!r}")
-    return tuple(plan)
+    top = scanner.stack[0].command
+    scanner.end_word(top)
+    if top.cond and any(not isinstance(step, str) for step in scanner.plan):
+        raise TemplateError(f"unclosed [[ in shell template {template!r}")
+    return tuple(scanner.plan)
 
 
 def check_shell(template: str) -> None:
     """Raise :class:`TemplateError` if ``template`` cannot be expanded safely.
 
-    Beyond :func:`placeholders`' checks: a placeholder after a backslash,
-    after a here-document, inside ``${...}`` or inside ``$'...'`` is refused,
-    because no quoting of the value is right in all of those places.
+    Beyond :func:`placeholders`' checks, every position where the shell
+    would read a value again as code, arithmetic or a variable name is
+    refused (see the comment above :class:`_ShellScanner` for the list):
+    no quoting of the value is right there.
     """
     _shell_plan(template)
+
+
+def check_argv(template: list[Any]) -> None:
+    """Raise :class:`TemplateError` if a ``run:`` template pastes a value into code.
+
+    An argv never meets a shell, except where the program itself runs a word
+    as code: ``[sh, -c, "echo {x}"]`` (pass values as arguments after the
+    script instead: ``[sh, -c, 'echo "$1"', sh, "{x}"]``), ssh's remote
+    command.
+    """
+    words: list[str | None] = []
+    for item in template:
+        if isinstance(item, str):
+            names = [p.name for p in _parse(item) if isinstance(p, _Slot)]
+            if names:
+                problem = _code_position(words)
+                if problem:
+                    raise TemplateError(
+                        f"placeholder {{{names[0]}}} cannot be used {problem} in run template"
+                        f" {template!r}"
+                    )
+                words.append(None)
+                continue
+            words.append("".join(_parse(item)))  # no placeholders: all text
+        else:
+            words.append(_scalar_text(item))
 
 
 def _shell_word(value: Any, context: str) -> str:
@@ -358,6 +808,7 @@ def expand_shell(
     params: Mapping[str, Any],
     *,
     required: Collection[str] = (),
+    allow_options: Collection[str] | None = None,
 ) -> str:
     """The ``sh -c`` script a ``shell:`` template gives for ``args``.
 
@@ -367,8 +818,22 @@ def expand_shell(
     Don't wrap placeholders in your own quotes to protect them: they are
     protected already; quotes around them only join them with the text
     around (``"Hello, {name}!"`` is one word).
+
+    ``allow_options``: ``None`` takes every value as meant (a person's);
+    otherwise a value that starts a word with ``-`` — outside the program
+    name, ``[[ ... ]]`` and redirections, and with no ``--`` word earlier in
+    its command — raises :class:`OptionValueError` unless its parameter is
+    in ``allow_options``.
     """
-    return _fill(_shell_plan(template), args, params, required, _shell_word)
+    plan = _shell_plan(template)
+    if allow_options is not None:
+        for step in plan:
+            if not isinstance(step, str):
+                name, context, first, rest = step
+                value = _lookup(name, args, params, required)
+                if value is not _ABSENT:
+                    _check_option(name, value, first, rest, context == _TOP, allow_options)
+    return _fill(plan, args, params, required, _shell_word)
 
 
 def expand_url(
@@ -408,7 +873,7 @@ def _fill(
         if isinstance(step, str):
             out.append(step)
             continue
-        name, context = step
+        name, context = step[0], step[1]
         value = _lookup(name, args, params, required)
         if value is not _ABSENT:
             out.append(render(value, context))

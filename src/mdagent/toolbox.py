@@ -3,8 +3,11 @@
 The toolbox is the one place every call goes through, whoever makes it (a
 person at the shell, a model, another agent over MCP)::
 
-    validate -> policy -> global before hooks -> tool before hooks -> handler
-             -> global after hooks -> tool after hooks -> Result
+    validate -> policy -> audit row -> global before hooks -> tool before hooks
+             -> handler -> global after hooks -> tool after hooks -> audit outcome -> Result
+
+The audit row is written before anything of the call runs: a call that cannot
+be put on the record does not run (it fails with the reason).
 
 Semantics follow elelem's toolbox: handlers return dicts, ``{"error": ...}``
 is a failure, a raised exception is a failure that carries what went wrong,
@@ -258,8 +261,12 @@ class Toolbox:
         self._before: dict[str, list[Hook]] = {}
         self._after: dict[str, list[Hook]] = {}
         self.policy = policy
+        #: The audit log (``start(tool_name, args, decision, ctx) -> row`` before
+        #: a call runs, raising when it cannot record it; ``finish(row, tool_name,
+        #: args, result, decision, duration_s, ctx)`` after); None: no record.
+        self.audit: Any = None
         # Called after every call of a known tool, whatever its outcome, with
-        # (tool_name, args, result, decision, duration_s, ctx): the audit log.
+        # (tool_name, args, result, decision, duration_s, ctx).
         self.observers: list[Callable[..., Any]] = []
 
     # -- registering -------------------------------------------------------
@@ -377,40 +384,66 @@ class Toolbox:
         args: Mapping[str, Any] | None = None,
         context: ToolContext | None = None,
     ) -> Result:
-        """Run one call: validate, policy, hooks, handler; never raises for tool errors."""
+        """Run one call: validate, policy, audit, hooks, handler; never raises for tool errors."""
         tool = self.tool_for(name)
         if isinstance(tool, UnknownTool):
             return tool.run(args)
         args = dict(args or {})
         ctx = self._context(context)
         started = time.perf_counter()
-        decision = ALLOWED
+        decision, refusal = self._admit(tool, args, ctx)
+        if refusal is not None:  # never runs, but goes on the record
+            return self._observe(None, tool, args, refusal, decision, started, ctx)
+        try:
+            row = self._record_start(tool, args, decision, ctx)
+        except Exception as exc:  # no record, no call: the audit log never switches off
+            unrecorded = Result.failure(
+                f"not run: cannot record the call: {exc}", code="UNRECORDED"
+            )
+            return self._notify(tool, args, unrecorded, decision, started, ctx)
+        try:
+            result = self._dispatch(tool, args, ctx)
+        except KeyboardInterrupt:
+            # Ctrl-C ends the process, but the call's row gets its outcome first.
+            interrupted = Result.failure("interrupted", interrupted=True)
+            self._observe(row, tool, args, interrupted, decision, started, ctx)
+            raise
+        return self._observe(row, tool, args, result, decision, started, ctx)
+
+    def _admit(self, tool: Tool, args: dict[str, Any], ctx: ToolContext):
+        """``(decision, None)`` for a call that may run, else ``(decision, the failure)``."""
         problems = tool.validate(args)
         if problems:
-            result = Result.failure(", ".join(problems))
-        else:
-            policy = ctx.policy if ctx.policy is not None else self.policy
-            if policy is not None:
-                decision = policy.check(tool, args, ctx)
-            if not decision.allowed:
-                result = decision.to_result()
-            else:
-                try:
-                    result = self._dispatch(tool, args, ctx)
-                except KeyboardInterrupt:
-                    # Ctrl-C ends the process, but the call still goes on the record.
-                    interrupted = Result.failure("interrupted", interrupted=True)
-                    self._observe(tool, args, interrupted, decision, started, ctx)
-                    raise
-        self._observe(tool, args, result, decision, started, ctx)
-        return result
+            return ALLOWED, Result.failure(", ".join(problems))
+        policy = ctx.policy if ctx.policy is not None else self.policy
+        decision = policy.check(tool, args, ctx) if policy is not None else ALLOWED
+        return decision, None if decision.allowed else decision.to_result()
 
-    def _observe(self, tool: Tool, args, result: Result, decision, started: float, ctx) -> None:
+    def _record_start(self, tool: Tool, args, decision: Decision, ctx: ToolContext) -> Any:
+        return None if self.audit is None else self.audit.start(tool.name, args, decision, ctx)
+
+    def _observe(
+        self, row: Any, tool: Tool, args, result: Result, decision, started: float, ctx
+    ) -> Result:
+        """Record the outcome and tell the observers; the result (with a warning when
+        the outcome could not be recorded: the call happened, its row says "started")."""
+        if self.audit is not None:
+            took = time.perf_counter() - started
+            try:
+                self.audit.finish(row, tool.name, args, result, decision, took, ctx)
+            except Exception as exc:
+                _log().warning("audit log: %s", exc)
+                result = Result({**result.data, "audit_warning": str(exc)}, result.ok)
+        return self._notify(tool, args, result, decision, started, ctx)
+
+    def _notify(self, tool: Tool, args, result: Result, decision, started: float, ctx) -> Result:
+        took = time.perf_counter() - started
         for observe in self.observers:
             try:
-                observe(tool.name, args, result, decision, time.perf_counter() - started, ctx)
+                observe(tool.name, args, result, decision, took, ctx)
             except Exception:  # an observer must never change a call's outcome
                 _log().warning("observer %r raised", observe, exc_info=True)
+        return result
 
     def _context(self, context: ToolContext | None) -> ToolContext:
         if context is None:

@@ -4,12 +4,23 @@ The workspace is the working directory of the call (``ctx.workdir``) plus any
 extra roots the settings grant (``policy.paths``). A path is judged by where
 it really leads: ``..`` and symlinks are resolved first, so neither
 ``../outside`` nor a link pointing out of the workspace gets through.
+
+A check alone leaves a race: a folder swapped for a symlink between the check
+and the open would redirect the open outside. So the file tools open what
+they checked through :func:`open_parent` and :func:`open_entry`, which walk
+the *resolved* path from its root one component at a time, never following a
+symlink (``openat`` with ``O_NOFOLLOW``), and then work inside the folder
+descriptor they hold. A symlink that appears after the check fails the call
+instead of being followed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
-from collections.abc import Iterable
+import stat
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +41,10 @@ def confine(
     candidate = Path(os.fspath(path)).expanduser()
     if not candidate.is_absolute():
         candidate = base / candidate
-    resolved = candidate.resolve(strict=False)
+    try:
+        resolved = candidate.resolve(strict=False)
+    except OSError as exc:  # a link swapped while it was being read (EINVAL), a loop
+        raise PolicyDenied(f"cannot check {os.fspath(path)}: {exc.strerror or exc}") from exc
     roots = [base, *(Path(r).expanduser().resolve() for r in extra_roots)]
     if any(resolved == r or resolved.is_relative_to(r) for r in roots):
         return resolved
@@ -69,3 +83,83 @@ def display_path(path: Path, root: Path) -> str:
     except ValueError:
         return str(path)
     return rel.as_posix() if rel.parts else "."
+
+
+# A folder entered by the walk: never through a symlink, never kept open by a child.
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _swapped(path: Path, name: str) -> PolicyDenied:
+    return PolicyDenied(
+        f"path changed while it was being opened: {name!r} in {path} became a symlink"
+    )
+
+
+def _raise_if_link(exc: OSError, dir_fd: int, name: str, path: Path) -> None:
+    """Turn the error ``O_NOFOLLOW`` gives for a symlink into a refusal naming the race."""
+    if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        return
+    with contextlib.suppress(OSError):
+        if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+            raise _swapped(path, name) from exc
+
+
+def _enter(dir_fd: int, name: str, path: Path, create: bool) -> int:
+    """The folder ``name`` inside ``dir_fd``, opened without following a symlink."""
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        if not create:
+            raise
+    except OSError as exc:
+        _raise_if_link(exc, dir_fd, name, path)
+        raise
+    with contextlib.suppress(FileExistsError):  # made meanwhile: opened like any other
+        os.mkdir(name, 0o777, dir_fd=dir_fd)
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        _raise_if_link(exc, dir_fd, name, path)
+        raise
+
+
+@contextlib.contextmanager
+def open_parent(
+    path: Path, root: str | Path, extra_roots: Iterable[str | Path] = (), *, create: bool = False
+) -> Iterator[tuple[int, str]]:
+    """``(folder_fd, name)`` for a path :func:`confine` returned, opened without following symlinks.
+
+    The walk starts at the (deepest) root holding ``path`` and enters each
+    folder below it with ``O_NOFOLLOW``; ``create`` makes missing folders on
+    the way. ``name`` is the last component (``"."`` for a root itself), to be
+    opened relative to ``folder_fd`` with :func:`open_entry` or any
+    ``dir_fd=`` call. The descriptor is closed on leaving the block.
+    Raises :class:`PolicyDenied` when a component is now a symlink (it was
+    not when ``path`` was resolved), :class:`FileNotFoundError` or
+    :class:`NotADirectoryError` when a folder is missing or is a file.
+    """
+    roots = [Path(r).expanduser().resolve() for r in (root, *extra_roots)]
+    holders = [r for r in roots if path == r or path.is_relative_to(r)]
+    if not holders:
+        raise PolicyDenied(f"path escapes the workspace: {path}")
+    anchor = max(holders, key=lambda r: len(r.parts))
+    parts = path.relative_to(anchor).parts
+    # The root itself was resolved by the caller and is not the model's to swap.
+    fd = os.open(anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            inner = _enter(fd, part, path, create)
+            os.close(fd)
+            fd = inner
+        yield fd, parts[-1] if parts else "."
+    finally:
+        os.close(fd)
+
+
+def open_entry(dir_fd: int, name: str, flags: int, path: Path, mode: int = 0o666) -> int:
+    """``os.open(name, flags, dir_fd=dir_fd)`` that refuses to follow a symlink at ``name``."""
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+    except OSError as exc:
+        _raise_if_link(exc, dir_fd, name, path)
+        raise

@@ -49,6 +49,11 @@ SPECS: dict[str, dict[str, Any]] = {
             "path": {**_STRING, "description": "File to read, relative to the workspace"},
             "offset": {"type": "integer", "minimum": 1, "description": "First line to read"},
             "limit": {"type": "integer", "minimum": 1, "description": "How many lines"},
+            "column": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "First character of each line to show (for lines cut at 2000)",
+            },
         },
         "required": ["path"],
         "aliases": ["read", "open"],

@@ -6,11 +6,8 @@ import os
 import shutil
 from typing import Any
 
-from mdagent.builtins import setting
 from mdagent.environment import env_for
-from mdagent.errors import PolicyDenied
-from mdagent.process import result_dict, run_process
-from mdagent.workspace import confine, roots_from
+from mdagent.process import run_tool_process
 
 
 def shell_argv(command: str, env: dict[str, str] | None = None) -> list[str]:
@@ -27,28 +24,11 @@ def exec_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
 
     A non-zero exit is a failure (``error: "exit status N"``) that still
     carries the output; a timeout reports 124, a cancel 130 and a shell that
-    cannot be started 126/127 (see :func:`mdagent.process.result_dict`).
+    cannot be started 126/127 (see :func:`mdagent.process.run_tool_process`).
     """
-    root, extras = roots_from(ctx)
-    cwd = root
-    if args.get("cwd"):
-        try:
-            cwd = confine(args["cwd"], root, extras)
-        except PolicyDenied as exc:
-            return {"error": str(exc), "code": "DENIED"}
-        if not cwd.is_dir():
-            return {"error": f"not a directory: {args['cwd']}"}
-    timeout = float(args.get("timeout") or setting(ctx, "exec", "timeout", 120))
-    max_output = int(setting(ctx, "exec", "max_output", 100_000))
-    env = env_for(ctx)
-    done = run_process(
-        shell_argv(args["command"], env),
-        cwd=str(cwd),
-        env=env,
-        timeout=timeout,
-        max_output=max_output,
-        output=ctx.output,
-        cancel=ctx.cancel,
+    return run_tool_process(
+        shell_argv(args["command"], env_for(ctx)),
+        ctx,
+        timeout=args.get("timeout"),
+        cwd=args.get("cwd"),
     )
-    # streamed: the person already saw the output; the CLI must not print it twice.
-    return result_dict(done, streamed=ctx.output is not None, timeout=timeout)

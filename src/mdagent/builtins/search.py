@@ -4,15 +4,21 @@ Both walk the workspace the way git sees it: ``.gitignore`` files (the
 root's and nested ones) are respected and ``.git/`` is never entered.
 ``grep`` hands the work to ripgrep when it is installed and falls back to
 Python's ``re`` otherwise, with the same rules and the same result shape.
+
+Either way the search runs in a child process (through
+:func:`mdagent.process.run_process`), so the tool's timeout and Ctrl-C stop
+it — a pattern that backtracks forever included — and this process keeps
+only a capped, line-clipped copy of its output: a match in a 200 MB line
+costs the agent a few KiB.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
 import shutil
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +36,18 @@ MAX_MATCHES = 1000
 # bundle should not fill a model's context.
 MAX_TEXT = 500
 SNIFF_BYTES = 8192
+# What the agent keeps of the searching child's output (head + tail, bytes).
 _RG_MAX_OUTPUT = 8_000_000
+# ripgrep cuts each printed line to this many bytes (MAX_TEXT characters of
+# up to 4 bytes each); the Python search keeps as much of a long line's head.
+_LINE_HEAD = 4 * MAX_TEXT
+# The Python search reads _CHUNK bytes at a time and matches a line longer
+# than _WINDOW in windows of that size, each overlapping the last by
+# _OVERLAP (a match longer than that across a window edge is missed).
+_CHUNK = 65536
+_WINDOW = 1 << 20
+_OVERLAP = 4096
+_RG_CUT = re.compile(r" \[\.\.\. (?:omitted end of long line|\d+ more match(?:es)?)\]$")
 
 
 # -- glob patterns -------------------------------------------------------------
@@ -303,7 +320,7 @@ def grep_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
     if rg:
         found = _grep_ripgrep(rg, args, ctx, base, root, cap)
     if found is None:  # no ripgrep, or a regex only Python understands
-        found = _grep_python(args, base, root, cap)
+        found = _grep_python_child(args, ctx, base, root, cap)
     if "error" in found:
         return found
     matches = found["matches"]
@@ -311,6 +328,27 @@ def grep_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
     matches = matches[:cap]
     lines = [f"{m['path']}:{m['line']}:{m['text']}" for m in matches]
     return {"matches": matches, "output": "\n".join(lines), "truncated": truncated}
+
+
+def _run_search(argv: list[str], ctx: Any, root: Path, stdin_data: bytes | None = None) -> Any:
+    """Run a searching child with grep's timeout and cancel; ``(result, error dict or None)``."""
+    from mdagent.process import run_process
+
+    timeout = float(setting(ctx, "grep", "timeout", 60))
+    done = run_process(
+        argv,
+        cwd=str(root),
+        env=env_for(ctx),
+        timeout=timeout,
+        max_output=_RG_MAX_OUTPUT,
+        cancel=getattr(ctx, "cancel", None),
+        stdin_data=stdin_data,
+    )
+    if done.timed_out:
+        return done, {"error": f"grep timed out after {timeout:g} s", "timed_out": True}
+    if done.interrupted:
+        return done, {"error": "interrupted", "interrupted": True}
+    return done, None
 
 
 def _clip(text: str) -> str:
@@ -334,7 +372,43 @@ def _file_filter(glob: str | None) -> Any:
     return accept
 
 
-def _grep_python(args: dict[str, Any], base: Path, root: Path, cap: int) -> dict[str, Any]:
+# The child that runs the Python search: -P keeps the workspace (its cwd) off
+# sys.path, so a folder there named like a module cannot be imported instead.
+_CHILD = "from mdagent.builtins.search import grep_child; grep_child()"
+
+
+def _grep_python_child(
+    args: dict[str, Any], ctx: Any, base: Path, root: Path, cap: int
+) -> dict[str, Any]:
+    """:func:`grep_python` in a child process, so a runaway regex meets the timeout."""
+    flags = re.IGNORECASE if args.get("ignore_case") else 0
+    try:
+        re.compile(args["pattern"], flags)
+    except re.error as exc:
+        return {"error": f"invalid regex {args['pattern']!r}: {exc}"}
+    job = {"args": args, "base": str(base), "root": str(root), "cap": cap}
+    done, failed = _run_search(
+        [sys.executable, "-P", "-c", _CHILD], ctx, root, json.dumps(job).encode()
+    )
+    if failed:
+        return failed
+    try:
+        found = json.loads(done.stdout)
+    except ValueError:
+        reason = done.stderr.strip().splitlines() or [f"exit status {done.exit_code}"]
+        return {"error": f"grep failed: {reason[-1]}"}
+    return found
+
+
+def grep_child() -> None:
+    """The child's side: a JSON job on stdin, :func:`grep_python`'s result as JSON on stdout."""
+    job = json.load(sys.stdin)
+    found = grep_python(job["args"], Path(job["base"]), Path(job["root"]), job["cap"])
+    sys.stdout.write(json.dumps(found))
+
+
+def grep_python(args: dict[str, Any], base: Path, root: Path, cap: int) -> dict[str, Any]:
+    """grep with Python's ``re``, in this process (no timeout: see :func:`_grep_python_child`)."""
     flags = re.IGNORECASE if args.get("ignore_case") else 0
     try:
         regex = re.compile(args["pattern"], flags)
@@ -357,24 +431,68 @@ def _grep_python(args: dict[str, Any], base: Path, root: Path, cap: int) -> dict
                     continue  # binary
                 fh.seek(0)
                 shown = display_path(file, root)
-                for number, raw in enumerate(fh, start=1):
-                    text = raw.decode("utf-8", "replace")
-                    if regex.search(text.rstrip("\r\n")):
-                        matches.append({"path": shown, "line": number, "text": _clip(text)})
-                        if len(matches) > cap:
-                            return {"matches": matches, "truncated": True}
+                for number, text in _matching_lines(fh, regex):
+                    matches.append({"path": shown, "line": number, "text": text})
+                    if len(matches) > cap:
+                        return {"matches": matches, "truncated": True}
         except OSError:
             continue
     return {"matches": matches, "truncated": False}
 
 
+def _matching_lines(fh: Any, regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+    """``(line number, clipped text)`` of each line ``regex`` finds something in.
+
+    Memory stays near ``_WINDOW`` whatever the line lengths: a longer line is
+    searched window by window and only its head is kept for showing.
+    """
+    number = 1
+    line = bytearray()  # the current line, or its latest window when long
+    head = b""  # the start of a long line (empty while the line is short)
+    found = False
+    while chunk := fh.read(_CHUNK):
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if not found:
+                line += chunk[start:] if end < 0 else chunk[start:end]
+                if len(line) > _WINDOW:
+                    head = head or bytes(line[:_LINE_HEAD])
+                    found = _search(regex, line)
+                    del line[:-_OVERLAP]
+            if end < 0:
+                break
+            if found or _search(regex, line):
+                yield number, _shown(head or line, long=bool(head))
+            number += 1
+            line.clear()
+            head, found = b"", False
+            start = end + 1
+    if (line or head) and (found or _search(regex, line)):
+        yield number, _shown(head or line, long=bool(head))
+
+
+def _search(regex: re.Pattern[str], data: bytes | bytearray) -> bool:
+    return regex.search(data.decode("utf-8", "replace").rstrip("\r\n")) is not None
+
+
+def _shown(data: bytes | bytearray, long: bool) -> str:
+    text = data.decode("utf-8", "replace")
+    return text[:MAX_TEXT] + " [...]" if long else _clip(text)
+
+
 def _grep_ripgrep(
     rg: str, args: dict[str, Any], ctx: Any, base: Path, root: Path, cap: int
 ) -> dict[str, Any] | None:
-    """Matches found by ripgrep; ``None`` when its regex dialect refused the pattern."""
-    from mdagent.process import run_process
+    """Matches found by ripgrep; ``None`` when its regex dialect refused the pattern.
 
-    argv = [rg, "--json", "--sort=path", "--hidden", "--no-require-git", "-g", "!.git"]
+    Plain output, not ``--json``: only the plain printer honours
+    ``--max-columns``, which keeps a match in a huge line to a short preview.
+    ``--null`` ends each path with a NUL, so any file name parses.
+    """
+    argv = [rg, "--sort=path", "--hidden", "--no-require-git", "-g", "!.git"]
+    argv += ["--no-heading", "--with-filename", "--line-number", "--null", "--color=never"]
+    argv += [f"--max-columns={_LINE_HEAD}", "--max-columns-preview", "--no-config"]
     if args.get("ignore_case"):
         argv.append("-i")
     if args.get("glob"):
@@ -383,18 +501,9 @@ def _grep_ripgrep(
     if base != root:
         # Relative when inside the workspace, so rg prints workspace-relative paths.
         argv.append(display_path(base, root))
-    done = run_process(
-        argv,
-        cwd=str(root),
-        env=env_for(ctx),
-        timeout=float(setting(ctx, "grep", "timeout", 60)),
-        max_output=_RG_MAX_OUTPUT,
-        cancel=getattr(ctx, "cancel", None),
-    )
-    if done.timed_out:
-        return {"error": "grep timed out", "timed_out": True}
-    if done.interrupted:
-        return {"error": "interrupted", "interrupted": True}
+    done, failed = _run_search(argv, ctx, root)
+    if failed:
+        return failed
     if done.exit_code == 2 and "regex parse error" in done.stderr:
         return None
     stdout = done.stdout
@@ -403,30 +512,21 @@ def _grep_ripgrep(
         stdout = stdout.split("\n[... ", 1)[0]
     oracle = IgnoreOracle(base, root) if args.get("glob") else None
     matches: list[dict[str, Any]] = []
-    for line in stdout.splitlines():
-        if not line.startswith('{"type":"match"'):
-            continue
-        try:
-            data = json.loads(line)["data"]
-        except (ValueError, KeyError):
-            continue
-        path = _rg_text(data.get("path", {}))
+    # Not splitlines(): a line of text may hold \r, \f or U+2028.
+    for line in stdout.split("\n"):
+        path, nul, rest = line.partition("\0")
+        number, colon, text = rest.partition(":")
+        if not (nul and colon and number.isdigit()):
+            continue  # "binary file matches", a line cut by the cap
         path = path[2:] if path.startswith("./") else path
         if oracle is not None and oracle.ignored(root / path):
             continue
-        text = _clip(_rg_text(data.get("lines", {})))
-        matches.append({"path": path, "line": data.get("line_number"), "text": text})
+        text, cut = _RG_CUT.subn("", text)
+        text = text[:MAX_TEXT] + " [...]" if cut else _clip(text)
+        matches.append({"path": path, "line": int(number), "text": text})
         if len(matches) > cap:
             break
     if not matches and done.exit_code == 2:
         reason = done.stderr.strip().splitlines() or ["ripgrep failed"]
         return {"error": f"grep failed: {reason[-1]}"}
     return {"matches": matches, "truncated": done.truncated or len(matches) > cap}
-
-
-def _rg_text(value: dict[str, Any]) -> str:
-    # ripgrep sends non-UTF-8 text as base64 "bytes".
-    if "text" in value:
-        return value["text"]
-    raw = value.get("bytes")
-    return base64.b64decode(raw).decode("utf-8", "replace") if raw else ""

@@ -1,0 +1,467 @@
+"""A kernel sandbox for the processes a model starts: Linux Landlock, applied to the child only.
+
+What it guarantees, where Landlock is available (Linux 5.13+, enabled):
+
+- a confined child, and everything it starts (grandchildren, background
+  jobs, a script it wrote), may read and execute anything but write only
+  beneath the workspace, the temp dir, ``/dev/shm``, the user's cache dir,
+  the ``sandbox.writable`` paths and a few character devices
+  (``workspace-write``), or only the devices and listed paths
+  (``read-only``); a denied write fails with ``EACCES`` like any other
+  permission error;
+- ``network: off`` denies TCP connect and bind (Landlock ABI 4, Linux 6.7);
+- on ABI 6 (Linux 6.12) a confined child cannot signal processes outside
+  its sandbox (the agent, the user's other programs) nor connect to their
+  abstract Unix sockets; processes it started itself it can;
+- setuid programs (``sudo``) do not gain privileges (``no_new_privs``);
+- the agent itself is never confined: the rules are applied between fork
+  and exec, in the child.
+
+What it does not cover: reads (secrets readable by the user stay
+readable), UDP (DNS included) and Unix-socket paths (a D-Bus session bus,
+``docker.sock``, an ssh agent), signals on kernels before ABI 6, and
+anything on a system without Landlock, where :func:`available` says why.
+Devices other than those listed can be read but not written nor given
+ioctls (a GPU under ``/dev/dri`` needs ``sandbox.writable``).
+
+Mechanism: a ctypes module of the three Landlock syscalls
+(``landlock_create_ruleset`` 444, ``landlock_add_rule`` 445,
+``landlock_restrict_self`` 446; the same numbers on every architecture)
+and ``prctl(PR_SET_NO_NEW_PRIVS)``, rather than a binding. ``landlockpy``
+0.2.0 was evaluated and would fit technically (0BSD, pure ctypes, a
+``py3-none-any`` wheel, ABI 1-11 with network rules, a ``fileno()`` usable
+after fork), but: it is a young 0.x release from one vendor sitting inside
+a security boundary, where an update could change what is enforced; its
+``restrict()`` does enum arithmetic and state changes in the child, where
+we want two calls and nothing else; and it would be one more optional
+import with a second code path for "binding missing", for what is here
+about 100 lines of stdlib code covered by tests that run real children.
+(``landlock`` has no network rules.)
+
+How it is applied: :func:`prepare` builds the ruleset in the parent (opening
+paths, adding rules: everything that may allocate, take locks or fail
+with a useful message) and returns a :class:`Sandbox` whose
+:attr:`Sandbox.preexec_fn` is given to ``subprocess.Popen``. In the child
+it makes two foreign calls through function pointers resolved in the
+parent, with arguments built in the parent: no import, no ``dlsym``, no
+logging, no lock another thread could hold across ``fork``. That is the
+thread-safety concern the ``preexec_fn`` documentation warns about, and it
+is why the child does nothing else. ``preexec_fn`` costs about 1 ms per
+child (fork instead of vfork); an exec wrapper (``python -m ...``) would
+cost 11-25 ms and blur "command not found", so it is not used. If the
+child cannot restrict itself, ``Popen`` raises ``SubprocessError`` and
+nothing runs: the sandbox fails closed.
+
+ABI differences: only rights the running kernel knows are handled
+(``REFER`` from ABI 2, ``TRUNCATE`` from 3, ``IOCTL_DEV`` from 5; TCP from
+4; scopes from 6). Rights newer than ABI 7 are not handled, so they stay
+allowed, as on a kernel that does not know them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from mdagent.errors import ConfigError, MdagentError
+
+MODES = ("workspace-write", "read-only", "off")
+APPLIES_TO = ("model", "all")
+
+# Syscall numbers: Landlock is one of the few syscalls with one number everywhere.
+_SYS_CREATE_RULESET = 444
+_SYS_ADD_RULE = 445
+_SYS_RESTRICT_SELF = 446
+_CREATE_RULESET_VERSION = 1 << 0
+_RULE_PATH_BENEATH = 1
+_PR_SET_NO_NEW_PRIVS = 38
+
+# Filesystem rights (LANDLOCK_ACCESS_FS_*).
+_EXECUTE = 1 << 0
+_WRITE_FILE = 1 << 1
+_READ_FILE = 1 << 2
+_READ_DIR = 1 << 3
+_ABI1_FS = (1 << 13) - 1  # EXECUTE .. MAKE_SYM
+_REFER = 1 << 13  # ABI 2
+_TRUNCATE = 1 << 14  # ABI 3
+_IOCTL_DEV = 1 << 15  # ABI 5
+# Rights that apply to a file (a rule on a file may grant only these).
+_FILE_RIGHTS = _EXECUTE | _WRITE_FILE | _READ_FILE | _TRUNCATE | _IOCTL_DEV
+_READ_EXECUTE = _EXECUTE | _READ_FILE | _READ_DIR
+# Network rights (LANDLOCK_ACCESS_NET_*), ABI 4.
+_NET_TCP = (1 << 0) | (1 << 1)  # BIND_TCP | CONNECT_TCP
+# Scopes (LANDLOCK_SCOPE_*), ABI 6: abstract Unix sockets and signals.
+_SCOPES = (1 << 0) | (1 << 1)
+
+# Character devices every confined child may open for writing.
+DEVICES = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+)
+
+# What a denied call prints, in the words of libc, Python and Node.
+_DENIAL_WORDS = ("permission denied", "operation not permitted", "eacces", "eperm")
+
+
+class SandboxUnavailable(MdagentError):
+    """``sandbox.required`` is set and the sandbox cannot be enforced here."""
+
+    exit_code = 126
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    """The ``sandbox:`` settings: how the processes of a call are confined."""
+
+    mode: str = "workspace-write"
+    network: bool = True
+    writable: tuple[str, ...] = ()
+    applies_to: str = "model"
+    required: bool = False
+
+    @classmethod
+    def from_mapping(cls, data: Any, path: str | None = None) -> SandboxSettings:
+        """Settings from the ``sandbox:`` mapping (None: the defaults).
+
+        YAML 1.1 reads ``off``/``on`` as booleans, so ``mode: off`` arrives as
+        False and ``network: off`` as False: both are accepted. A wrong value
+        is a :class:`ConfigError` of one line naming the key.
+        """
+        if data is None:
+            return cls()
+        if not isinstance(data, Mapping):
+            raise ConfigError("sandbox: expected a mapping", path)
+        unknown = sorted(set(data) - {"mode", "network", "writable", "applies_to", "required"})
+        if unknown:
+            raise ConfigError(
+                f"sandbox: unknown key {unknown[0]!r} "
+                "(known: mode, network, writable, applies_to, required)",
+                path,
+            )
+        mode = data.get("mode", cls.mode)
+        if mode is False:
+            mode = "off"
+        if mode not in MODES:
+            raise ConfigError(
+                f"sandbox.mode: expected workspace-write, read-only or off, got {mode!r}", path
+            )
+        network = data.get("network", cls.network)
+        network = {"on": True, "off": False}.get(network, network)
+        if not isinstance(network, bool):
+            raise ConfigError(f"sandbox.network: expected on or off, got {network!r}", path)
+        writable = data.get("writable") or ()
+        if isinstance(writable, str):
+            writable = (writable,)
+        if not isinstance(writable, list | tuple) or not all(
+            isinstance(p, str) and p for p in writable
+        ):
+            raise ConfigError("sandbox.writable: expected a list of paths", path)
+        applies_to = data.get("applies_to", cls.applies_to)
+        if applies_to not in APPLIES_TO:
+            raise ConfigError(
+                f"sandbox.applies_to: expected model or all, got {applies_to!r}", path
+            )
+        required = data.get("required", cls.required)
+        if not isinstance(required, bool):
+            raise ConfigError(f"sandbox.required: expected true or false, got {required!r}", path)
+        return cls(mode, network, tuple(writable), applies_to, required)
+
+    def applies(self, caller: str) -> bool:
+        """Whether a process started for ``caller`` ("model" or "person") is confined."""
+        return self.mode != "off" and (self.applies_to == "all" or caller == "model")
+
+
+@cache
+def _libc() -> Any:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    # Resolve both symbols now: the child must not call dlsym after fork.
+    libc.syscall.restype = ctypes.c_long
+    libc.prctl.restype = ctypes.c_int
+    return libc
+
+
+def _syscall(*args: Any) -> int:
+    """A raw syscall; raises OSError with the errno on failure."""
+    import ctypes
+
+    ret = _libc().syscall(*(ctypes.c_long(a) if isinstance(a, int) else a for a in args))
+    if ret < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return ret
+
+
+@cache
+def _probe() -> tuple[int, str]:
+    """The kernel's Landlock ABI version, or 0 and why there is none."""
+    if sys.platform != "linux":
+        return 0, f"Landlock needs Linux; this is {sys.platform}"
+    try:
+        return _syscall(_SYS_CREATE_RULESET, 0, 0, _CREATE_RULESET_VERSION), ""
+    except OSError as exc:
+        if exc.errno == errno.ENOSYS:
+            return 0, "this kernel has no Landlock (it needs Linux 5.13 or newer built with it)"
+        if exc.errno == errno.EOPNOTSUPP:
+            return 0, "Landlock is disabled in this kernel (it is not in the lsm= boot parameter)"
+        return 0, f"the Landlock syscalls are blocked here ({os.strerror(exc.errno or 0)})"
+
+
+def abi_version() -> int:
+    """The running kernel's Landlock ABI version; 0 when it has none."""
+    return _probe()[0]
+
+
+def available(settings: SandboxSettings | None = None) -> str | None:
+    """None when the sandbox ``settings`` ask for can be enforced here; else why not.
+
+    With ``mode: off`` there is nothing to enforce (None). ``network: off``
+    also needs Landlock ABI 4.
+    """
+    settings = settings or SandboxSettings()
+    if settings.mode == "off":
+        return None
+    abi, reason = _probe()
+    if not abi:
+        return reason
+    if not settings.network and abi < 4:
+        return f"network: off needs Landlock ABI 4 (Linux 6.7); this kernel has ABI {abi}"
+    return None
+
+
+def unavailable_note(reason: str) -> str:
+    """The once-per-run note for model commands that run unconfined."""
+    return (
+        f"mdagent: no sandbox for model commands: {reason}; they run with your "
+        "user's rights (sandbox.required: true refuses them instead)"
+    )
+
+
+def _handled_fs(abi: int) -> int:
+    rights = _ABI1_FS
+    if abi >= 2:
+        rights |= _REFER
+    if abi >= 3:
+        rights |= _TRUNCATE
+    if abi >= 5:
+        rights |= _IOCTL_DEV
+    return rights
+
+
+def _cache_dir() -> Path:
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+
+
+def writable_paths(
+    settings: SandboxSettings, workspace: Path, extra_writable: Iterable[str | Path] = ()
+) -> list[Path]:
+    """Where a confined child may write (devices apart), in order, as absolute paths.
+
+    Relative ``writable`` entries are taken from the workspace, ``~`` is
+    expanded; paths that do not exist are left out.
+    """
+    workspace = Path(workspace).resolve()
+    listed = [*settings.writable, *extra_writable]
+    base: list[Path] = []
+    if settings.mode == "workspace-write":
+        base = [workspace, Path(tempfile.gettempdir()), Path("/dev/shm"), _cache_dir()]
+    paths: list[Path] = []
+    for entry in [*base, *listed]:
+        path = workspace / Path(entry).expanduser()
+        if path.exists():
+            path = path.resolve()
+            if path not in paths:
+                paths.append(path)
+    return paths
+
+
+def describe(
+    settings: SandboxSettings, workspace: Path, extra_writable: Iterable[str | Path] = ()
+) -> str:
+    """One line: what the sandbox lets a command do and which setting widens it."""
+    if settings.mode == "off":
+        return "no sandbox (sandbox.mode: off)"
+    home = str(Path.home())
+
+    def short(path: Path) -> str:
+        text = str(path)
+        return "~" + text[len(home) :] if text == home or text.startswith(home + "/") else text
+
+    places = [short(p) for p in writable_paths(settings, workspace, extra_writable)]
+    where = ", ".join([*places, "/dev/null and terminals"])
+    network = "" if settings.network else "; TCP connect and bind are denied"
+    widen = "add the path to sandbox.writable"
+    if settings.mode == "read-only":
+        widen += ", set sandbox.mode: workspace-write"
+    if not settings.network:
+        widen += ", set sandbox.network: on"
+    return (
+        f"sandbox ({settings.mode}): commands may read everything but write only in "
+        f"{where}{network}; to allow more, {widen} or sandbox.mode: off in agent.yaml"
+    )
+
+
+class Sandbox:
+    """A Landlock ruleset built in the parent, to be applied in children.
+
+    Give :attr:`preexec_fn` to ``subprocess.Popen`` (None when nothing is
+    to be enforced, so Popen keeps its fast path). One sandbox can confine
+    any number of children, from any thread; :meth:`close` (or ``with``)
+    releases its file descriptor once no Popen is being started with it.
+    """
+
+    def __init__(
+        self,
+        settings: SandboxSettings,
+        workspace: Path,
+        extra_writable: Iterable[str | Path] = (),
+        *,
+        fd: int = -1,
+        abi: int = 0,
+        unavailable: str = "",
+    ) -> None:
+        self.settings = settings
+        self.workspace = Path(workspace)
+        self.extra_writable = tuple(extra_writable)
+        self.abi = abi
+        self.unavailable = unavailable
+        self._fd = fd
+        self._calls: tuple[Any, ...] = ()
+        if fd >= 0:
+            import ctypes
+
+            libc = _libc()
+            self._calls = (
+                libc.prctl,
+                (ctypes.c_int(_PR_SET_NO_NEW_PRIVS), *(ctypes.c_ulong(a) for a in (1, 0, 0, 0))),
+                libc.syscall,
+                tuple(ctypes.c_long(a) for a in (_SYS_RESTRICT_SELF, fd, 0)),
+            )
+
+    @property
+    def active(self) -> bool:
+        """Whether children started with :attr:`preexec_fn` are confined."""
+        return self._fd >= 0
+
+    @property
+    def preexec_fn(self) -> Any:
+        """The function for ``Popen(preexec_fn=...)``, or None when inactive."""
+        return self._restrict_child if self._fd >= 0 else None
+
+    def _restrict_child(self) -> None:
+        # Runs in the child between fork and exec: only the two calls, with
+        # everything built in the parent (see the module docstring).
+        prctl, prctl_args, syscall, restrict_args = self._calls
+        if prctl(*prctl_args) != 0 or syscall(*restrict_args) != 0:
+            raise OSError("cannot enter the Landlock sandbox")
+
+    def describe(self) -> str:
+        """What the sandbox allows and which setting widens it (see :func:`describe`)."""
+        return describe(self.settings, self.workspace, self.extra_writable)
+
+    def violation_note(self, output: str, exit_code: int) -> str:
+        """A note for a failed command whose output reads like a denial, else "".
+
+        The child's own error text says what failed; this says the sandbox may
+        be why, and how to widen it.
+        """
+        if not self.active or exit_code == 0:
+            return ""
+        lowered = output.lower()
+        if not any(word in lowered for word in _DENIAL_WORDS):
+            return ""
+        return f"mdagent: this command ran in a sandbox and may have been stopped by it: {self.describe()}"
+
+    def close(self) -> None:
+        """Release the ruleset's file descriptor. Safe to call twice."""
+        if self._fd >= 0:
+            fd, self._fd, self._calls = self._fd, -1, ()
+            os.close(fd)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def prepare(
+    settings: SandboxSettings, workspace: Path, extra_writable: Iterable[str | Path] = ()
+) -> Sandbox:
+    """Build the ruleset for ``settings`` in this (the parent) process.
+
+    Returns an inactive :class:`Sandbox` for ``mode: off``. Where the
+    settings cannot be fully enforced, raises :class:`SandboxUnavailable` if
+    ``required``; otherwise returns what can be enforced (filesystem rules
+    without network ones on ABI < 4, nothing without Landlock) with the reason
+    in :attr:`Sandbox.unavailable`.
+    """
+    if settings.mode == "off":
+        return Sandbox(settings, workspace, extra_writable)
+    reason = available(settings) or ""
+    if reason and settings.required:
+        raise SandboxUnavailable(f"sandbox.required is set but {reason}")
+    abi = abi_version()
+    if not abi:
+        return Sandbox(settings, workspace, extra_writable, unavailable=reason)
+    # pip, uv and friends keep their caches there; a fresh home may lack it.
+    with contextlib.suppress(OSError):
+        _cache_dir().mkdir(exist_ok=True)
+    handled = _handled_fs(abi)
+    net = _NET_TCP if abi >= 4 and not settings.network else 0
+    scoped = _SCOPES if abi >= 6 else 0
+    import ctypes
+    import struct
+
+    size = 8 if abi < 4 else 16 if abi < 6 else 24
+    attr = ctypes.create_string_buffer(struct.pack("=QQQ", handled, net, scoped)[:size], size)
+    fd = _syscall(_SYS_CREATE_RULESET, ctypes.addressof(attr), size, 0)
+    try:
+        os.set_inheritable(fd, False)
+        _add_path(fd, Path("/"), _READ_EXECUTE)
+        for device in DEVICES:
+            if os.path.exists(device):
+                _add_path(fd, Path(device), handled & _FILE_RIGHTS & ~_EXECUTE)
+        for path in writable_paths(settings, workspace, extra_writable):
+            _add_path(fd, path, handled)
+    except BaseException:
+        os.close(fd)
+        raise
+    return Sandbox(settings, workspace, extra_writable, fd=fd, abi=abi, unavailable=reason)
+
+
+def _add_path(ruleset_fd: int, path: Path, rights: int) -> None:
+    """Allow ``rights`` beneath ``path`` (only file rights when it is not a directory)."""
+    import ctypes
+    import struct
+
+    parent = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISDIR(os.fstat(parent).st_mode):
+            rights &= _FILE_RIGHTS
+        # struct landlock_path_beneath_attr is packed: u64 allowed_access, s32 parent_fd.
+        attr = ctypes.create_string_buffer(struct.pack("=Qi", rights, parent), 12)
+        _syscall(_SYS_ADD_RULE, ruleset_fd, _RULE_PATH_BENEATH, ctypes.addressof(attr), 0)
+    finally:
+        os.close(parent)

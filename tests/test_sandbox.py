@@ -1,0 +1,430 @@
+"""The Landlock sandbox: real children, real writes, a real TCP server on 127.0.0.1.
+
+Tests run as root on some machines, and Landlock confines root too, so the
+"outside" target is a temporary folder of the test, not a system path. The
+temp dir and cache dir the sandbox allows are pointed at folders of their
+own, because pytest's tmp_path is itself under the system temp dir.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pytest
+import yaml
+
+from mdagent import sandbox
+from mdagent.errors import ConfigError
+from mdagent.sandbox import SandboxSettings, SandboxUnavailable, prepare
+
+REASON = sandbox.available()
+needs_landlock = pytest.mark.skipif(REASON is not None, reason=f"no Landlock: {REASON}")
+needs_network_rules = pytest.mark.skipif(
+    sandbox.abi_version() < 4, reason="Landlock network rules need ABI 4 (Linux 6.7)"
+)
+needs_scopes = pytest.mark.skipif(
+    sandbox.abi_version() < 6, reason="Landlock signal scoping needs ABI 6 (Linux 6.12)"
+)
+
+
+@pytest.fixture
+def dirs(tmp_path, monkeypatch):
+    """A workspace, an outside folder, and the temp and cache dirs the sandbox allows."""
+    made = {name: tmp_path / name for name in ("ws", "outside", "tmp", "cache")}
+    for path in made.values():
+        path.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(made["tmp"]))
+    monkeypatch.setenv("TMPDIR", str(made["tmp"]))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(made["cache"]))
+    return made
+
+
+def py(code: str, box: sandbox.Sandbox, **kw) -> subprocess.CompletedProcess:
+    """Run ``python -c code`` in the sandbox, as a tool's child would be run."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        preexec_fn=box.preexec_fn,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        **kw,
+    )
+
+
+def write(path) -> str:
+    return f"open({str(path)!r}, 'w').write('x')"
+
+
+@pytest.fixture
+def tcp_server():
+    """A listening socket on 127.0.0.1 (connections wait in its backlog); yields the port."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()
+
+
+# --- confinement -------------------------------------------------------------
+
+
+@needs_landlock
+def test_write_outside_the_workspace_fails_and_leaves_no_file(dirs):
+    with prepare(SandboxSettings(), dirs["ws"]) as box:
+        result = py(write(dirs["outside"] / "x"), box)
+    assert result.returncode != 0
+    assert "PermissionError" in result.stderr and "Permission denied" in result.stderr
+    assert not (dirs["outside"] / "x").exists()
+
+
+@needs_landlock
+def test_the_workspace_is_writable_files_and_folders(dirs):
+    code = (
+        "import os, shutil\n"
+        "os.makedirs('a/b')\n"
+        "open('a/b/f', 'w').write('hi')\n"
+        "os.rename('a/b/f', 'g')\n"
+        "os.truncate('g', 1)\n"
+        "os.symlink('g', 'link')\n"
+        "shutil.rmtree('a')\n"
+    )
+    with prepare(SandboxSettings(), dirs["ws"]) as box:
+        result = py(code, box, cwd=dirs["ws"])
+    assert result.returncode == 0, result.stderr
+    assert (dirs["ws"] / "g").read_text() == "h"
+    assert (dirs["ws"] / "link").is_symlink()
+    assert not (dirs["ws"] / "a").exists()
+
+
+@needs_landlock
+def test_temp_dir_cache_dir_shm_and_devices_are_writable(dirs):
+    code = (
+        "import os, tempfile\n"
+        "with tempfile.NamedTemporaryFile(dir='/dev/shm') as f: f.write(b'x')\n"
+        "with tempfile.TemporaryDirectory() as d: open(d + '/f', 'w').write('x')\n"
+        f"os.makedirs({str(dirs['cache'] / 'pip' / 'http')!r})\n"
+        "open('/dev/null', 'w').write('x')\n"
+        "open('/dev/zero', 'rb').read(4)\n"
+        "print(tempfile.gettempdir())\n"
+    )
+    with prepare(SandboxSettings(), dirs["ws"]) as box:
+        result = py(code, box)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(dirs["tmp"])
+    assert (dirs["cache"] / "pip" / "http").is_dir()
+
+
+@needs_landlock
+def test_a_background_grandchild_is_confined_too(dirs):
+    done = dirs["ws"] / "done"
+    script = (
+        f"(sleep 0.2; if echo x > '{dirs['outside']}/f' 2>/dev/null; "
+        f"then echo wrote > '{done}'; else echo denied > '{done}'; fi) &"
+    )
+    with prepare(SandboxSettings(), dirs["ws"]) as box:
+        result = subprocess.run(["sh", "-c", script], preexec_fn=box.preexec_fn, timeout=10)
+    assert result.returncode == 0
+    deadline = time.monotonic() + 10
+    while not done.exists() or not done.read_text():
+        assert time.monotonic() < deadline, "the background job never reported"
+        time.sleep(0.05)
+    assert done.read_text() == "denied\n"
+    assert not (dirs["outside"] / "f").exists()
+
+
+@needs_landlock
+def test_the_agent_itself_stays_unconfined(dirs):
+    with prepare(SandboxSettings(mode="read-only"), dirs["ws"]) as box:
+        assert py(write(dirs["outside"] / "x"), box).returncode != 0
+        (dirs["outside"] / "mine").write_text("the parent may write anywhere")
+    assert (dirs["outside"] / "mine").exists()
+
+
+@needs_landlock
+def test_read_only_mode_reads_the_workspace_but_writes_nothing(dirs):
+    (dirs["ws"] / "src.py").write_text("print('hi')")
+    with prepare(SandboxSettings(mode="read-only"), dirs["ws"]) as box:
+        reading = py(f"print(open({str(dirs['ws'] / 'src.py')!r}).read())", box)
+        writing = py(write(dirs["ws"] / "new"), box)
+        temp = py(write(dirs["tmp"] / "new"), box)
+        null = py("open('/dev/null', 'w').write('x')", box)
+    assert reading.returncode == 0 and "print('hi')" in reading.stdout
+    assert writing.returncode != 0 and "Permission denied" in writing.stderr
+    assert temp.returncode != 0
+    assert null.returncode == 0, null.stderr
+    assert not (dirs["ws"] / "new").exists()
+
+
+@needs_landlock
+def test_writable_adds_folders_and_single_files(dirs):
+    (dirs["outside"] / "open").mkdir()
+    (dirs["outside"] / "one.txt").write_text("")
+    settings = SandboxSettings(
+        writable=(str(dirs["outside"] / "open"), "../outside/one.txt", "does/not/exist")
+    )
+    with prepare(settings, dirs["ws"]) as box:
+        folder = py(write(dirs["outside"] / "open" / "f"), box)
+        single = py(write(dirs["outside"] / "one.txt"), box)
+        beside = py(write(dirs["outside"] / "two.txt"), box)
+    assert folder.returncode == 0, folder.stderr
+    assert single.returncode == 0, single.stderr
+    assert beside.returncode != 0
+    assert (dirs["outside"] / "one.txt").read_text() == "x"
+
+
+@needs_landlock
+def test_extra_writable_paths_from_the_caller(dirs):
+    with prepare(SandboxSettings(), dirs["ws"], extra_writable=[dirs["outside"]]) as box:
+        result = py(write(dirs["outside"] / "x"), box)
+    assert result.returncode == 0, result.stderr
+
+
+def test_mode_off_confines_nothing(dirs):
+    with prepare(SandboxSettings(mode="off"), dirs["ws"]) as box:
+        assert not box.active and box.preexec_fn is None and box.unavailable == ""
+        result = py(write(dirs["outside"] / "x"), box)
+    assert result.returncode == 0, result.stderr
+    assert (dirs["outside"] / "x").exists()
+
+
+@needs_landlock
+@pytest.mark.parametrize("abi", [1, 2, 3, 4, 5, 6])
+def test_older_abis_still_confine_writes(dirs, monkeypatch, abi):
+    # A ruleset for an older ABI is valid on a newer kernel: this exercises
+    # the rights and struct sizes each older kernel would be given.
+    monkeypatch.setattr(sandbox, "_probe", lambda: (abi, ""))
+    with prepare(SandboxSettings(), dirs["ws"]) as box:
+        inside = py(write(dirs["ws"] / "x"), box)
+        outside = py(write(dirs["outside"] / "x"), box)
+    assert inside.returncode == 0, inside.stderr
+    assert outside.returncode != 0
+    assert not (dirs["outside"] / "x").exists()
+
+
+# --- network -----------------------------------------------------------------
+
+CONNECT = "import socket, sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)"
+
+
+@needs_landlock
+@needs_network_rules
+def test_network_off_denies_tcp_connect_and_bind(dirs, tcp_server):
+    with prepare(SandboxSettings(network=False), dirs["ws"]) as box:
+        connect = subprocess.run(
+            [sys.executable, "-c", CONNECT, str(tcp_server)],
+            preexec_fn=box.preexec_fn,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        bind = py("import socket; socket.socket().bind(('127.0.0.1', 0))", box)
+    assert connect.returncode != 0 and "PermissionError" in connect.stderr
+    assert bind.returncode != 0 and "PermissionError" in bind.stderr
+
+
+@needs_landlock
+def test_network_on_allows_tcp_connect(dirs, tcp_server):
+    with prepare(SandboxSettings(network=True), dirs["ws"]) as box:
+        connect = subprocess.run(
+            [sys.executable, "-c", CONNECT, str(tcp_server)],
+            preexec_fn=box.preexec_fn,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert connect.returncode == 0, connect.stderr
+
+
+# --- signals, descriptors, threads ------------------------------------------
+
+
+@needs_landlock
+@needs_scopes
+def test_children_cannot_signal_processes_outside_the_sandbox(dirs):
+    code = (
+        "import os, subprocess, sys\n"
+        "own = subprocess.Popen(['sleep', '5'])\n"
+        "os.kill(own.pid, 15); own.wait()\n"  # its own child: allowed
+        "try:\n"
+        "    os.kill(int(sys.argv[1]), 0)\n"
+        "except PermissionError:\n"
+        "    print('denied')\n"
+    )
+    with prepare(SandboxSettings(), dirs["ws"]) as box:
+        result = subprocess.run(
+            [sys.executable, "-c", code, str(os.getpid())],
+            preexec_fn=box.preexec_fn,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "denied\n"
+
+
+@needs_landlock
+def test_the_ruleset_descriptor_stays_in_the_parent(dirs):
+    box = prepare(SandboxSettings(), dirs["ws"])
+    fd = box._fd
+    fds = (
+        "import os\n"
+        "for n in os.listdir('/proc/self/fd'):\n"
+        "    try: print(os.readlink('/proc/self/fd/' + n))\n"
+        "    except FileNotFoundError: pass\n"  # the listing's own descriptor
+    )
+    result = py(fds, box)
+    assert result.returncode == 0, result.stderr
+    assert "landlock" not in result.stdout
+    assert "landlock" in os.readlink(f"/proc/self/fd/{fd}")
+    box.close()
+    box.close()
+    assert not box.active and box.preexec_fn is None
+    with pytest.raises(OSError):
+        os.fstat(fd)
+
+
+@needs_landlock
+def test_children_started_from_many_threads_are_all_confined(dirs):
+    results: list[int] = []
+
+    def start(n: int) -> None:
+        code = f"{write(dirs['ws'] / str(n))}; {write(dirs['outside'] / str(n))}"
+        results.append(py(code, box).returncode)
+
+    with prepare(SandboxSettings(), dirs["ws"]) as box:
+        threads = [threading.Thread(target=start, args=(n,)) for n in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    assert len(results) == 6 and all(code != 0 for code in results)
+    assert sorted(p.name for p in dirs["ws"].iterdir()) == [str(n) for n in range(6)]
+    assert list(dirs["outside"].iterdir()) == []
+
+
+# --- availability ------------------------------------------------------------
+
+
+def test_unavailable_landlock_gives_the_reason_and_an_unconfined_sandbox(dirs, monkeypatch):
+    monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))
+    assert sandbox.available() == "this kernel has no Landlock"
+    assert sandbox.available(SandboxSettings(mode="off")) is None
+    box = prepare(SandboxSettings(), dirs["ws"])
+    assert not box.active and box.preexec_fn is None
+    assert box.unavailable == "this kernel has no Landlock"
+    note = sandbox.unavailable_note(box.unavailable)
+    assert "this kernel has no Landlock" in note and "sandbox.required" in note
+
+
+def test_required_sandbox_fails_closed_when_unavailable(dirs, monkeypatch):
+    monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))
+    with pytest.raises(SandboxUnavailable, match="sandbox.required is set but this kernel"):
+        prepare(SandboxSettings(required=True), dirs["ws"])
+
+
+def test_not_linux_is_a_reason(monkeypatch):
+    sandbox._probe.cache_clear()
+    monkeypatch.setattr(sys, "platform", "darwin")
+    try:
+        assert sandbox.available() == "Landlock needs Linux; this is darwin"
+    finally:
+        monkeypatch.undo()
+        sandbox._probe.cache_clear()
+
+
+@needs_landlock
+def test_network_off_without_network_rules_keeps_the_file_rules(dirs, monkeypatch, tcp_server):
+    monkeypatch.setattr(sandbox, "_probe", lambda: (3, ""))
+    reason = sandbox.available(SandboxSettings(network=False))
+    assert reason == "network: off needs Landlock ABI 4 (Linux 6.7); this kernel has ABI 3"
+    with pytest.raises(SandboxUnavailable):
+        prepare(SandboxSettings(network=False, required=True), dirs["ws"])
+    with prepare(SandboxSettings(network=False), dirs["ws"]) as box:
+        assert box.active and box.unavailable == reason
+        assert py(write(dirs["outside"] / "x"), box).returncode != 0
+
+
+def test_handled_rights_follow_the_abi():
+    assert sandbox._handled_fs(1) == (1 << 13) - 1
+    assert sandbox._handled_fs(2) == (1 << 14) - 1
+    assert sandbox._handled_fs(4) == (1 << 15) - 1
+    assert sandbox._handled_fs(5) == sandbox._handled_fs(7) == (1 << 16) - 1
+
+
+# --- settings, notes ---------------------------------------------------------
+
+
+def test_settings_defaults_and_yaml_booleans():
+    assert SandboxSettings.from_mapping(None) == SandboxSettings(
+        "workspace-write", True, (), "model", False
+    )
+    data = yaml.safe_load("mode: off\nnetwork: off\nwritable: [~/x]\napplies_to: all")
+    settings = SandboxSettings.from_mapping(data)
+    assert (settings.mode, settings.network, settings.writable) == ("off", False, ("~/x",))
+    assert SandboxSettings.from_mapping({"network": "on", "required": True}).required
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"mode": "strict"}, "sandbox.mode: expected workspace-write, read-only or off"),
+        ({"network": "maybe"}, "sandbox.network: expected on or off"),
+        ({"writable": [1]}, "sandbox.writable: expected a list of paths"),
+        ({"applies_to": "person"}, "sandbox.applies_to: expected model or all"),
+        ({"required": "yes"}, "sandbox.required: expected true or false"),
+        ({"mdoe": "off"}, "sandbox: unknown key 'mdoe'"),
+        (["off"], "sandbox: expected a mapping"),
+    ],
+)
+def test_settings_errors_are_one_line(data, message):
+    with pytest.raises(ConfigError) as caught:
+        SandboxSettings.from_mapping(data, "agent.yaml")
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+    assert str(caught.value).startswith("agent.yaml: ")
+
+
+def test_who_is_confined():
+    assert SandboxSettings().applies("model")
+    assert not SandboxSettings().applies("person")
+    assert SandboxSettings(applies_to="all").applies("person")
+    assert not SandboxSettings(mode="off", applies_to="all").applies("model")
+
+
+def test_describe_says_what_is_allowed_and_what_widens_it(dirs):
+    line = sandbox.describe(SandboxSettings(network=False), dirs["ws"])
+    assert str(dirs["ws"]) in line and str(dirs["tmp"]) in line and "/dev/null" in line
+    assert "sandbox.writable" in line and "sandbox.network: on" in line
+    assert "\n" not in line
+    read_only = sandbox.describe(SandboxSettings(mode="read-only"), dirs["ws"])
+    assert str(dirs["ws"]) not in read_only and "sandbox.mode: workspace-write" in read_only
+
+
+@needs_landlock
+def test_violation_note_only_for_denials_in_an_active_sandbox(dirs):
+    with prepare(SandboxSettings(), dirs["ws"]) as box:
+        result = py(write(dirs["outside"] / "x"), box)
+        note = box.violation_note(result.stderr, result.returncode)
+        assert "sandbox" in note and "sandbox.writable" in note
+        assert box.violation_note("No such file or directory", 1) == ""
+        assert box.violation_note("Permission denied", 0) == ""
+    with prepare(SandboxSettings(mode="off"), dirs["ws"]) as off:
+        assert off.violation_note("Permission denied", 1) == ""
+
+
+@needs_landlock
+def test_a_child_that_cannot_enter_the_sandbox_never_runs(dirs):
+    # Not a ruleset: landlock_restrict_self fails in the child, so Popen
+    # raises and the command does not run unconfined.
+    not_a_ruleset = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    box = sandbox.Sandbox(SandboxSettings(), dirs["ws"], fd=not_a_ruleset, abi=7)
+    with box, pytest.raises(subprocess.SubprocessError, match="preexec_fn"):
+        py(write(dirs["outside"] / "x"), box)
+    assert not (dirs["outside"] / "x").exists()
