@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -114,6 +115,18 @@ def server():
         yield running
 
 
+@pytest.fixture
+def web():
+    """A started web server on 127.0.0.1, stopped after.
+
+    Its pages misbehave on request (redirects, trickles, stalls): tests/web_server.py.
+    """
+    from web_server import WebServer
+
+    with WebServer() as running:
+        yield running
+
+
 @pytest.fixture(params=[True, False], ids=["stream", "no-stream"])
 def stream(request):
     """Each provider test once streamed, once not."""
@@ -152,3 +165,76 @@ class ProviderClient:
     def ask(self, messages=None, tools=(EXEC_TOOL,), system="Be brief."):
         messages = messages or [{"role": "user", "content": "hi"}]
         return self.provider.complete(system, messages, list(tools), on_text=self.deltas.append)
+
+
+# -- end-to-end helpers: a workspace's files, a scripted model, the agent's run -------
+
+
+def settings(ws: Path, text: str) -> Path:
+    """Write the workspace's ``.agents/config/agent.yaml``; returns its path."""
+    return config(ws, "agent.yaml", text)
+
+
+def config(ws: Path, name: str, text: str) -> Path:
+    """Write ``.agents/config/NAME`` (settings, tools, commands) in the workspace."""
+    return write(ws / ".agents" / "config" / name, text)
+
+
+def command_skill(ws: Path, name: str = "t", tool: str = "exec") -> Path:
+    """A skill making ``/NAME ARGS`` run ``tool`` with ARGS (``/t echo hi`` runs exec)."""
+    return write(
+        ws / ".agents" / "skills" / name / "SKILL.md",
+        f"---\nname: {name}\ndescription: run\ncommand-dispatch: tool\ncommand-tool: {tool}\n---\n",
+    )
+
+
+def scripted_model(*calls: tuple[str, dict], answer: str = "done"):
+    """A model server that asks for each ``(tool, arguments)`` call in turn, then answers."""
+    from model_server import ModelServer
+
+    script = [{"tool_calls": [{"name": n, "arguments": a}]} for n, a in calls]
+    return ModelServer([*script, {"text": answer}])
+
+
+def provider_args(server) -> list[str]:
+    """The options that point ``agent`` at a model server (OpenAI dialect)."""
+    return ["--provider", "openai", "--base-url", server.url]
+
+
+def ask(run_agent, server, *extra: str, env: dict | None = None, timeout: float = 60):
+    """``agent ask [EXTRA] go`` against ``server``; returns the CompletedProcess."""
+    return run_agent(*provider_args(server), "ask", *extra, "go", env=env, timeout=timeout)
+
+
+def tool_results(server, request: int = -1) -> list[dict]:
+    """The tool results the model was sent in one request (OpenAI format), in order.
+
+    Each request repeats the history, so the last one (the default) holds them all.
+    """
+    messages = server.requests[request]["json"]["messages"]
+    return [json.loads(m["content"]) for m in messages if m.get("role") == "tool"]
+
+
+def start_agent(cwd: Path, *args: str, **popen) -> subprocess.Popen:
+    """Start the real ``agent`` in the background, in a session of its own.
+
+    Output is piped as text unless ``popen`` says otherwise; the caller waits for it.
+    """
+    options = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True} | popen
+    return subprocess.Popen([agent_executable(), *args], cwd=cwd, start_new_session=True, **options)
+
+
+def wait_for_text(path: Path, proc: subprocess.Popen, within: float = 20.0) -> str:
+    """Wait until ``proc`` has written ``path`` (not empty); its text, stripped.
+
+    Fails the test, with what the agent said, if it ends first; kills it at the deadline.
+    """
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        if path.exists() and (text := path.read_text().strip()):
+            return text
+        if proc.poll() is not None:
+            pytest.fail(f"agent ended before writing {path.name}: {proc.communicate()}")
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail(f"{path.name} was not written within {within} s")

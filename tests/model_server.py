@@ -51,6 +51,16 @@ script, plus test-only keys):
     chunked or Content-Length body.
 ``{"disconnect": True}``
     Closes the connection without any response.
+``{"sse": [piece, ...], "gap": 0.05, "end": "done", "status": 200, "headers": {...}}``
+    A byte-exact stream, whatever the request asked for: the status (default
+    200) and headers (default ``Content-Type: text/event-stream``), then each
+    piece (str or bytes, written as is) as one HTTP chunk, ``gap`` seconds
+    apart (also before the first piece and before the end). Then ``end``:
+    ``"done"`` (default) ends the chunked body properly; ``"close"`` hangs up
+    without its last chunk (a broken body); ``"reset"`` resets the TCP
+    connection. ``{"sse": [], "end": "reset", "gap": 0.2}`` is a reset right
+    after the response headers, before any byte of the body. Build the pieces
+    from the wire formats (see tests/test_providers_wire_e2e.py).
 ``"delay": 0.5`` (with any entry)
     Waits that many seconds before answering (for timeouts).
 A callable ``(request_json) -> entry``
@@ -80,6 +90,7 @@ import itertools
 import json
 import re
 import socket
+import struct
 import sys
 import threading
 import time
@@ -102,6 +113,7 @@ class ModelServer:
         self._served = 0
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        self._stopped = threading.Event()  # ends the gaps of streams still being sent
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -109,6 +121,7 @@ class ModelServer:
 
     def start(self) -> ModelServer:
         """Start serving in a background thread; returns self."""
+        self._stopped.clear()
         handler = type("Handler", (_Handler,), {"model_server": self})
         self._httpd = _Server(("127.0.0.1", self._port), handler)
         self._thread = threading.Thread(
@@ -119,6 +132,7 @@ class ModelServer:
 
     def stop(self) -> None:
         """Stop serving and free the port."""
+        self._stopped.set()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -257,6 +271,8 @@ class _Handler(BaseHTTPRequestHandler):
         if entry.get("disconnect"):
             self.close_connection = True
             return None
+        if "sse" in entry:
+            return self._send_raw_stream(entry)
         if "status" in entry:
             return self._send_status(api, entry)
         stream = bool(body.get("stream"))
@@ -292,6 +308,38 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+    def _send_raw_stream(self, entry: dict) -> None:
+        stopped = self.model_server._stopped
+        gap = float(entry.get("gap", 0))
+        self.send_response(int(entry.get("status", 200)))
+        headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        for name, value in (headers | (entry.get("headers") or {})).items():
+            self.send_header(name, value)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for piece in entry["sse"]:
+            if gap and stopped.wait(gap):
+                self.close_connection = True
+                return
+            data = piece.encode() if isinstance(piece, str) else bytes(piece)
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        if gap:
+            stopped.wait(gap)
+        end = entry.get("end", "done")
+        if end == "reset":
+            self._reset()
+        elif end == "close":
+            self.close_connection = True
+        else:
+            self.wfile.write(b"0\r\n\r\n")
+
+    def _reset(self) -> None:
+        """Abort the connection: the client reads a TCP reset, not an orderly close."""
+        self.close_connection = True
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.rfile.close()  # its reference would keep the socket open past close()
+        self.connection.close()
 
     def _send_events(self, events: list[str], cut_off: bool) -> None:
         self.send_response(200)

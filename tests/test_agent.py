@@ -6,6 +6,7 @@ import copy
 import io
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -39,7 +40,7 @@ class ScriptedModel:
         self.replies = list(replies)
         self.requests: list[dict] = []
 
-    def complete(self, system, messages, tools, on_text=None):
+    def complete(self, system, messages, tools, on_text=None, *, on_reasoning=None, on_retry=None):
         self.requests.append(
             {"system": system, "messages": copy.deepcopy(messages), "tools": tools}
         )
@@ -131,7 +132,8 @@ def test_a_tool_result_goes_back_to_the_model():
             "result": {"output": "pong", "ok": True},
         }
     ]
-    assert agent.display.err.getvalue() == "→ echo  pong\n"
+    # The call's line, then its outcome: ✓, and how long it took.
+    assert re.fullmatch(r"→ echo  pong\n  ✓ echo · \d+\.\d s\n", agent.display.err.getvalue())
     # Text before a tool call ends its line before the answer's text starts.
     assert agent.display.out.getvalue() == "Looking.\nIt said pong.\n"
 

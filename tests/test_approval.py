@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from mdagent import approval
-from mdagent.approval import add_allow_rule, ask_terminal, format_call
+from mdagent.approval import add_allow_rule, ask_terminal, format_call, remove_allow_rule
 from mdagent.errors import ConfigError
 
 
@@ -185,3 +185,72 @@ def test_ask_terminal_without_always_offers_yes_and_no_only(terminal):
     text = shown.getvalue()
     assert "Run it? [y]es / [n]o: " in text and "[a]lways" not in text
     assert "Please answer y or n." in text and "Mind." in text
+
+
+# -- revoking: the reverse edit ------------------------------------------------------
+
+RULE = 'exec(git log --format="%H")'
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_remove_allow_rule_undoes_add_allow_rule_and_keeps_comments(tmp_path, layout):
+    original = LAYOUTS[layout]
+    target = tmp_path / "agent.yaml"
+    target.write_text(original)
+    add_allow_rule(target, RULE)
+    added = target.read_text()
+    assert remove_allow_rule(target, RULE) == next(
+        i for i, line in enumerate(added.splitlines(), 1) if "git log" in line
+    )
+    text = target.read_text()
+    for line in added.splitlines():
+        if "#" in line and "git log" not in line:
+            assert line.split("#", 1)[1] in text  # every other comment survives
+    before = yaml.safe_load(original) or {}
+    after = yaml.safe_load(text) or {}
+    allow = ((before.get("policy") or {}).get("allow")) or []
+    assert ((after.get("policy") or {}).get("allow") or []) == allow
+    assert {k: v for k, v in after.items() if k != "policy"} == {
+        k: v for k, v in before.items() if k != "policy"
+    }
+    assert remove_allow_rule(target, RULE) is None  # gone: nothing more to remove
+
+
+@pytest.mark.parametrize(
+    ("text", "left"),
+    [
+        (
+            "policy:\n  allow:\n    - a\n    - rule: x\n      reason: why\n  # next\n  deny: [d]\n",
+            "policy:\n  allow:\n    - a\n  # next\n  deny: [d]\n",
+        ),
+        ("policy:\n  allow: [a, x, b]  # c\n", "policy:\n  allow: [a, b]  # c\n"),
+        ("policy:\n  allow: [a, x]  # c\n", "policy:\n  allow: [a]  # c\n"),
+        ("policy:\n  allow:\n    - x  # saved\n  # more\n", "policy:\n  allow: []\n  # more\n"),
+    ],
+)
+def test_remove_allow_rule_layouts(tmp_path, text, left):
+    target = tmp_path / "agent.yaml"
+    target.write_text(text)
+    assert remove_allow_rule(target, "x") is not None
+    assert target.read_text() == left
+
+
+def test_remove_allow_rule_without_the_rule_or_the_file(tmp_path):
+    assert remove_allow_rule(tmp_path / "missing.yaml", "x") is None
+    target = tmp_path / "agent.yaml"
+    target.write_text("policy:\n  deny: [x]\n  allow: [y]\n")
+    assert remove_allow_rule(target, "x") is None
+    assert target.read_text() == "policy:\n  deny: [x]\n  allow: [y]\n"
+
+
+def test_remove_allow_rule_refuses_to_lose_comments(tmp_path):
+    target = tmp_path / "agent.yaml"
+    # The list is shared through an anchor: removing the item would change `base` too.
+    original = "base: &rules [x, y]\npolicy:\n  allow: *rules  # shared\n"
+    target.write_text(original)
+    with pytest.raises(ConfigError, match="remove it by hand"):
+        remove_allow_rule(target, "x")
+    assert target.read_text() == original
+    target.write_text("base: &rules [x, y]\npolicy:\n  allow: *rules\n")
+    assert remove_allow_rule(target, "x") == 1
+    assert yaml.safe_load(target.read_text()) == {"base": ["x", "y"], "policy": {"allow": ["y"]}}

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 import pytest
 
@@ -17,81 +15,10 @@ from mdagent.policy import Policy
 from mdagent.toolbox import Toolbox, ToolContext
 
 
-class Handler(BaseHTTPRequestHandler):
-    seen: list[tuple[str, str]] = []  # (Host header, path) of every request; reset per server
-
-    def do_GET(self):  # noqa: N802 - http.server's naming
-        self.seen.append((self.headers["Host"], self.path))
-        if self.path == "/hello":
-            self._send(200, "text/plain; charset=utf-8", "héllo wörld\n".encode())
-        elif self.path == "/latin1":
-            self._send(200, "text/plain; charset=iso-8859-1", "café\n".encode("latin-1"))
-        elif self.path == "/moved":
-            self.send_response(302)
-            self.send_header("Location", "/hello")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-        elif self.path.startswith("/to/"):
-            # /to/<location>: a redirect to whatever follows, with {port} filled in.
-            location = unquote(self.path[len("/to/") :])
-            self.send_response(302)
-            self.send_header("Location", location.replace("{port}", str(self.server.server_port)))
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-        elif self.path == "/loop":
-            self.send_response(301)
-            self.send_header("Location", "/loop")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-        elif self.path == "/big":
-            self._send(200, "text/plain", b"x" * 3_000_000)
-        elif self.path == "/slow":
-            time.sleep(3)
-            self._send(200, "text/plain", b"too late")
-        elif self.path == "/trickle":  # a byte every 0.1 s for 30 s: never a read timeout
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", "300")
-            self.end_headers()
-            self._trickle(b"." * 300)
-        elif self.path == "/trickle-headers":  # the status line and headers, byte by byte
-            self._trickle(b"HTTP/1.1 200 OK\r\n" + b"X-Pad: " + b"." * 300 + b"\r\n\r\n")
-        elif self.path == "/image":
-            self._send(200, "image/png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-        else:
-            self._send(404, "text/plain", b"no such page")
-
-    def _send(self, status, content_type, body):
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        # The client may stop reading at its size cap.
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self.wfile.write(body)
-
-    def _trickle(self, data):
-        with contextlib.suppress(OSError):
-            for byte in data:
-                self.wfile.write(bytes([byte]))
-                self.wfile.flush()
-                time.sleep(0.1)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
-def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    Handler.seen.clear()
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(5)
+def server(web):
+    """The base URL of the ``web`` test server (tests/web_server.py lists its pages)."""
+    return web.url
 
 
 @pytest.fixture
@@ -209,7 +136,7 @@ def redirect(server, location):
     return f"{server}/to/{quote(location, safe='')}"
 
 
-def test_a_redirect_to_a_denied_domain_is_refused(tmp_path, server):
+def test_a_redirect_to_a_denied_domain_is_refused(tmp_path, server, web):
     port = server.rsplit(":", 1)[1]
     fetch = guarded_fetch(
         tmp_path,
@@ -227,7 +154,7 @@ def test_a_redirect_to_a_denied_domain_is_refused(tmp_path, server):
         "denied by policy rule `fetch(domain:localhost)`"
     )
     assert result.data["code"] == "DENIED" and result.data["url"] == start
-    assert [host for host, _ in Handler.seen] == [f"127.0.0.1:{port}"]  # localhost never asked
+    assert [host for host, _ in web.seen] == [f"127.0.0.1:{port}"]  # localhost never asked
 
 
 def test_a_redirect_outside_the_allowlist_is_refused(tmp_path, server):
@@ -324,12 +251,12 @@ SPELLINGS_OF_LOCALHOST = [
 
 
 @pytest.mark.parametrize("host", SPELLINGS_OF_LOCALHOST)
-def test_a_deny_rule_sees_every_spelling_of_an_address(tmp_path, server, host):
+def test_a_deny_rule_sees_every_spelling_of_an_address(tmp_path, server, web, host):
     port = server.rsplit(":", 1)[1]
     fetch = guarded_fetch(tmp_path, {"mode": "full", "deny": ["fetch(domain:127.0.0.1)"]})
     result = fetch(f"http://{host}:{port}/hello")
     assert not result.ok and result.data["code"] == "DENIED", result.data
-    assert Handler.seen == []
+    assert web.seen == []
 
 
 @pytest.mark.parametrize("host", ["127.1", "0x7f.1", "[::ffff:127.0.0.1]", "LOCALHOST."])

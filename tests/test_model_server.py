@@ -71,3 +71,45 @@ def test_command_line_serves_a_yaml_script(tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_sse_entries_are_sent_byte_exact_one_chunk_each(model_server):
+    pieces = ['data: {"a":1}\r\n\r\n', b"\xff raw bytes\n", ": comment\n\n"]
+    model_server.add({"sse": pieces, "headers": {"x-extra": "1"}})
+    with httpx.stream("POST", f"{model_server.url}/chat/completions", json={}) as response:
+        assert response.headers["content-type"] == "text/event-stream"
+        assert response.headers["x-extra"] == "1"
+        received = list(response.iter_raw())
+    assert b"".join(received) == b"".join(p if isinstance(p, bytes) else p.encode() for p in pieces)
+
+
+@pytest.mark.parametrize(
+    "end, error", [("close", httpx.RemoteProtocolError), ("reset", httpx.ReadError)]
+)
+def test_sse_entries_can_break_the_body(model_server, end, error):
+    model_server.add({"sse": ["data: half\n\n"], "end": end})
+    with (
+        pytest.raises(error),
+        httpx.stream("POST", f"{model_server.url}/chat/completions", json={}) as response,
+    ):
+        for _ in response.iter_raw():
+            pass
+
+
+def test_a_reset_right_after_the_headers(model_server):
+    model_server.add({"sse": [], "end": "reset", "gap": 0.1})
+    with httpx.stream("POST", f"{model_server.url}/chat/completions", json={}) as response:
+        assert response.status_code == 200  # the headers arrived
+        with pytest.raises(httpx.ReadError):
+            response.read()
+
+
+def test_stopping_the_server_ends_a_stream_still_being_sent():
+    server = ModelServer([{"sse": ["data: x\n\n"] * 1000, "gap": 0.05}]).start()
+    with httpx.stream("POST", f"{server.url}/chat/completions", json={}) as response:
+        chunks = response.iter_raw()
+        assert next(chunks) == b"data: x\n\n"
+        server.stop()
+        with pytest.raises(httpx.RemoteProtocolError):  # cut short, not 50 s of the rest
+            for _ in chunks:
+                pass

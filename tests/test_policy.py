@@ -230,7 +230,9 @@ def test_what_deny_rules_cannot_see_is_denied_when_any_exec_deny_rule_exists(roo
     assert not decision.allowed and decision.code == "DENIED"
     assert "could not be checked" in decision.reason
     # Without a deny rule there is nothing to fail closed for: a person runs it.
-    assert check(make_policy(root, {"mode": "full"}), box, "exec", cmd(command)).allowed
+    assert check(
+        make_policy(root, {"mode": "full"}), box, "exec", cmd(command), caller=PERSON
+    ).allowed
 
 
 @pytest.mark.parametrize(
@@ -587,7 +589,7 @@ def test_a_leading_dot_slash_anchors_a_path_rule_at_the_workspace_root(root, box
     assert check(anchored, box, "write_file", {"path": str(root / "agent.yaml")}).allowed
     for other in ("sub/agent.yaml", ".agents/config/agent.yaml", "/tmp/agent.yaml"):
         assert not check(anchored, box, "write_file", {"path": other}).allowed
-    folder = make_policy(root, {"mode": "allowlist", "allow": ["read_file(./docs)"]})
+    folder = make_policy(root, {"mode": "allowlist", "allow": ["read_file(./docs/)"]})
     assert check(folder, box, "read_file", {"path": "docs/a/b.md"}).allowed
     assert not check(folder, box, "read_file", {"path": "x/docs/b.md"}).allowed
     absolute = make_policy(root, {"mode": "allowlist", "allow": [f"read_file({root}/*.md)"]})
@@ -641,3 +643,239 @@ def test_at_a_terminal_a_layer_file_is_asked_each_time_and_never_saved(root, box
     assert check(policy, box, "write_file", call).approved_by == "user"
     assert len(asked) == 2
     assert not (root / ".agents" / "config" / "agent.yaml").exists()
+
+
+# -- issue 11: ask rules, reasons, inline code, verdicts ----------------------------
+
+
+@pytest.mark.parametrize("mode", ["ask", "allowlist", "deny", "full"])
+def test_an_ask_rule_asks_in_every_mode_even_where_an_allow_rule_covers(root, box, mode):
+    asked = []
+    policy = make_policy(
+        root,
+        {"mode": mode, "allow": ["exec(git *)"], "ask": ["exec(git push*)"]},
+        interactive=True,
+        prompt=lambda *a: asked.append(a) or "yes",
+    )
+    decision = check(policy, box, "exec", cmd("git push --force"))
+    assert decision.allowed and decision.approved_by == "user"
+    assert asked == [("exec", {"command": "git push --force"})]
+    assert check(policy, box, "exec", cmd("git log")).allowed and len(asked) == 1
+
+
+def test_an_ask_rule_without_a_terminal_is_a_refusal_that_yes_answers(root, box):
+    rules = {"mode": "full", "ask": [{"rule": "exec(git push*)", "reason": "others see it"}]}
+    refused = check(make_policy(root, rules), box, "exec", cmd("git status && git push"))
+    assert not refused.allowed and refused.code == "DENIED"
+    assert refused.reason == (
+        "exec needs approval: policy rule `exec(git push*)` asks for it: others see it; "
+        "no terminal to ask on; rerun with --yes (allow rules do not cover a call an ask "
+        "rule matches)"
+    )
+    assert refused.extra == {
+        "needs_approval": True,
+        "rule": "exec(git push*)",
+        "reason": "others see it",
+    }
+    yes = check(make_policy(root, rules, approve_all=True), box, "exec", cmd("git push"))
+    assert yes.allowed and yes.approved_by == "--yes"
+
+
+def test_ask_rules_see_through_wrappers_and_unparseable_commands(root, box):
+    policy = make_policy(root, {"mode": "full", "ask": ["exec(git push*)"]})
+    for command in ("sudo /usr/bin/git push", "ls; git push", "echo \\ #x; ls"):
+        assert not check(policy, box, "exec", cmd(command)).allowed, command
+    assert check(policy, box, "exec", cmd("git log")).allowed
+
+
+def test_ask_rules_do_not_apply_to_what_a_person_types(root, box):
+    policy = make_policy(root, {"ask": ["exec(git push*)"]})
+    assert check(policy, box, "exec", cmd("git push"), caller=PERSON).allowed
+
+
+def test_an_ask_question_offers_no_always(root, box, monkeypatch):
+    offered = []
+
+    def fake_ask(tool_name, args, *, cancel=None, always=True, note=None):
+        offered.append((always, note))
+        return "yes"
+
+    monkeypatch.setattr("mdagent.approval.ask_terminal", fake_ask)
+    policy = make_policy(
+        root, {"ask": [{"rule": "write_file(*.lock)", "reason": "lock files"}]}, interactive=True
+    )
+    assert check(policy, box, "write_file", {"path": "x.lock"}).allowed
+    assert offered == [(False, "Asked because of policy rule `write_file(*.lock)`: lock files")]
+    assert not (root / ".agents" / "config" / "agent.yaml").exists()
+
+
+def test_a_deny_reason_is_in_the_refusal(root, box):
+    policy = make_policy(root, {"deny": [{"rule": "exec(rm *)", "reason": "use trash instead"}]})
+    decision = check(policy, box, "exec", cmd("rm -rf x"), caller=PERSON)
+    assert decision.reason == "denied by policy rule `exec(rm *)` (rm -rf x): use trash instead"
+    assert decision.extra == {"rule": "exec(rm *)", "reason": "use trash instead"}
+    assert decision.to_result().data["reason"] == "use trash instead"
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [{"rule": 3}, {"reason": "x"}, {"rule": "exec(ls)", "reason": 5}, "exec(ls", {"rule": "a b"}],
+)
+def test_bad_rule_entries(entry):
+    with pytest.raises(ConfigError, match=r"^policy.ask"):
+        Rule.parse(entry, "policy.ask[0]")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python3 -c 'print(1)'",
+        "python -Ic 'x'",
+        "sudo -u root /usr/bin/python3.12 -c x",
+        "env X=1 nice node -e 1",
+        "node --eval=1",
+        "perl -lne 'print'",
+        "ruby -r json -e 1",
+        "php -r 'echo 1;'",
+        "deno eval 1",
+        "bun -e 1",
+        "lua -e x",
+        "Rscript -e 1",
+        "osascript -e 'x'",
+        "git log | python3 -c 'import sys'",
+    ],
+)
+def test_inline_code_is_not_covered_by_an_allow_pattern(root, box, command):
+    rules = ["exec(git *)", "exec(python*)", "exec(*)"]
+    policy = make_policy(root, {"allow": rules})
+    decision = check(policy, box, "exec", cmd(command))
+    assert not decision.allowed and "runs inline code" in decision.reason, command
+    assert "policy.inline_eval: ask" in decision.reason
+    loose = make_policy(root, {"allow": rules, "inline_eval": "allow"})
+    assert check(loose, box, "exec", cmd(command)).allowed, command
+
+
+def test_inline_eval_allow_never_covers_shell_strings(root, box):
+    policy = make_policy(root, {"allow": ["exec(*)"], "inline_eval": "allow"})
+    for command in ("bash -c 'ls'", "eval ls", "sh -c ls"):
+        assert not check(policy, box, "exec", cmd(command)).allowed, command
+
+
+def test_scripts_and_exact_always_rules_are_not_inline_code(root, box):
+    policy = make_policy(root, {"allow": ["exec(python3 *)", "exec(python3 -c 'print(1)')"]})
+    assert check(policy, box, "exec", cmd("python3 tool.py -c x")).allowed
+    assert check(policy, box, "exec", cmd("python3 -m pytest -c setup.cfg")).allowed
+    # What "always" saves (the exact command) still covers exactly that command.
+    assert check(policy, box, "exec", cmd("python3 -c 'print(1)'")).allowed
+    assert not check(policy, box, "exec", cmd("python3 -c 'print(2)'")).allowed
+
+
+def test_inline_eval_is_checked(root):
+    with pytest.raises(ConfigError, match="policy.inline_eval: 'sometimes'"):
+        make_policy(root, {"inline_eval": "sometimes"})
+
+
+def test_explain_gives_each_segment_its_own_verdict(root, box):
+    policy = make_policy(
+        root,
+        {
+            "allow": ["exec(git status*)", "exec(python3 *)"],
+            "ask": ["exec(git push*)"],
+            "deny": ["exec(rm *)"],
+        },
+    )
+    verdict = policy.explain(
+        box.tool_for("exec"), cmd("git status && rm -rf x; git push; python3 -c 1; make")
+    )
+    assert verdict.decision == "deny" and verdict.rule.text == "exec(rm *)"
+    assert [(s.text, s.decision) for s in verdict.segments] == [
+        ("git status", "allow"),
+        ("rm -rf x", "deny"),
+        ("git push", "ask"),
+        ("python3 -c 1", "ask"),
+        ("make", "ask"),
+    ]
+    assert verdict.segments[3].why.startswith("`python3 -c` runs inline code")
+    assert verdict.segments[4].why == "no rule in policy.allow covers it"
+    allowlist = make_policy(root, {"mode": "allowlist"})
+    (only,) = allowlist.explain(box.tool_for("exec"), cmd("make")).segments
+    assert only.decision == "deny"
+
+
+def test_evaluate_asks_nobody(root, box):
+    def never(*a):
+        raise AssertionError("asked")
+
+    policy = make_policy(root, interactive=True, prompt=never)
+    verdict = policy.evaluate(box.tool_for("write_file"), {"path": "src/x.py"})
+    assert verdict.decision == "ask" and verdict.asks == "unmatched"
+    assert verdict.suggestion.startswith("write_file(./src/x.py")  # the rule "always" saves
+    assert (
+        policy.evaluate(box.tool_for("read_file"), {"path": "x"}).why == "read_file is a safe tool"
+    )
+
+
+def test_rules_carry_where_they_were_written(tmp_path, root, box):
+    from mdagent.declarations import read_settings
+
+    settings_file = tmp_path / "agent.yaml"
+    settings_file.write_text(
+        "# mine\npolicy:\n  allow:\n    - read_file\n    - {rule: 'exec(ls)', reason: fine}\n"
+        "  deny: [fetch, 'exec(rm *)']\n  tests:\n    - {call: fetch, expect: deny}\n"
+    )
+    settings, sources, problems = read_settings(settings_file, "project")
+    assert problems == []
+    assert [(s["section"], s["line"], s["col"]) for s in sources] == [
+        ("deny", 6, 10),
+        ("deny", 6, 17),
+        ("allow", 4, 7),
+        ("allow", 5, 7),
+        ("tests", 8, 7),
+    ]
+    policy = Policy(settings, workdir=root, interactive=False, sources=sources)
+    ls = policy.allow[1]
+    assert (ls.text, ls.reason, ls.source.line, ls.source.layer) == (
+        "exec(ls)",
+        "fine",
+        5,
+        "project",
+    )
+    assert str(ls.source) == f"{settings_file}:5"
+
+
+def test_a_tool_denied_without_a_pattern_is_withheld(box):
+    from mdagent.policy import withheld
+
+    hidden = withheld(
+        {"policy": {"deny": ["Fetch", "exec(rm *)", {"rule": "read", "reason": "x"}]}}
+    )
+    assert [t.name for t in box if hidden(t)] == ["read_file", "fetch"]
+
+
+def test_a_malformed_rule_or_hook_run_says_what_is_expected(tmp_path):
+    from mdagent.declarations import read_settings
+
+    target = tmp_path / "agent.yaml"
+    target.write_text(
+        "policy:\n  ask:\n    - 5\n    - {rule: 'exec(ls)', why: x}\n"
+        "hooks:\n  stop:\n    - {run: 7}\n"
+    )
+    settings, sources, problems = read_settings(target)
+    assert (settings, sources) == ({}, [])  # a broken file contributes nothing
+    assert [(p.line, p.col, p.message) for p in problems] == [
+        (
+            3,
+            7,
+            'policy.ask.0: expected a rule: "tool(pattern)", or {rule: "tool(pattern)", reason: text}',
+        ),
+        (
+            4,
+            7,
+            'policy.ask.1: expected a rule: "tool(pattern)", or {rule: "tool(pattern)", reason: text}',
+        ),
+        (
+            7,
+            8,
+            "hooks.stop.0.run: expected a command (run with sh -c) or a list of words (run without a shell)",
+        ),
+    ]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import EXEC_TOOL, ProviderClient
 from mdagent.errors import ProviderError
-from mdagent.providers.anthropic import AnthropicProvider
+from mdagent.providers.anthropic import AnthropicProvider, to_anthropic_messages
 from mdagent.providers.base import ProviderConfig, ToolCall
 from model_server import unused_port
 
@@ -147,7 +149,9 @@ def test_timeout(server):
     server.add({"text": "too late", "delay": 1.0})
     with pytest.raises(ProviderError) as err:
         Client(server.anthropic_url, timeout=0.2).ask()
-    assert str(err.value) == f"timed out after 0.2 s waiting for {server.anthropic_url}/v1/messages"
+    assert str(err.value) == (
+        f"timed out after 0.2 s waiting for {server.anthropic_url}/v1/messages (model.timeout)"
+    )
 
 
 def test_a_stream_cut_off_mid_way_is_an_error_not_a_short_answer(server):
@@ -241,3 +245,162 @@ def test_defaults():
     assert provider.base_url == "https://api.anthropic.com"
     assert provider.model == "claude-sonnet-4-5"
     assert provider.api_key_env == "ANTHROPIC_API_KEY"
+
+
+# -- issue 13: thinking, stop reasons, errors, outcomes -------------------------------------
+
+
+def sse(name, data) -> str:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+
+def start(index, block) -> str:
+    return sse(
+        "content_block_start",
+        {"type": "content_block_start", "index": index, "content_block": block},
+    )
+
+
+def delta(index, payload) -> str:
+    return sse(
+        "content_block_delta", {"type": "content_block_delta", "index": index, "delta": payload}
+    )
+
+
+HEAD = sse("message_start", {"type": "message_start", "message": {"usage": {"input_tokens": 3}}})
+
+
+def tail(stop_reason) -> list[str]:
+    return [
+        sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason},
+                "usage": {"output_tokens": 2},
+            },
+        ),
+        sse("message_stop", {"type": "message_stop"}),
+    ]
+
+
+THINKING = {"type": "thinking", "thinking": "Let me see. Yes.", "signature": "c2lnbmVk=="}
+REDACTED = {"type": "redacted_thinking", "data": "ZW5jcnlwdGVk"}
+
+
+def test_streamed_thinking_is_rebuilt_exactly_and_shown_apart(server):
+    server.add(
+        {
+            "sse": [
+                HEAD,
+                start(0, {"type": "thinking", "thinking": "", "signature": ""}),
+                delta(0, {"type": "thinking_delta", "thinking": "Let me see. "}),
+                delta(0, {"type": "thinking_delta", "thinking": "Yes."}),
+                delta(0, {"type": "signature_delta", "signature": "c2lnbmVk=="}),
+                start(1, REDACTED),
+                start(2, {"type": "text", "text": ""}),
+                delta(2, {"type": "text_delta", "text": "Answer."}),
+                *tail("end_turn"),
+            ]
+        }
+    )
+    client = Client(server.anthropic_url)
+    thoughts = []
+    reply = client.provider.complete(
+        "",
+        [{"role": "user", "content": "q"}],
+        [],
+        on_text=client.deltas.append,
+        on_reasoning=thoughts.append,
+    )
+    assert reply.thinking == (THINKING, REDACTED)
+    assert (reply.text, client.deltas, thoughts) == (
+        "Answer.",
+        ["Answer."],
+        ["Let me see. ", "Yes."],
+    )
+    assert reply.to_message() == {
+        "role": "assistant",
+        "content": "Answer.",
+        "thinking": [THINKING, REDACTED],
+    }
+
+
+def test_thinking_goes_back_first_and_unchanged():
+    history = [
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": "Looking.",
+            "thinking": [THINKING, REDACTED],
+            "tool_calls": [{"id": "toolu_1", "name": "exec", "arguments": {"command": "ls"}}],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "toolu_1",
+            "name": "exec",
+            "content": '{"ok": false}',
+            "is_error": True,
+        },
+    ]
+    wire = to_anthropic_messages(history)
+    assert wire[1]["content"] == [
+        THINKING,
+        REDACTED,
+        {"type": "text", "text": "Looking."},
+        {"type": "tool_use", "id": "toolu_1", "name": "exec", "input": {"command": "ls"}},
+    ]
+    assert wire[2]["content"] == [
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_1",
+            "content": '{"ok": false}',
+            "is_error": True,
+        }
+    ]
+
+
+def test_a_thinking_budget_is_sent_when_set():
+    config = ProviderConfig(provider="anthropic", thinking_budget=2048)
+    body = AnthropicProvider(config, environ={}).request_body(
+        "", [{"role": "user", "content": "q"}], []
+    )
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    plain = AnthropicProvider(ProviderConfig(provider="anthropic"), environ={})
+    assert "thinking" not in plain.request_body("", [{"role": "user", "content": "q"}], [])
+
+
+@pytest.mark.parametrize(
+    "reason, short",
+    [
+        ("end_turn", None),
+        ("tool_use", None),
+        ("max_tokens", "max_tokens"),
+        ("refusal", "refusal"),
+        ("model_context_window_exceeded", "context_window"),
+    ],
+)
+def test_stop_reasons_are_read(server, stream, reason, short):
+    server.add({"text": "x", "stop_reason": reason})
+    assert Client(server.anthropic_url, stream).ask().cut_short == short
+
+
+def test_an_error_event_without_its_type_in_the_data(server):
+    server.add(
+        {
+            "sse": [
+                HEAD,
+                'event: error\ndata: {"error": {"type": "api_error", "message": "Internal server error"}}\n\n',
+            ]
+        }
+    )
+    with pytest.raises(ProviderError) as err:
+        Client(server.anthropic_url).ask()
+    assert str(err.value) == "the model server reported an error: Internal server error"
+
+
+def test_pings_are_not_data(server):
+    ping = sse("ping", {"type": "ping"})
+    server.add({"sse": [HEAD] + [ping] * 40, "gap": 0.02})
+    with pytest.raises(ProviderError, match="sent only keep-alives, no data, for 0.3 s"):
+        Client(server.anthropic_url, timeout=0.3).ask()

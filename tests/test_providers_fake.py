@@ -188,3 +188,50 @@ def test_bad_values_are_one_line_errors():
         ProviderConfig.from_settings({"model": {"timeout": "soon"}}, {}, {})
     with pytest.raises(ProviderError, match="unknown provider option"):
         ProviderConfig.from_settings({}, {"modle": "x"}, {})
+
+
+def test_the_defaults_are_the_settings_defaults():
+    from mdagent.declarations import DEFAULT_SETTINGS
+
+    config = ProviderConfig()
+    assert {name: getattr(config, name) for name in DEFAULT_SETTINGS["model"]} == DEFAULT_SETTINGS[
+        "model"
+    ]
+
+
+def test_timeout_is_the_idle_limit_and_request_timeout_is_off_by_default():
+    config = ProviderConfig.from_settings({"model": {"timeout": 30}}, {}, {})
+    assert (config.timeout, config.request_timeout) == (30, None)
+    config = ProviderConfig.from_settings({"model": {"request_timeout": 600}}, {}, {})
+    assert config.request_timeout == 600
+    with pytest.raises(ProviderError, match="model.request_timeout must be a positive number"):
+        ProviderConfig.from_settings({"model": {"request_timeout": 0}}, {}, {})
+
+
+def test_a_thinking_budget_is_for_anthropic_and_fits_in_max_tokens():
+    section = {"provider": "anthropic", "thinking": {"budget_tokens": 2048}}
+    assert ProviderConfig.from_settings({"model": section}, {}, {}).thinking_budget == 2048
+    with pytest.raises(ProviderError) as err:
+        ProviderConfig.from_settings({"model": section | {"max_tokens": 2048}}, {}, {})
+    assert str(err.value) == (
+        "model.thinking.budget_tokens (2048) must be less than model.max_tokens (2048): "
+        "the thinking counts toward the limit"
+    )
+    with pytest.raises(ProviderError, match=r"budget_tokens must be a whole number >= 1024"):
+        ProviderConfig.from_settings(
+            {"model": section | {"thinking": {"budget_tokens": 10}}}, {}, {}
+        )
+    with pytest.raises(ProviderError, match="model.thinking is an Anthropic setting"):
+        ProviderConfig.from_settings({"model": {"thinking": {"budget_tokens": 2048}}}, {}, {})
+    # A flag that switches to OpenAI leaves agent.yaml's Anthropic thinking behind.
+    config = ProviderConfig.from_settings({"model": section}, {"provider": "openai"}, {})
+    assert (config.provider, config.thinking_budget) == ("openai", None)
+
+
+def test_the_fake_takes_the_callbacks_of_every_provider(tmp_path):
+    provider = fake(tmp_path, "- hello\n")
+    seen = []
+    reply = provider.complete(
+        "", [], [], on_text=seen.append, on_reasoning=seen.append, on_retry=seen.append
+    )
+    assert (reply.text, seen) == ("hello", ["hello"])

@@ -8,7 +8,13 @@ import pytest
 
 from conftest import EXEC_TOOL, ProviderClient
 from mdagent.errors import ProviderError
-from mdagent.providers.base import ProviderConfig, ToolCall, retry_after_seconds
+from mdagent.providers.base import (
+    ProviderConfig,
+    ToolCall,
+    retry_after_seconds,
+    retry_wait,
+    should_retry,
+)
 from mdagent.providers.openai import OpenAIProvider
 from model_server import unused_port
 
@@ -170,7 +176,9 @@ def test_timeout(server):
     server.add({"text": "too late", "delay": 1.0})
     with pytest.raises(ProviderError) as err:
         Client(server.url, timeout=0.2).ask()
-    assert str(err.value) == f"timed out after 0.2 s waiting for {server.url}/chat/completions"
+    assert str(err.value) == (
+        f"timed out after 0.2 s waiting for {server.url}/chat/completions (model.timeout)"
+    )
 
 
 def test_a_stream_cut_off_mid_way_is_an_error_not_a_short_answer(server):
@@ -295,3 +303,240 @@ def test_a_stream_that_ends_cleanly_without_done_is_cut_off(server):
     server.add({"status": 200, "headers": {"Content-Type": "text/event-stream"}, "body": body})
     with pytest.raises(ProviderError, match="^the model's answer was cut off mid-stream$"):
         Client(server.url).ask()
+
+
+# -- issue 13: the wire as servers really send it ----------------------------------------
+
+
+def data(payload) -> str:
+    return f"data: {json.dumps(payload)}\n\n"
+
+
+def piece(delta, finish=None) -> str:
+    return data({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+
+def test_retry_after_ms_is_read_before_retry_after(server):
+    server.add({"status": 429, "headers": {"retry-after-ms": "1500", "retry-after": "9"}}, "ok")
+    client = Client(server.url)
+    assert client.ask().text == "ok"
+    assert client.sleeps == [1.5]
+
+
+def test_retry_after_ms_is_capped_and_garbage_falls_back(server):
+    server.add(
+        {"status": 429, "headers": {"retry-after-ms": "86400000"}},
+        {"status": 429, "headers": {"retry-after-ms": "soon", "retry-after": "2"}},
+        {"status": 429, "headers": {"retry-after-ms": "nan"}},
+        "ok",
+    )
+    client = Client(server.url)
+    assert client.ask().text == "ok"
+    assert client.sleeps == [60.0, 2.0, 2.0]  # the last: no usable header, the third backoff
+
+
+def test_retry_wait_and_should_retry_as_the_sdks_read_headers():
+    assert retry_wait({"retry-after-ms": "250", "retry-after": "3"}) == 0.25
+    assert retry_wait({"retry-after": "3"}) == 3.0
+    assert retry_wait({"retry-after": "Wed, 21 Oct 2015 07:28:30 GMT"}, now=1445412480.0) == 30.0
+    assert retry_wait({}) is None
+    assert [should_retry(s, {}) for s in (400, 401, 404, 408, 409, 422, 429, 500, 529)] == [
+        False, False, False, True, True, False, True, True, True,
+    ]  # fmt: skip
+    assert should_retry(400, {"x-should-retry": "true"})
+    assert not should_retry(503, {"x-should-retry": "False"})
+
+
+@pytest.mark.parametrize("status", [408, 409])
+def test_timeouts_and_conflicts_are_retried(server, status):
+    server.add({"status": status}, "ok")
+    client = Client(server.url)
+    assert client.ask().text == "ok"
+    assert client.sleeps == [0.5]
+
+
+def test_x_should_retry_true_retries_even_a_400(server):
+    server.add({"status": 400, "headers": {"x-should-retry": "true"}}, "ok")
+    client = Client(server.url)
+    assert client.ask().text == "ok"
+    assert len(server.requests) == 2
+
+
+def test_a_408_that_never_clears_says_so(server):
+    server.add(*[{"status": 408, "message": "request timeout"}] * 2)
+    with pytest.raises(ProviderError) as err:
+        Client(server.url, max_retries=1).ask()
+    assert str(err.value) == "request failed (HTTP 408) after 1 retry: request timeout"
+
+
+def test_each_retry_is_told_in_one_line(server):
+    server.add({"status": 503, "headers": {"retry-after": "1"}}, "ok")
+    client = Client(server.url)
+    told = []
+    client.provider.complete("", [{"role": "user", "content": "hi"}], [], on_retry=told.append)
+    assert told == [
+        "the model server answered HTTP 503 (service unavailable); retrying in 1 s (1 of 3)"
+    ]
+
+
+def test_a_reset_after_the_headers_is_retried_but_a_reset_after_a_byte_is_not(server):
+    server.add({"sse": [], "end": "reset", "gap": 0.1}, "second try")
+    client = Client(server.url)
+    assert client.ask().text == "second try"
+    assert client.sleeps == [0.5]
+    server.add({"sse": [piece({"content": "Hal"})], "end": "reset", "gap": 0.1}, "never")
+    with pytest.raises(ProviderError, match="^the model's answer was cut off mid-stream$"):
+        client.ask()
+    assert client.deltas[-1] == "Hal" and client.sleeps == [0.5]
+
+
+def test_sse_line_ends_crlf_split_across_chunks_and_multiline_data(server):
+    first = json.dumps({"choices": [{"index": 0, "delta": {"content": "a"}}]})
+    server.add(
+        {
+            "sse": [
+                f"data: {first}\r",  # the CR here, its LF in the next chunk
+                "\n\r\n",
+                'data: {"choices": [{"index": 0,\n',  # one event, data over two lines
+                'data: "delta": {"content": "b"}, "finish_reason": "stop"}]}\r\r',
+                "data: [DONE]",  # no line end at all before the body ends
+            ]
+        }
+    )
+    client = Client(server.url)
+    assert client.ask().text == "ab"
+    assert client.deltas == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "error, words",
+    [
+        (
+            'error: {"code":500,"message":"slot unavailable","type":"server_error"}\n\n',
+            "server_error: slot unavailable",
+        ),
+        (
+            '{"error":{"message":"runner stopped","type":"api_error","param":null,"code":null}}\n',
+            "runner stopped",
+        ),
+        (
+            data({"object": "error", "message": "bad", "type": "BadRequestError", "code": 400}),
+            "bad",
+        ),
+        (
+            data(
+                {
+                    "error": {"message": "Overloaded", "code": 502},
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "error"}],
+                }
+            ),
+            "Overloaded",
+        ),
+        (piece({}, "error"), "finish_reason error"),
+    ],
+    ids=["llama.cpp", "ollama", "vllm", "openrouter", "finish-error"],
+)
+def test_errors_inside_the_stream_raise_the_servers_words(server, error, words):
+    server.add({"sse": [piece({"content": "so far"}), error, "data: [DONE]\n\n"]})
+    with pytest.raises(ProviderError) as err:
+        Client(server.url).ask()
+    assert str(err.value) == f"the model server reported an error: {words}"
+
+
+def test_a_200_body_that_is_an_error_is_an_error(server):
+    server.add({"status": 200, "body": {"object": "error", "message": "no such model"}})
+    with pytest.raises(ProviderError, match="reported an error: no such model$"):
+        Client(server.url, stream=False).ask()
+
+
+def test_a_finish_without_done_is_complete_and_keeps_its_usage(server):
+    usage_only = data({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2}})
+    server.add({"sse": [piece({"content": "whole"}), piece({}, "stop"), usage_only]})
+    reply = Client(server.url).ask()
+    assert (reply.text, reply.stop_reason, reply.cut_short) == ("whole", "stop", None)
+    assert reply.usage == {"input_tokens": 5, "output_tokens": 2}
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+def test_reasoning_goes_to_on_reasoning_never_to_the_text(server, stream, field):
+    if stream:
+        server.add(
+            {
+                "sse": [
+                    piece({field: "hm, "}),
+                    piece({field: "four"}),
+                    piece({"content": "4"}, "stop"),
+                ]
+            }
+        )
+    else:
+        message = {"role": "assistant", "content": "4", field: "hm, four"}
+        server.add(
+            {"status": 200, "body": {"choices": [{"message": message, "finish_reason": "stop"}]}}
+        )
+    client = Client(server.url, stream)
+    thoughts = []
+    reply = client.provider.complete(
+        "",
+        [{"role": "user", "content": "2+2"}],
+        [],
+        on_text=client.deltas.append,
+        on_reasoning=thoughts.append,
+    )
+    assert (reply.text, reply.reasoning, "".join(client.deltas)) == ("4", "hm, four", "4")
+    assert "".join(thoughts) == "hm, four"
+    assert reply.to_message() == {"role": "assistant", "content": "4", "reasoning": "hm, four"}
+    body = client.provider.request_body("", [reply.to_message()], [])
+    assert body["messages"] == [{"role": "assistant", "content": "4"}]  # never sent back
+
+
+def test_a_refusal_is_the_text_and_cuts_the_answer_short(server, stream):
+    if stream:
+        server.add(
+            {
+                "sse": [
+                    piece({"refusal": "I can't "}),
+                    piece({"refusal": "help."}, "stop"),
+                    "data: [DONE]\n\n",
+                ]
+            }
+        )
+    else:
+        message = {"role": "assistant", "content": None, "refusal": "I can't help."}
+        server.add(
+            {"status": 200, "body": {"choices": [{"message": message, "finish_reason": "stop"}]}}
+        )
+    client = Client(server.url, stream)
+    reply = client.ask()
+    assert (reply.text, reply.refusal, reply.cut_short) == (
+        "I can't help.",
+        "I can't help.",
+        "refusal",
+    )
+    assert "".join(client.deltas) == "I can't help."
+
+
+@pytest.mark.parametrize(
+    "reason, short",
+    [
+        ("stop", None),
+        ("tool_calls", None),
+        ("length", "max_tokens"),
+        ("content_filter", "content_filter"),
+    ],
+)
+def test_stop_reasons_are_read(server, reason, short):
+    server.add({"text": "x", "stop_reason": reason})
+    assert Client(server.url).ask().cut_short == short
+
+
+def test_request_timeout_bounds_a_trickled_body_too(server):
+    trickle = ["{" + " " * 10] * 100  # a JSON body that never gets anywhere, 0.05 s a piece
+    server.add({"sse": trickle, "headers": {"Content-Type": "application/json"}, "gap": 0.05})
+    client = Client(server.url, stream=False, timeout=5.0, request_timeout=0.5)
+    with pytest.raises(ProviderError) as err:
+        client.ask()
+    assert str(err.value) == (
+        f"timed out: the request to {server.url}/chat/completions took longer than 0.5 s "
+        "(model.request_timeout)"
+    )

@@ -45,10 +45,10 @@ def dirs(tmp_path, monkeypatch):
     return made
 
 
-def py(code: str, box: sandbox.Sandbox, **kw) -> subprocess.CompletedProcess:
-    """Run ``python -c code`` in the sandbox, as a tool's child would be run."""
+def py(code: str, box: sandbox.Sandbox, *args: str, **kw) -> subprocess.CompletedProcess:
+    """Run ``python -c code ARGS`` in the sandbox, as a tool's child would be run."""
     return subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, "-c", code, *args],
         preexec_fn=box.preexec_fn,
         capture_output=True,
         text=True,
@@ -212,35 +212,23 @@ def test_older_abis_still_confine_writes(dirs, monkeypatch, abi):
 # --- network -----------------------------------------------------------------
 
 CONNECT = "import socket, sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)"
+BIND = "import socket; socket.socket().bind(('127.0.0.1', 0))"
 
 
 @needs_landlock
-@needs_network_rules
-def test_network_off_denies_tcp_connect_and_bind(dirs, tcp_server):
-    with prepare(SandboxSettings(network=False), dirs["ws"]) as box:
-        connect = subprocess.run(
-            [sys.executable, "-c", CONNECT, str(tcp_server)],
-            preexec_fn=box.preexec_fn,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        bind = py("import socket; socket.socket().bind(('127.0.0.1', 0))", box)
-    assert connect.returncode != 0 and "PermissionError" in connect.stderr
-    assert bind.returncode != 0 and "PermissionError" in bind.stderr
-
-
-@needs_landlock
-def test_network_on_allows_tcp_connect(dirs, tcp_server):
-    with prepare(SandboxSettings(network=True), dirs["ws"]) as box:
-        connect = subprocess.run(
-            [sys.executable, "-c", CONNECT, str(tcp_server)],
-            preexec_fn=box.preexec_fn,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    assert connect.returncode == 0, connect.stderr
+@pytest.mark.parametrize(
+    "network",
+    [pytest.param(False, marks=needs_network_rules, id="off"), pytest.param(True, id="on")],
+)
+def test_the_network_setting_decides_tcp_connect_and_bind(dirs, tcp_server, network):
+    with prepare(SandboxSettings(network=network), dirs["ws"]) as box:
+        connect = py(CONNECT, box, str(tcp_server))
+        bind = py(BIND, box)
+    for result in (connect, bind):
+        if network:
+            assert result.returncode == 0, result.stderr
+        else:
+            assert result.returncode != 0 and "PermissionError" in result.stderr
 
 
 # --- signals, descriptors, threads ------------------------------------------
@@ -259,13 +247,7 @@ def test_children_cannot_signal_processes_outside_the_sandbox(dirs):
         "    print('denied')\n"
     )
     with prepare(SandboxSettings(), dirs["ws"]) as box:
-        result = subprocess.run(
-            [sys.executable, "-c", code, str(os.getpid())],
-            preexec_fn=box.preexec_fn,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        result = py(code, box, str(os.getpid()))
     assert result.returncode == 0, result.stderr
     assert result.stdout == "denied\n"
 
@@ -393,6 +375,7 @@ def test_settings_errors_are_one_line(data, message):
 
 def test_who_is_confined():
     assert SandboxSettings().applies("model")
+    assert SandboxSettings().applies("another agent")  # anyone but a person: fail closed
     assert not SandboxSettings().applies("person")
     assert SandboxSettings(applies_to="all").applies("person")
     assert not SandboxSettings(mode="off", applies_to="all").applies("model")
@@ -428,3 +411,151 @@ def test_a_child_that_cannot_enter_the_sandbox_never_runs(dirs):
     with box, pytest.raises(subprocess.SubprocessError, match="preexec_fn"):
         py(write(dirs["outside"] / "x"), box)
     assert not (dirs["outside"] / "x").exists()
+
+
+def test_the_dataclass_defaults_are_the_settings_defaults():
+    from mdagent.declarations import DEFAULT_SETTINGS
+
+    assert SandboxSettings.from_mapping(DEFAULT_SETTINGS["sandbox"]) == SandboxSettings()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"mode": "strict"},
+        {"mode": True},
+        {"network": "maybe"},
+        {"writable": [1]},
+        {"writable": [""]},
+        {"applies_to": "person"},
+        {"required": "yes"},
+        {"mdoe": "off"},
+        ["off"],
+    ],
+)
+def test_the_settings_schema_refuses_what_the_runtime_refuses(data):
+    # `agent check` judges agent.yaml by the schema, runs by from_mapping: they must agree.
+    from mdagent.schemas import validator
+
+    with pytest.raises(ConfigError):
+        SandboxSettings.from_mapping(data)
+    assert list(validator("settings").iter_errors({"sandbox": data}))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mode: off\nnetwork: off",
+        "mode: read-only\nnetwork: on\nwritable: [~/x, build]\napplies_to: all\nrequired: true",
+        "{}",
+    ],
+)
+def test_the_settings_schema_accepts_what_the_runtime_accepts(text):
+    from mdagent.schemas import validator
+
+    data = yaml.safe_load(text)
+    SandboxSettings.from_mapping(data)
+    assert not list(validator("settings").iter_errors({"sandbox": data}))
+
+
+def test_the_note_without_network_rules_says_the_file_rules_hold(monkeypatch):
+    monkeypatch.setattr(sandbox, "_probe", lambda: (3, ""))
+    note = sandbox.unavailable_note(sandbox.available(SandboxSettings(network=False)))
+    assert note.startswith("sandbox without network rules: network: off needs Landlock ABI 4")
+    assert "model commands can connect" in note
+
+
+# --- the one path from a tool call to a process -------------------------------
+
+
+def tool_run(dirs, code: str, *, caller: str = "model", **sandbox_settings):
+    """``python -c code`` through :func:`run_tool_process`, as a tool call of ``caller``."""
+    from mdagent.process import run_tool_process
+    from mdagent.toolbox import ToolContext
+
+    settings = {"sandbox": sandbox_settings} if sandbox_settings else {}
+    ctx = ToolContext(workdir=str(dirs["ws"]), caller=caller, settings=settings)
+    return run_tool_process([sys.executable, "-c", code], ctx)
+
+
+@pytest.fixture
+def told(monkeypatch):
+    """What run_tool_process told the person, this run."""
+    from mdagent import approval, process
+
+    said: list[str] = []
+    monkeypatch.setattr(process, "_TOLD", set())
+    monkeypatch.setattr(approval, "tell", lambda message, out=None: said.append(message))
+    return said
+
+
+@needs_landlock
+def test_a_models_call_is_confined_and_a_persons_is_not(dirs, told):
+    model = tool_run(dirs, write(dirs["outside"] / "model"))
+    assert model["exit_code"] == 1 and "PermissionError" in model["stderr"]
+    assert model["sandbox"].startswith("the command may have been stopped by mdagent's sandbox")
+    assert not (dirs["outside"] / "model").exists()
+    person = tool_run(dirs, write(dirs["outside"] / "person"), caller="person")
+    assert person["exit_code"] == 0 and "sandbox" not in person
+    everyone = tool_run(dirs, write(dirs["outside"] / "all"), caller="person", applies_to="all")
+    assert everyone["exit_code"] == 1 and not (dirs["outside"] / "all").exists()
+    assert told == [model["sandbox"]]  # the same note twice is told once
+
+
+@needs_landlock
+def test_a_failure_that_is_no_denial_gets_no_note(dirs, told):
+    result = tool_run(dirs, "import sys; sys.exit('no such thing')")
+    assert result["exit_code"] == 1 and "sandbox" not in result
+    assert told == []
+
+
+def test_required_without_landlock_runs_nothing(dirs, monkeypatch, told):
+    monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))
+    result = tool_run(dirs, write(dirs["outside"] / "x"), required=True)
+    assert result == {
+        "error": "not run: sandbox.required is set but this kernel has no Landlock",
+        "code": "DENIED",
+    }
+    assert not (dirs["outside"] / "x").exists()
+    assert told == []
+
+
+def test_without_landlock_the_call_runs_and_the_person_is_told_once(dirs, monkeypatch, told):
+    monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))
+    for name in ("a", "b"):
+        assert tool_run(dirs, write(dirs["outside"] / name))["exit_code"] == 0
+    assert told == [sandbox.unavailable_note("this kernel has no Landlock")]
+    assert tool_run(dirs, "pass", caller="person")["exit_code"] == 0
+    assert len(told) == 1
+
+
+def test_a_broken_sandbox_setting_runs_nothing(dirs, told):
+    result = tool_run(dirs, write(dirs["outside"] / "x"), mode="strict")
+    assert result["code"] == "DENIED"
+    assert result["error"].startswith("not run: sandbox.mode: expected workspace-write")
+    assert not (dirs["outside"] / "x").exists()
+
+
+@needs_landlock
+def test_a_call_whose_child_cannot_enter_the_sandbox_runs_nothing(dirs, monkeypatch, told):
+    def bogus(settings, workspace, extra_writable=()):
+        not_a_ruleset = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        return sandbox.Sandbox(settings, workspace, fd=not_a_ruleset, abi=7)
+
+    monkeypatch.setattr(sandbox, "prepare", bogus)
+    result = tool_run(dirs, write(dirs["outside"] / "x"))
+    assert result["code"] == "DENIED"
+    assert result["error"].startswith("not run: the command could not enter the sandbox")
+    assert not (dirs["outside"] / "x").exists()
+    assert told == []
+
+
+@needs_landlock
+def test_policy_paths_are_writable_like_the_workspace(dirs, told):
+    from mdagent.process import run_tool_process
+    from mdagent.toolbox import ToolContext
+
+    settings = {"policy": {"paths": [str(dirs["outside"])]}}
+    ctx = ToolContext(workdir=str(dirs["ws"]), caller="model", settings=settings)
+    result = run_tool_process([sys.executable, "-c", write(dirs["outside"] / "x")], ctx)
+    assert result["exit_code"] == 0, result

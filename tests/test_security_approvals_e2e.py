@@ -9,36 +9,28 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import write
+from conftest import (
+    ask,
+    command_skill,
+    provider_args,
+    scripted_model,
+    settings,
+    tool_results,
+    write,
+)
 from model_server import ModelServer
-from test_terminal_e2e import SESSION_PROMPT, Terminal
+from test_terminal_e2e import SESSION_PROMPT, Terminal, write_call
 
 SETTINGS = Path(".agents") / "config" / "agent.yaml"
-PROTECTED_PROMPT = "Run it? [y]es / [n]o: "
-
-
-def settings(ws: Path, text: str) -> Path:
-    return write(ws / SETTINGS, text)
-
-
-def tool_results(server: ModelServer) -> list[dict]:
-    last = server.requests[-1]["json"]["messages"]
-    return [json.loads(m["content"]) for m in last if m.get("role") == "tool"]
-
-
-def model(*calls, answer="done"):
-    script = [{"tool_calls": [{"name": n, "arguments": a}]} for n, a in calls]
-    return ModelServer([*script, {"text": answer}])
-
-
-def ask(run_agent, server, *extra, env=None):
-    return run_agent("--provider", "openai", "--base-url", server.url, "ask", *extra, "go", env=env)
+# The question for a protected call: no [a]lways.
+PROTECTED_PROMPT = re.escape("Run it? [y]es / [n]o: ") + "$"
 
 
 # -- 6. a model never changes its own policy ------------------------------------------
@@ -49,7 +41,7 @@ def test_full_mode_and_yes_do_not_let_a_model_write_its_settings(workspace, run_
     target = settings(workspace, original)
     (workspace / "cfg").symlink_to(workspace / ".agents")
     widened = "policy: {mode: full}\n"
-    with model(
+    with scripted_model(
         ("write_file", {"path": str(SETTINGS), "content": widened}),
         ("edit_file", {"path": str(SETTINGS), "old_string": "rm *", "new_string": "nothing"}),
         ("write_file", {"path": "cfg/config/agent.yaml", "content": widened}),
@@ -85,7 +77,9 @@ def test_exec_writing_the_settings_is_denied_in_full_mode_with_yes(workspace, ru
     original = "policy:\n  mode: full\n  deny: ['exec(rm notes*)']\n"
     target = settings(workspace, original)
     (workspace / "notes.txt").write_text("x\n")
-    with model(("exec", {"command": command}), ("exec", {"command": "echo ok > out.txt"})) as s:
+    with scripted_model(
+        ("exec", {"command": command}), ("exec", {"command": "echo ok > out.txt"})
+    ) as s:
         result = ask(run_agent, s, "--yes")
         denied, allowed = tool_results(s)
     assert result.returncode == 0
@@ -107,7 +101,7 @@ def test_allow_rules_do_not_cover_layer_files_user_layer_and_hook_scripts(
         "policy:\n  allow: [write_file, exec]\n"
         "hooks:\n  before: [{tool: exec, run: ./scripts/guard.sh}]\n",
     )
-    with model(
+    with scripted_model(
         ("write_file", {"path": ".agents/config/tools.yaml", "content": "tools: {}\n"}),
         ("write_file", {"path": "scripts/guard.sh", "content": "#!/bin/sh\n"}),
         ("exec", {"command": f"echo 'policy: {{mode: full}}' > {user_settings}"}),
@@ -127,10 +121,7 @@ def test_allow_rules_do_not_cover_layer_files_user_layer_and_hook_scripts(
 
 
 def test_a_person_typing_a_command_may_change_the_settings(workspace, run_agent):
-    write(
-        workspace / ".agents" / "skills" / "t" / "SKILL.md",
-        "---\nname: t\ndescription: run\ncommand-dispatch: tool\ncommand-tool: exec\n---\n",
-    )
+    command_skill(workspace)
     settings(workspace, "# settings\n")
     typed = run_agent("/t", "echo '# by hand' >> .agents/config/agent.yaml")
     assert typed.returncode == 0, typed.stderr
@@ -140,17 +131,15 @@ def test_a_person_typing_a_command_may_change_the_settings(workspace, run_agent)
 def test_at_a_terminal_a_protected_write_is_asked_without_always(workspace):
     target = settings(workspace, "policy:\n  mode: full\n")
     call = {"path": str(SETTINGS), "content": "policy:\n  mode: full\n# seen\n"}
-    with model(("write_file", call), ("write_file", call)) as server:
-        with Terminal(
-            "--provider", "openai", "--base-url", server.url, "ask", "--yes", "go", cwd=workspace
-        ) as term:
-            shown = term.expect(r"Run it\? \[y\]es / \[n\]o: $").string
+    with scripted_model(("write_file", call), ("write_file", call)) as server:
+        with Terminal(*provider_args(server), "ask", "--yes", "go", cwd=workspace) as term:
+            shown = term.expect(PROTECTED_PROMPT).string
             assert "agent's own configuration" in shown and "[a]lways" not in shown
             term.type("a")  # not an answer here
             term.expect(r"^Please answer y or n\.$")
-            term.expect(r"Run it\? \[y\]es / \[n\]o: $")
+            term.expect(PROTECTED_PROMPT)
             term.type("y")
-            term.expect(r"Run it\? \[y\]es / \[n\]o: $")  # a yes is for one call only
+            term.expect(PROTECTED_PROMPT)  # a yes is for one call only
             term.type("n")
             assert term.wait() == 0
         first, second = tool_results(server)
@@ -164,28 +153,16 @@ def test_at_a_terminal_a_protected_write_is_asked_without_always(workspace):
 def test_always_saves_a_rule_anchored_at_the_workspace_root(workspace):
     (workspace / "sub").mkdir()
     script = [
-        {
-            "tool_calls": [
-                {"name": "write_file", "arguments": {"path": "agent.yaml", "content": "1"}}
-            ]
-        },
+        write_call("1", "agent.yaml"),
         {"text": "one"},
-        {
-            "tool_calls": [
-                {"name": "write_file", "arguments": {"path": "agent.yaml", "content": "2"}}
-            ]
-        },
+        write_call("2", "agent.yaml"),
         {"text": "two"},
-        {
-            "tool_calls": [
-                {"name": "write_file", "arguments": {"path": "sub/agent.yaml", "content": "3"}}
-            ]
-        },
+        write_call("3", "sub/agent.yaml"),
         {"text": "three"},
     ]
     with (
         ModelServer(script) as server,
-        Terminal("--provider", "openai", "--base-url", server.url, cwd=workspace) as term,
+        Terminal(*provider_args(server), cwd=workspace) as term,
     ):
         term.expect(rf"^{SESSION_PROMPT}$")
         term.type("write it")
@@ -217,7 +194,7 @@ def test_a_saved_anchored_rule_does_not_cover_the_settings_file(workspace, run_a
     settings(
         workspace, "policy:\n  allow: ['write_file(./agent.yaml)', 'write_file(agent.yaml)']\n"
     )
-    with model(
+    with scripted_model(
         ("write_file", {"path": "agent.yaml", "content": "root"}),
         ("write_file", {"path": "deep/agent.yaml", "content": "deep"}),
         ("write_file", {"path": str(SETTINGS), "content": "policy: {mode: full}\n"}),
@@ -242,14 +219,14 @@ def review_skill(ws: Path, allowed: str) -> Path:
 def test_allowed_tools_prefix_rule_runs_git_diff_but_not_git_push(workspace, run_agent):
     subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
     review_skill(workspace, "Bash(git diff:*) Read(src/**)")
-    with model(
+    with scripted_model(
         ("exec", {"command": "git diff"}),
         ("exec", {"command": "git diff --stat"}),
         ("exec", {"command": "git push origin main"}),
         ("exec", {"command": "git diff; echo pwned > pwned.txt"}),
         ("exec", {"command": "git diff > .agents/config/agent.yaml"}),
     ) as server:
-        result = run_agent("--provider", "openai", "--base-url", server.url, "/review")
+        result = run_agent(*provider_args(server), "/review")
         results = tool_results(server)
     assert result.returncode == 0, result.stderr
     assert [r["ok"] for r in results] == [True, True, False, False, False]

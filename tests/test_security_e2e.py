@@ -3,43 +3,22 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-from conftest import agent_executable, write
-from model_server import ModelServer
-
-
-def term(ws: Path) -> None:
-    write(
-        ws / ".agents" / "skills" / "t" / "SKILL.md",
-        "---\nname: t\ndescription: run\ncommand-dispatch: tool\ncommand-tool: exec\n---\n",
-    )
-
-
-def settings(ws: Path, text: str) -> None:
-    write(ws / ".agents" / "config" / "agent.yaml", text)
-
-
-def tool_results(server: ModelServer) -> list[dict]:
-    """Every tool result the model was sent (OpenAI format), in order.
-
-    Each request repeats the history, so the last request holds them all.
-    """
-    last = server.requests[-1]["json"]["messages"]
-    return [json.loads(m["content"]) for m in last if m.get("role") == "tool"]
-
-
-def model(*calls, answer="done"):
-    script = [{"tool_calls": [{"name": n, "arguments": a}]} for n, a in calls]
-    return ModelServer([*script, {"text": answer}])
-
-
-def ask(run_agent, server, *extra, env=None):
-    return run_agent("--provider", "openai", "--base-url", server.url, "ask", *extra, "go", env=env)
+from conftest import (
+    agent_executable,
+    ask,
+    command_skill,
+    config,
+    scripted_model,
+    settings,
+    start_agent,
+    tool_results,
+    write,
+)
 
 
 def test_secret_variable_never_reaches_exec_or_hook(workspace, run_agent):
-    term(workspace)
+    command_skill(workspace)
     hook_out = workspace / "hook-env.txt"
     settings(workspace, f"hooks:\n  before:\n    - {{tool: exec, run: 'env > {hook_out}'}}\n")
     env = {"MY_API_KEY": "sk-very-secret", "HARMLESS": "visible"}
@@ -47,7 +26,7 @@ def test_secret_variable_never_reaches_exec_or_hook(workspace, run_agent):
     assert "HARMLESS=visible" in typed.stdout and "MY_API_KEY" not in typed.stdout
     hook_env = hook_out.read_text()
     assert "HARMLESS=visible" in hook_env and "MY_API_KEY" not in hook_env
-    with model(("exec", {"command": "env"})) as server:
+    with scripted_model(("exec", {"command": "env"})) as server:
         ask(run_agent, server, "--yes", env=env)
         result = tool_results(server)[0]
     assert "HARMLESS=visible" in result["stdout"] and "sk-very-secret" not in result["stdout"]
@@ -57,13 +36,13 @@ def test_secret_variable_never_reaches_exec_or_hook(workspace, run_agent):
 
 
 def test_deny_rule_blocks_model_and_person(workspace, run_agent):
-    term(workspace)
+    command_skill(workspace)
     settings(workspace, "policy:\n  mode: full\n  deny: ['exec(rm *)']\n")
     victim = workspace / "victim.txt"
     victim.write_text("keep me")
     typed = run_agent("/t", f"rm {victim.name}")
     assert typed.returncode == 126 and victim.exists()
-    with model(("exec", {"command": f"rm {victim.name}"})) as server:
+    with scripted_model(("exec", {"command": f"rm {victim.name}"})) as server:
         result = ask(run_agent, server, "--yes")
         denied = tool_results(server)[0]
     assert result.returncode == 0 and victim.exists()
@@ -74,7 +53,7 @@ def test_compound_command_is_not_covered_by_a_prefix_allow_rule(workspace, run_a
     settings(workspace, "policy:\n  allow: ['exec(git status*)']\n")
     (workspace / "x").mkdir()
     subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
-    with model(
+    with scripted_model(
         ("exec", {"command": "git status && rm -rf x"}), ("exec", {"command": "git status --short"})
     ) as server:
         result = ask(run_agent, server)
@@ -89,7 +68,7 @@ def test_model_file_tools_stay_in_the_workspace(workspace, run_agent, tmp_path):
     outside.write_text("secret")
     (workspace / "link").symlink_to(outside)
     calls = [("read_file", {"path": p}) for p in ("../outside.txt", str(outside), "link")]
-    with model(*calls) as server:
+    with scripted_model(*calls) as server:
         ask(run_agent, server, "--yes")
         results = tool_results(server)
     assert len(results) == 3
@@ -98,7 +77,7 @@ def test_model_file_tools_stay_in_the_workspace(workspace, run_agent, tmp_path):
 
 
 def test_hook_exit_2_blocks_with_its_reason(workspace, run_agent):
-    term(workspace)
+    command_skill(workspace)
     guard = write(workspace / "guard.sh", "#!/bin/sh\necho 'no deploys on Fridays' >&2\nexit 2\n")
     guard.chmod(0o755)
     settings(workspace, "hooks:\n  before:\n    - {tool: exec, run: ./guard.sh}\n")
@@ -109,8 +88,9 @@ def test_hook_exit_2_blocks_with_its_reason(workspace, run_agent):
 
 
 def test_rate_limit_holds_across_processes(workspace, run_agent):
-    write(
-        workspace / ".agents" / "config" / "limited.yaml",
+    config(
+        workspace,
+        "limited.yaml",
         "tools:\n  ping:\n    description: Ping\n    run: [echo, pong]\n    rate_limit: {max_calls: 2, window_ms: 60000}\n"
         "commands:\n  ping: {tool: ping}\n",
     )
@@ -135,7 +115,7 @@ PEAK_RSS = (
 
 
 def test_gigabyte_of_output_keeps_memory_flat(workspace):
-    term(workspace)
+    command_skill(workspace)
     for extra in ([], ["--json"]):
         done = subprocess.run(
             [
@@ -159,16 +139,9 @@ def test_gigabyte_of_output_keeps_memory_flat(workspace):
 
 
 def test_concurrent_processes_lose_no_audit_row(workspace, run_agent):
-    term(workspace)
+    command_skill(workspace)
     procs = [
-        subprocess.Popen(
-            [agent_executable(), "/t", f"echo {i}"],
-            cwd=workspace,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        for i in range(20)
+        start_agent(workspace, "/t", f"echo {i}", stdout=subprocess.DEVNULL) for i in range(20)
     ]
     errors = [p.communicate(timeout=120)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * 20, errors
@@ -178,7 +151,7 @@ def test_concurrent_processes_lose_no_audit_row(workspace, run_agent):
 
 
 def test_audit_log_records_caller_and_redacts_secrets(workspace, run_agent):
-    term(workspace)
+    command_skill(workspace)
     run_agent("/t", "echo $MY_TOKEN sk-abcdef123456", env={"MY_TOKEN": "sk-abcdef123456"})
     rows = json.loads(run_agent("logs", "--json", "--tool", "exec").stdout)
     assert rows[0]["caller"] == "person"
@@ -188,7 +161,7 @@ def test_audit_log_records_caller_and_redacts_secrets(workspace, run_agent):
 
 
 def test_no_terminal_and_no_yes_denies_with_a_hint(workspace, run_agent):
-    with model(("write_file", {"path": "a.txt", "content": "x"})) as server:
+    with scripted_model(("write_file", {"path": "a.txt", "content": "x"})) as server:
         result = ask(run_agent, server)
         denied = tool_results(server)[0]
     assert result.returncode == 0 and not (workspace / "a.txt").exists()
@@ -196,6 +169,6 @@ def test_no_terminal_and_no_yes_denies_with_a_hint(workspace, run_agent):
 
 
 def test_a_refused_model_call_is_shown_to_the_person(workspace, run_agent):
-    with model(("write_file", {"path": "a.txt", "content": "x"})) as server:
+    with scripted_model(("write_file", {"path": "a.txt", "content": "x"})) as server:
         result = ask(run_agent, server)
     assert "✗ write_file needs approval" in result.stderr and "--yes" in result.stderr

@@ -9,14 +9,16 @@ import os
 import shutil
 import subprocess
 
-from conftest import write
-from model_server import ModelServer
-from test_security_e2e import ask, settings, term, tool_results
+import pytest
+
+from conftest import ask, command_skill, scripted_model, settings, tool_results, write
+
+RM_DENIED = "policy:\n  mode: full\n  deny: ['exec(rm *)']\n"
 
 
-def model(*commands: str) -> ModelServer:
-    script = [{"tool_calls": [{"name": "exec", "arguments": {"command": c}}]} for c in commands]
-    return ModelServer([*script, {"text": "done"}])
+def model(*commands: str):
+    """A model that runs each of ``commands`` with exec, one call each."""
+    return scripted_model(*(("exec", {"command": c}) for c in commands))
 
 
 def victims(ws, count: int) -> list:
@@ -26,7 +28,7 @@ def victims(ws, count: int) -> list:
     return paths
 
 
-def run_denied(run_agent, ws, commands: list[str], *extra: str) -> list[dict]:
+def run_denied(run_agent, commands: list[str], *extra: str) -> list[dict]:
     """Have a model run ``commands`` (one per call); every result must be a denial."""
     with model(*commands) as server:
         result = ask(run_agent, server, *extra)
@@ -49,7 +51,7 @@ def test_an_allow_rule_covers_only_literal_commands(workspace, run_agent):
         "for x in a[\\$\\(touch\\ pwned1\\)]; do for ((x;0;)); do git status; done; done",
         "git status $HOME",
     ]
-    results = run_denied(run_agent, workspace, commands)
+    results = run_denied(run_agent, commands)
     assert not list(workspace.glob("pwned*"))
     assert "not allowed" in results[0]["error"]
     with model("git status --short") as server:
@@ -59,85 +61,85 @@ def test_an_allow_rule_covers_only_literal_commands(workspace, run_agent):
 
 
 def test_deny_rules_see_the_program_by_any_path_or_quoting(workspace, run_agent):
-    term(workspace)
-    settings(workspace, "policy:\n  mode: full\n  deny: ['exec(rm *)']\n")
+    command_skill(workspace)
+    settings(workspace, RM_DENIED)
     rm = os.path.realpath(shutil.which("rm"))
     relative = os.path.relpath(rm, workspace)
     spellings = [rm, relative, "\\rm", '"rm"', "r''m", f"'{rm}'"]
     paths = victims(workspace, len(spellings))
     commands = [f"{s} {p.name}" for s, p in zip(spellings, paths, strict=True)]
-    run_denied(run_agent, workspace, commands)
+    run_denied(run_agent, commands)
     assert all(p.exists() for p in paths)
     typed = run_agent("/t", f"{rm} {paths[0].name}")
     assert typed.returncode == 126 and paths[0].exists()
 
 
-def test_deny_rules_see_through_wrappers_and_their_options(workspace, run_agent):
-    settings(workspace, "policy:\n  mode: full\n  deny: ['exec(rm *)']\n")
-    lock = workspace / "lock"
-    wrappers = [
-        "timeout -s KILL 5",
-        "timeout --kill-after=1 5",
-        "env -u HOME",
-        "env -i PATH=/usr/bin:/bin",
-        "exec -a x",
-        "stdbuf -o L",
-        "nice -n 5",
-        "ionice -c 3",
-        "taskset -c 0",
-        f"flock {lock}",
-        "xargs -I{} -a /dev/null -r",  # xargs -r with no input runs nothing; still denied
-        "time -p",
-        "setsid -w",
-        "nohup",
-        "command -p",
-        "builtin command",
-        "nice -n 1 timeout -s TERM 9",
-    ]
-    paths = victims(workspace, len(wrappers) + 3)
-    commands = [f"{w} rm {p.name}" for w, p in zip(wrappers, paths, strict=False)]
-    rest = paths[len(wrappers) :]
-    commands += [
-        f"env -S 'rm {rest[0].name}'",
-        f"flock {lock} -c 'rm {rest[1].name}'",
-        # an option no table knows: what runs cannot be read, so it is denied
-        f"timeout --no-such-option 5 rm {rest[2].name}",
-    ]
-    results = run_denied(run_agent, workspace, commands)
-    assert all(p.exists() for p in paths)
-    assert "could not be checked" in results[-1]["error"]
+# Ways to run `rm {victim}` that bash takes and a weaker reading of the line
+# would miss, each with what its denial must say ("" where a denial is enough).
+# {lock} is a lock file in the workspace.
+WRAPPED = [
+    *(
+        (f"{wrapper} rm {{victim}}", "")
+        for wrapper in [
+            "timeout -s KILL 5",
+            "timeout --kill-after=1 5",
+            "env -u HOME",
+            "env -i PATH=/usr/bin:/bin",
+            "exec -a x",
+            "stdbuf -o L",
+            "nice -n 5",
+            "ionice -c 3",
+            "taskset -c 0",
+            "flock {lock}",
+            "xargs -I{} -a /dev/null -r",  # xargs -r with no input runs nothing; still denied
+            "time -p",
+            "setsid -w",
+            "nohup",
+            "command -p",
+            "builtin command",
+            "nice -n 1 timeout -s TERM 9",
+        ]
+    ),
+    ("env -S 'rm {victim}'", ""),
+    ("flock {lock} -c 'rm {victim}'", ""),
+    # an option no table knows: what runs cannot be read, so it is denied
+    ("timeout --no-such-option 5 rm {victim}", "could not be checked"),
+]
+UNPARSEABLE = [
+    # bash: x='$', then rm runs; tree-sitter reads it otherwise
+    ("x=$ r''m {victim}", "could not be checked"),
+    # bash reads `true\r` as one word and runs `\rm` on the next line
+    ("true\r\n\\rm {victim}", "could not be checked"),
+    ("(sh) <<< 'rm {victim}'", "could not be checked"),
+]
+FED_TO_A_SHELL = [
+    # here-strings and here-documents fed to a shell in a compound statement
+    ("while sh; do break; done <<< 'rm {victim}'", "exec(rm *)"),
+    ("if true; then sh; fi <<< 'rm {victim}'", ""),
+    ("{ bash; } <<EOF\nrm {victim}\nEOF", ""),
+    # a shell reading a pipe runs whatever comes before it: not checkable
+    ("echo 'rm {victim}' | sh", ""),
+    ("sed 's/^/r/' <<EOF | sh\nm {victim}\nEOF", "could not be checked"),
+]
 
 
-def test_what_cannot_be_parsed_is_denied_under_a_deny_rule(workspace, run_agent):
-    settings(workspace, "policy:\n  mode: full\n  deny: ['exec(rm *)']\n")
-    paths = victims(workspace, 3)
+@pytest.mark.parametrize(
+    "attempts",
+    [WRAPPED, UNPARSEABLE, FED_TO_A_SHELL],
+    ids=["wrappers-and-their-options", "unparseable", "fed-to-a-shell"],
+)
+def test_a_deny_rule_sees_rm_however_it_is_run(workspace, run_agent, attempts):
+    settings(workspace, RM_DENIED)
+    paths = victims(workspace, len(attempts))
+    lock = str(workspace / "lock")
     commands = [
-        # bash: x='$', then rm runs; tree-sitter reads it otherwise
-        f"x=$ r''m {paths[0].name}",
-        # bash reads `true\r` as one word and runs `\rm` on the next line
-        f"true\r\n\\rm {paths[1].name}",
-        f"(sh) <<< 'rm {paths[2].name}'",
+        command.replace("{victim}", path.name).replace("{lock}", lock)
+        for (command, _), path in zip(attempts, paths, strict=True)
     ]
-    results = run_denied(run_agent, workspace, commands)
+    results = run_denied(run_agent, commands)
     assert all(p.exists() for p in paths)
-    assert all("could not be checked" in r["error"] for r in results)
-
-
-def test_here_strings_fed_to_a_shell_in_a_compound_statement_are_checked(workspace, run_agent):
-    settings(workspace, "policy:\n  mode: full\n  deny: ['exec(rm *)']\n")
-    paths = victims(workspace, 5)
-    commands = [
-        f"while sh; do break; done <<< 'rm {paths[0].name}'",
-        f"if true; then sh; fi <<< 'rm {paths[1].name}'",
-        f"{{ bash; }} <<EOF\nrm {paths[2].name}\nEOF",
-        # a shell reading a pipe runs whatever comes before it: not checkable
-        f"echo 'rm {paths[3].name}' | sh",
-        f"sed 's/^/r/' <<EOF | sh\nm {paths[4].name}\nEOF",
-    ]
-    results = run_denied(run_agent, workspace, commands)
-    assert all(p.exists() for p in paths)
-    assert "exec(rm *)" in results[0]["error"]
-    assert "could not be checked" in results[-1]["error"]
+    for command, (_, says), result in zip(commands, attempts, results, strict=True):
+        assert says in result["error"], (command, result)
 
 
 def test_commands_users_rely_on_still_run(workspace, run_agent):

@@ -20,25 +20,18 @@ from pathlib import Path
 
 import pytest
 
-from conftest import agent_executable, write
+from conftest import (
+    ask,
+    provider_args,
+    scripted_model,
+    settings,
+    start_agent,
+    tool_results,
+    write,
+)
 from model_server import ModelServer
 
 MIB = 1024 * 1024
-
-
-def tool_results(server: ModelServer) -> list[dict]:
-    last = server.requests[-1]["json"]["messages"]
-    return [json.loads(m["content"]) for m in last if m.get("role") == "tool"]
-
-
-def settings(ws: Path, text: str) -> None:
-    write(ws / ".agents" / "config" / "agent.yaml", text)
-
-
-def ask(run_agent, server, env=None, timeout=120):
-    return run_agent(
-        "--provider", "openai", "--base-url", server.url, "ask", "go", env=env, timeout=timeout
-    )
 
 
 # -- item 10: no symlink race ---------------------------------------------------------
@@ -91,7 +84,7 @@ def test_a_folder_swapped_for_a_symlink_never_lets_a_file_out(workspace, run_age
         swapper = threading.Thread(target=swap, daemon=True)
         swapper.start()
         try:
-            done = ask(run_agent, server)
+            done = ask(run_agent, server, timeout=120)
         finally:
             stop.set()
             swapper.join()
@@ -155,18 +148,7 @@ def test_a_200_mb_line_costs_the_agent_a_few_mib(workspace, tmp_path, engine):
         env["PATH"] = _path_without_rg()
     try:
         with ModelServer(script) as server:
-            argv = [agent_executable(), "--provider", "openai", "--base-url", server.url]
-            proc.append(
-                subprocess.Popen(
-                    [*argv, "ask", "go"],
-                    cwd=workspace,
-                    env=env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                    start_new_session=True,
-                )
-            )
+            proc.append(start_agent(workspace, *provider_args(server), "ask", "go", env=env))
             out, err = proc[0].communicate(timeout=300)
             results = tool_results(server)
     finally:
@@ -191,8 +173,7 @@ def test_a_backtracking_regex_ends_at_the_grep_timeout(workspace, run_agent):
     settings(workspace, "grep:\n  timeout: 2\n")
     # Look-behind is outside ripgrep's dialect, so this runs on Python's re
     # with or without ripgrep; (a+)+$ on a's then "!" backtracks for ages.
-    call = {"name": "grep", "arguments": {"pattern": "(?<=x)(a+)+$"}}
-    with ModelServer([{"tool_calls": [call]}, {"text": "done"}]) as server:
+    with scripted_model(("grep", {"pattern": "(?<=x)(a+)+$"})) as server:
         done = ask(run_agent, server, timeout=90)
         (result,) = tool_results(server)
     assert done.returncode == 0, done.stderr

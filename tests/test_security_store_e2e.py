@@ -9,22 +9,13 @@ import signal
 import sqlite3
 import stat
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import agent_executable, write
-from model_server import ModelServer
+from conftest import ask, command_skill, config, scripted_model, start_agent, wait_for_text, write
 
 SECRET = "sk-live-0123456789abcdef"
-
-
-def term(ws: Path) -> None:
-    write(
-        ws / ".agents" / "skills" / "t" / "SKILL.md",
-        "---\nname: t\ndescription: run\ncommand-dispatch: tool\ncommand-tool: exec\n---\n",
-    )
 
 
 def database(hermetic) -> Path:
@@ -35,10 +26,6 @@ def dump(db: Path) -> str:
     """Every row of every table, as SQL text."""
     with sqlite3.connect(db) as connection:
         return "\n".join(connection.iterdump())
-
-
-def ask(run_agent, server, *extra, env=None):
-    return run_agent("--provider", "openai", "--base-url", server.url, "ask", *extra, "go", env=env)
 
 
 def error_lines(stderr: str) -> list[str]:
@@ -65,19 +52,19 @@ def immutable():
 
 
 def test_secrets_are_redacted_in_the_session_store_and_audit_log(workspace, run_agent, hermetic):
-    write(
-        workspace / ".agents" / "config" / "login.yaml",
+    config(
+        workspace,
+        "login.yaml",
         "tools:\n  login:\n    description: Log in\n"
         "    params: {user: {type: string}, api_key: {type: string}}\n"
         "    run: [echo, 'logged in {user}']\n",
     )
     env = {"MY_API_KEY": SECRET}
-    script = [
-        {"tool_calls": [{"name": "exec", "arguments": {"command": f"echo key={SECRET}"}}]},
-        {"tool_calls": [{"name": "login", "arguments": {"user": "bob", "api_key": "hunter2-xyz"}}]},
-        {"text": f"your key is {SECRET}"},
-    ]
-    with ModelServer(script) as server:
+    with scripted_model(
+        ("exec", {"command": f"echo key={SECRET}"}),
+        ("login", {"user": "bob", "api_key": "hunter2-xyz"}),
+        answer=f"your key is {SECRET}",
+    ) as server:
         result = ask(run_agent, server, "--yes", env=env)
         sent = server.requests[-1]["json"]["messages"]
     assert result.returncode == 0, result.stderr
@@ -93,7 +80,7 @@ def test_secrets_are_redacted_in_the_session_store_and_audit_log(workspace, run_
 
 
 def test_the_state_database_and_its_folder_are_private(workspace, run_agent, tmp_path):
-    term(workspace)
+    command_skill(workspace)
     state = tmp_path / "fresh" / "state"
     result = run_agent("/t", "echo hi", env={"AGENT_STATE_DIR": str(state)})
     assert result.returncode == 0, result.stderr
@@ -116,7 +103,7 @@ def test_the_state_database_and_its_folder_are_private(workspace, run_agent, tmp
 def test_a_damaged_database_is_moved_aside_and_a_new_one_started(
     workspace, run_agent, hermetic, damage
 ):
-    term(workspace)
+    command_skill(workspace)
     db = database(hermetic)
     if damage == "garbage":
         write(db, b"this is not a database at all\n" * 200)
@@ -140,9 +127,10 @@ def test_a_damaged_database_is_moved_aside_and_a_new_one_started(
 
 
 def test_an_unwritable_database_fails_closed(workspace, run_agent, hermetic, immutable):
-    term(workspace)
-    write(
-        workspace / ".agents" / "config" / "limited.yaml",
+    command_skill(workspace)
+    config(
+        workspace,
+        "limited.yaml",
         "tools:\n  ping:\n    description: Ping\n    run: [touch, pinged]\n"
         "    rate_limit: {max_calls: 5, window_ms: 60000}\n"
         "commands:\n  ping: {tool: ping}\n",
@@ -160,8 +148,7 @@ def test_an_unwritable_database_fails_closed(workspace, run_agent, hermetic, imm
     assert limited.returncode == 1 and not (workspace / "pinged").exists()
     assert len(error_lines(limited.stderr)) == 1
 
-    calls = [{"tool_calls": [{"name": "exec", "arguments": {"command": "touch by-model"}}]}]
-    with ModelServer([*calls, {"text": "done"}]) as server:
+    with scripted_model(("exec", {"command": "touch by-model"})) as server:
         asked = ask(run_agent, server, "--yes")
     assert asked.returncode == 1 and not (workspace / "by-model").exists()
     [line] = error_lines(asked.stderr)
@@ -171,19 +158,14 @@ def test_an_unwritable_database_fails_closed(workspace, run_agent, hermetic, imm
 def sleeping(workspace: Path) -> tuple[subprocess.Popen, Path]:
     """``agent /t`` running a 60 s sleep, once the sleep has started; and its pid file."""
     pidfile = workspace / "child.pid"
-    proc = subprocess.Popen(
-        [agent_executable(), "/t", f"echo $$ > {pidfile}; exec sleep 60"],
-        cwd=workspace,
+    proc = start_agent(
+        workspace,
+        "/t",
+        f"echo $$ > {pidfile}; exec sleep 60",
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        start_new_session=True,
     )
-    deadline = time.monotonic() + 20
-    while not (pidfile.exists() and pidfile.read_text().strip()):
-        if time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail("the command never started")
-        time.sleep(0.05)
+    wait_for_text(pidfile, proc)
     return proc, pidfile
 
 
@@ -195,7 +177,7 @@ def stop(proc: subprocess.Popen, pidfile: Path) -> None:
 
 
 def test_the_audit_row_is_written_before_the_call_runs(workspace, hermetic):
-    term(workspace)
+    command_skill(workspace)
     db = database(hermetic)
     proc, pidfile = sleeping(workspace)
     try:
@@ -213,7 +195,7 @@ def test_the_audit_row_is_written_before_the_call_runs(workspace, hermetic):
 
 
 def test_a_call_whose_process_died_stays_on_the_record(workspace, run_agent, hermetic):
-    term(workspace)
+    command_skill(workspace)
     proc, pidfile = sleeping(workspace)
     stop(proc, pidfile)  # SIGKILL: no chance to write anything more
     listing = run_agent("logs")

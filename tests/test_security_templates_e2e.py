@@ -6,11 +6,11 @@ refused where a program would read it as an option, unless the declaration
 opts in (``option: true``, or ``--`` before the placeholder).
 """
 
-import json
 from pathlib import Path
 
-from conftest import write
-from model_server import ModelServer
+import pytest
+
+from conftest import ask, config, scripted_model, tool_results
 
 # Each tool holds one position bash or sh would read again as code, arithmetic
 # or a variable name; the marker comment names the line `agent check` must report.
@@ -70,7 +70,7 @@ def lines_marked(text: str) -> dict[str, int]:
 
 
 def test_agent_check_reports_each_unsafe_position_at_its_line(workspace, run_agent):
-    path = write(workspace / ".agents" / "config" / "unsafe.yaml", UNSAFE)
+    path = config(workspace, "unsafe.yaml", UNSAFE)
     result = run_agent("check")
     assert result.returncode == 1
     errors = [line for line in result.stdout.splitlines() if ": error: " in line]
@@ -117,20 +117,8 @@ commands:
 """
 
 
-def tool_results(server: ModelServer) -> list[dict]:
-    last = server.requests[-1]["json"]["messages"]
-    return [json.loads(m["content"]) for m in last if m.get("role") == "tool"]
-
-
-def ask_model(run_agent, calls):
-    script = [{"tool_calls": [{"name": n, "arguments": a}]} for n, a in calls]
-    with ModelServer([*script, {"text": "done"}]) as server:
-        result = run_agent("--provider", "openai", "--base-url", server.url, "ask", "--yes", "go")
-        return result, tool_results(server), server.requests[0]["json"]
-
-
 def test_a_models_option_value_is_refused_unless_the_declaration_opts_in(workspace, run_agent):
-    write(workspace / ".agents" / "config" / "show.yaml", SHOW)
+    config(workspace, "show.yaml", SHOW)
     assert run_agent("check").returncode == 0
     calls = [
         ("show", {"value": "-rf"}),
@@ -140,7 +128,9 @@ def test_a_models_option_value_is_refused_unless_the_declaration_opts_in(workspa
         ("show-option", {"value": "-rf"}),
         ("show", {"value": "a-b"}),
     ]
-    result, results, first_request = ask_model(run_agent, calls)
+    with scripted_model(*calls) as server:
+        result = ask(run_agent, server, "--yes")
+        results, first_request = tool_results(server), server.requests[0]["json"]
     assert result.returncode == 0, result.stderr
     assert len(results) == len(calls)
     for refused, (name, _) in zip(results[:3], calls[:3], strict=True):
@@ -154,11 +144,10 @@ def test_a_models_option_value_is_refused_unless_the_declaration_opts_in(workspa
     assert sent["show-option"]["properties"]["value"] == {"type": "string", "description": "flags"}
 
 
-def test_a_persons_typed_option_value_is_taken_as_meant(workspace, run_agent):
-    write(workspace / ".agents" / "config" / "show.yaml", SHOW)
-    typed = run_agent("/show", "--", "-rf")
-    assert typed.returncode == 0 and typed.stdout == "[-rf]", typed.stderr
-    typed = run_agent("/show-shell", "--", "-rf")
+@pytest.mark.parametrize("command", ["/show", "/show-shell"])
+def test_a_persons_typed_option_value_is_taken_as_meant(workspace, run_agent, command):
+    config(workspace, "show.yaml", SHOW)
+    typed = run_agent(command, "--", "-rf")
     assert typed.returncode == 0 and typed.stdout == "[-rf]", typed.stderr
 
 

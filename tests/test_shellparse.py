@@ -88,7 +88,8 @@ WRAPPED = [
 def test_wrappers_are_unwrapped_with_their_options(wrapper):
     [seg] = parse(f"{wrapper} rm -rf x")
     assert seg.core == ("rm", "-rf", "x")
-    assert seg.unchecked is None
+    # xargs adds arguments read at run time: deny rules cannot see them all.
+    assert seg.unchecked is None or wrapper.startswith("xargs") and "run time" in seg.unchecked
     assert seg.stages[-1] == seg.core and seg.stages[0][0] != "rm"
 
 
@@ -370,7 +371,7 @@ PROGRAM_SPELLINGS = ["rm", "\\rm", '"rm"', "'rm'", "r''m", "/bin/rm", "../../usr
 )
 def test_the_program_is_found_through_any_chain_of_wrappers(chain, program, assignment):
     [seg] = parse(f"{assignment}{' '.join(chain)} {program} -rf x".strip())
-    assert seg.unchecked is None
+    assert seg.unchecked is None or "xargs" in seg.unchecked  # it adds arguments
     assert seg.core[0].rsplit("/", 1)[-1] == "rm" and seg.core[1:] == ("-rf", "x")
 
 
@@ -395,3 +396,99 @@ def test_a_word_computed_at_run_time_is_never_literal(words, hostile, glue, at):
     words.insert(min(at, len(words)), glue.join(hostile))
     segs = try_parse("git status " + " ".join(words))
     assert segs is None or segs[0].dynamic is not None
+
+
+# -- red-team review of issue 9 -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [
+        # arguments added at run time: `exec(rm -rf *)` cannot tell what rm gets
+        ("echo x | xargs rm", "`xargs` adds arguments to `rm` at run time"),
+        ("xargs -a list rm", "`xargs` adds arguments"),
+        ("find . -exec rm {} +", "`find` runs a command with file names found at run time"),
+        ("fd -e tmp -x rm", "`fd` runs a command"),
+        ("parallel rm ::: a", "`parallel` runs its arguments as shell commands"),
+        # builtins that change what a later command name runs
+        ("hash -p /bin/rm ls", "`hash` changes what a command name runs"),
+        ("alias ll=rm", "`alias` changes what a command name runs"),
+        ("shopt -s expand_aliases", "makes aliases run"),
+        ("enable -f ./x.so rm", "`enable` changes what a command name runs"),
+        ("BASH_CMDS[ls]=/bin/rm", "changes what a command name runs"),
+        ("BASH_ALIASES=([ls]=rm)", "changes what a command name runs"),
+        ("env 'BASH_FUNC_ls%%=() { rm x; }' bash -c ls", "changes what a command name runs"),
+        ("mapfile -C 'rm x' -c 1 a < f", "runs a command given as text"),
+        ("fc -s", "runs commands from the history"),
+        # a variable named at run time may be BASH_CMDS[ls]
+        ('printf -v "$n" /bin/rm', "assigns to a variable named at run time"),
+        ("read -r $n", "assigns to a variable named at run time"),
+        ("read -a $n", "assigns to a variable named at run time"),
+        ("declare -n r=$x", "refers to a variable named at run time"),
+        # code that exists only at run time
+        ("source <(echo rm x)", "computed at run time"),
+        (". <(echo rm x)", "computed at run time"),
+        ("bash <(echo rm x)", "computed at run time"),
+        ("sh -x $f", "computed at run time"),
+    ],
+)
+def test_what_deny_rules_cannot_see_through_is_unchecked(command, why):
+    assert any(why in (s.unchecked or "") for s in parse(command))
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["alias", "alias ll", "hash", "hash -r", "shopt -s nullglob", "read -r -p '> ' line",
+     "declare -n r=x", "export PATH=$PATH:/x", "find . -name x", "git ls-files",
+     "bash script.sh", "source ./env.sh"],
+)  # fmt: skip
+def test_harmless_forms_of_those_builtins_stay_checked(command):
+    assert all(s.unchecked is None for s in parse(command))
+
+
+def test_the_command_find_or_fd_runs_is_seen_by_deny_rules():
+    [seg, *inner] = parse("find . -name '*.tmp' -exec sudo rm -f {} \\;")
+    assert ("rm", "-f", "{}") in seg.stages and ("sudo", "rm", "-f", "{}") in seg.stages
+    # Code a shell run by find -exec gets is parsed like any sh -c string.
+    assert [s.text for s in parse("find . -exec sh -c 'rm \"$1\"' _ {} \\;")][1:] == ['rm "$1"']
+
+
+def test_wrapper_options_that_change_folder_are_reported():
+    assert parse("env -C sub tee x")[0].chdirs == ("sub",)
+    assert parse("sudo --chdir=/tmp -u root tee x")[0].chdirs == ("/tmp",)
+    assert parse("sudo -i tee x")[0].chdirs == (None,)  # a home folder not on the line
+    assert parse("chroot /jail tee x")[0].chdirs == (None,)
+    assert parse("nice tee x")[0].chdirs == ()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git -c core.pager='touch x' log",
+        "git --config-env=core.pager=X log",
+        "git --exec-path=. status",
+        "git fetch --upload-pack='touch x' origin",
+        "git grep -Ovim foo",
+        "git rebase -x 'make' main",
+        "git difftool --extcmd=x",
+        "git submodule foreach 'rm x'",
+        "git bisect run ./t.sh",
+    ],
+)
+def test_git_options_that_run_a_program_are_never_covered_by_a_pattern(command):
+    assert parse(command)[0].dynamic
+
+
+def test_an_output_option_is_a_write_of_its_own():
+    assert segments("git log -1 --output=.git/config") == [
+        "git log -1 --output=.git/config",
+        "> .git/config",
+    ]
+    assert segments("git diff --output out.txt && ls") == [
+        "git diff --output out.txt",
+        "> out.txt",
+        "ls",
+    ]
+    assert parse("git diff --output=$f")[1].dynamic  # a file named at run time
+    assert segments("stdbuf --output=L ls") == ["stdbuf --output=L ls"]  # a wrapper's option
+    assert segments("git grep -o x") == ["git grep -o x"]

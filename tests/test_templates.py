@@ -236,33 +236,18 @@ def test_whole_value_template_absent_is_none():
     assert expand_value("{meta}", {"meta": {"a": [1]}}, PARAMS) == {"a": [1]}
 
 
-@pytest.mark.parametrize(
-    ("template", "where"),
-    [
-        ("echo $(( {v} + 1 ))", "arithmetic"),
-        ("(( {v} > 1 )) && echo big", "arithmetic"),
-        ("echo `echo {v}`", "backticks"),
-        ('echo "`printf %s {v}`"', "backticks"),
-    ],
-)
-def test_shell_positions_where_no_quoting_is_safe_are_refused(template, where):
-    # `$(( '$(touch x)1' + 1 ))` runs touch: arithmetic re-reads its text,
-    # and a backtick in a value ends a `...` early.
-    with pytest.raises(TemplateError, match=where):
-        check_shell(template)
-
-
-def test_arithmetic_and_substitution_elsewhere_stay_fine():
-    check_shell("echo {v} $((1 + 2))")
-    check_shell("n=$(( (1 + 2) * 3 )); echo $(printf %s {v}) $n")
-
-
 # -- positions the shell reads again (issue 9, item 8) --------------------------------
 
 
 @pytest.mark.parametrize(
     ("template", "where"),
     [
+        # `$(( '$(touch x)1' + 1 ))` runs touch: arithmetic re-reads its text,
+        # and a backtick in a value ends a `...` early.
+        ("echo $(( {v} + 1 ))", "arithmetic"),
+        ("(( {v} > 1 )) && echo big", "arithmetic"),
+        ("echo `echo {v}`", "backticks"),
+        ('echo "`printf %s {v}`"', "backticks"),
         ("echo hi # {v}", "in a comment"),
         ("echo ${v}", r"right after `\$`"),
         ('echo "${v}"', r"right after `\$`"),
@@ -306,6 +291,8 @@ def test_shell_positions_read_again_are_refused(template, where):
 @pytest.mark.parametrize(
     "template",
     [
+        "echo {v} $((1 + 2))",  # arithmetic and substitution away from a placeholder
+        "n=$(( (1 + 2) * 3 )); echo $(printf %s {v}) $n",
         "[[ -f {v} ]] && [[ {v} == x* ]]",
         "[ {v} -eq 1 ]",  # test/[ read -eq operands as numbers, not arithmetic
         "export NAME={v}; local x={v}; declare y={v}",
@@ -489,3 +476,45 @@ def test_shell_option_values_are_refused_where_they_start_a_word(template, refus
     else:
         expand_shell(template, args, PARAMS, allow_options=())
     expand_shell(template, {"path": "x-y", "files": ["a"]}, PARAMS, allow_options=())
+
+
+# -- option injection through an empty neighbour (red-team review of issue 9) ----------
+
+
+@pytest.mark.parametrize(
+    ("prefix", "refused"),
+    [
+        ("", True),  # `{prefix}{name}` with prefix "" starts the word with the name
+        ([], True),  # an empty array is no text either
+        (None, True),  # absent: the whole element is dropped in argv, nothing in shell
+        ("x", False),
+        ("-", True),  # the prefix itself starts an option
+    ],
+)
+def test_a_value_after_empty_values_in_its_word_is_checked_as_starting_it(prefix, refused):
+    params = {"prefix": {"type": "string"}, "name": {"type": "string"}}
+    args = {"name": "-la"} | ({} if prefix is None else {"prefix": prefix})
+    for expand, template in [
+        (expand_argv, ["ls", "{prefix}{name}"]),
+        (expand_shell, "ls {prefix}{name}"),
+        (expand_shell, 'ls "{prefix}{name}"'),
+        (expand_shell, "ls ''{prefix}{name}"),
+    ]:
+        expand(template, args, params)  # a person's values are taken as meant
+        if refused and not (prefix is None and expand is expand_argv):
+            with pytest.raises(OptionValueError):
+                expand(template, args, params, allow_options=())
+        else:
+            expand(template, args, params, allow_options=())
+    # Literal text before the values keeps them inside one argument.
+    expand_argv(["ls", "x{prefix}{name}"], args, params, allow_options=())
+    expand_shell("ls x{prefix}{name}", args, params, allow_options=())
+    expand_shell("ls -- {prefix}{name}", args, params, allow_options=())
+
+
+@pytest.mark.skipif(not shutil.which("bash"), reason="needs bash")
+@pytest.mark.parametrize("value", ["-L", "-eq", "==", "=~", "-n"])
+def test_a_value_that_looks_like_a_test_operator_stays_an_operand(value):
+    script = expand_shell("[[ {v} == {v} ]] && printf ok", {"v": value}, PROPERTY_PARAMS)
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=20)
+    assert done.stdout == "ok", done.stderr

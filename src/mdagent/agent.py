@@ -22,17 +22,21 @@ import os
 import shlex
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from mdagent.console import is_terminal
 from mdagent.errors import Interrupted, ProviderError, ToolFailed, UsageError
 from mdagent.specs import TIERS, setting, unmet_requirement
 from mdagent.toolbox import Result, Toolbox, ToolContext, UnknownTool
+
+if TYPE_CHECKING:
+    from mdagent.providers.base import Provider, Reply
 
 DEFAULT_MAX_STEPS = 25
 #: A result longer than this reaches the model cut down, with a note.
@@ -71,6 +75,19 @@ class StepLimitReached(AgentStop):
     """``max_steps`` model calls and still no final answer."""
 
 
+class CutShort(AgentStop):
+    """The model's answer stopped short: token limit, refusal, content filter.
+
+    ``answer`` is the text that did arrive (kept, and shown), ``reason`` the
+    neutral word (see :attr:`Reply.cut_short <mdagent.providers.base.Reply.cut_short>`).
+    """
+
+    def __init__(self, message: str, answer: str, reason: str) -> None:
+        super().__init__(message)
+        self.answer = answer
+        self.reason = reason
+
+
 # -- the conversation --------------------------------------------------------------
 
 
@@ -93,6 +110,7 @@ class Conversation:
         self.messages: list[dict[str, Any]] = list(messages)
         self.store = store
         self.session_id = session_id
+        self.started = False  # its session_start hooks ran (mdagent.hooks.SessionHooks)
 
     @classmethod
     def start(cls, store: Any, *, cwd: str | os.PathLike[str], model: str, title: str = ""):
@@ -150,13 +168,20 @@ def repair_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def tool_message(call_id: str | None, name: str, result: Result) -> dict[str, Any]:
-    """The neutral tool message carrying ``result`` back to the model (capped)."""
-    return {
+    """The neutral tool message carrying ``result`` back to the model (capped).
+
+    A failed call's message says so (``is_error``): Anthropic's API takes it as
+    the tool_result's ``is_error``, so the model knows without parsing the JSON.
+    """
+    message: dict[str, Any] = {
         "role": "tool",
         "tool_call_id": call_id,
         "name": name,
         "content": capped(result.to_json()),
     }
+    if not result.ok:
+        message["is_error"] = True
+    return message
 
 
 def capped(text: str, limit: int = MAX_RESULT_CHARS) -> str:
@@ -176,15 +201,21 @@ def capped(text: str, limit: int = MAX_RESULT_CHARS) -> str:
 
 
 class Display:
-    """Streamed answer text on stdout, one line per tool call on stderr, a spinner.
+    """Streamed answer text on stdout; reasoning, tool calls and their outcomes on stderr.
 
     ``out``/``err`` default to the ``sys`` streams of the moment (so tests that
     capture them see the output). ``show_text`` False keeps stdout for the
-    ``--json`` object. The spinner runs only while waiting for the model, and
-    only when stderr is a terminal.
+    ``--json`` object. The model's reasoning (thinking) is shown dimmed on
+    stderr when ``reasoning`` is true (default: stderr is a terminal), never on
+    stdout, never mixed into the answer. The spinners — while waiting for the
+    model, while a tool call runs for more than a moment — run only when
+    stderr is a terminal.
     """
 
     SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+    DIM, PLAIN = "\033[2m", "\033[0m"
+    #: A tool call running longer than this shows a spinner with its time.
+    RUNNING_AFTER_S = 1.0
 
     def __init__(
         self,
@@ -193,14 +224,18 @@ class Display:
         *,
         show_text: bool = True,
         spinner: bool | None = None,
+        reasoning: bool | None = None,
     ) -> None:
         self._out = out
         self._err = err
         self.show_text = show_text
         self.spinner = is_terminal(self.err) if spinner is None else spinner
+        self.show_reasoning = is_terminal(self.err) if reasoning is None else reasoning
         self._line_open = False
+        self._reasoning_open = False
         self._spin_stop: threading.Event | None = None
         self._spin_thread: threading.Thread | None = None
+        self._spin_label: Callable[[float], str | None] | None = None
 
     @property
     def out(self) -> TextIO:
@@ -215,22 +250,59 @@ class Display:
         self._stop_spinner()
         if not self.show_text or not delta:
             return
+        self._end_reasoning()
         self.out.write(delta)
         self.out.flush()
         self._line_open = not delta.endswith("\n")
 
+    def reasoning(self, delta: str) -> None:
+        """Show a piece of the model's reasoning, dimmed on stderr (or nothing)."""
+        self._stop_spinner()
+        if not (self.show_text and self.show_reasoning) or not delta:
+            return
+        if self._line_open:  # reasoning after answer text starts on a line of its own
+            self.end_text()
+        self.err.write(f"{self.DIM}{delta}{self.PLAIN}")
+        self.err.flush()
+        self._reasoning_open = not delta.endswith("\n")
+
     def end_text(self) -> None:
-        """End the answer's last line, if it is open."""
+        """End the answer's (or the reasoning's) last line, if it is open."""
+        self._end_reasoning()
         if self._line_open:
             self.out.write("\n")
             self.out.flush()
             self._line_open = False
+
+    def _end_reasoning(self) -> None:
+        if self._reasoning_open:
+            self.err.write("\n")
+            self.err.flush()
+            self._reasoning_open = False
 
     def tool_call(self, name: str, arguments: Any) -> None:
         """One line on stderr for a call: ``→ exec  git status``."""
         self.end_text()
         self.err.write(f"→ {name}  {short_arguments(arguments)}".rstrip() + "\n")
         self.err.flush()
+
+    def tool_outcome(self, name: str, result: Result, seconds: float | None = None) -> None:
+        """One line on stderr for how a call ended: ``  ✓ exec · exit 0 · 0.3 s``."""
+        self.note("  " + outcome_line(name, result, seconds))
+
+    def retrying(self, message: str) -> None:
+        """Tell a person watching that a failed model request is tried again.
+
+        Progress, like the spinner: only on a terminal. A script's stderr gets
+        the one-line error if the retries do not help, and nothing if they do.
+        """
+        if not self.spinner:
+            return
+        label = self._spin_label
+        self._stop_spinner()
+        self.note(f"agent: {message}")
+        if label is not None:
+            self._start_spinner(label)
 
     def note(self, message: str) -> None:
         """A line for the person on stderr (never part of the answer)."""
@@ -242,27 +314,83 @@ class Display:
     def waiting(self) -> Iterator[None]:
         """Spin while the model thinks (stopped early by the first text)."""
         if self.spinner:
-            self._start_spinner()
+            self._start_spinner(lambda _spent: "waiting for the model")
         try:
             yield
         finally:
             self._stop_spinner()
 
-    def _start_spinner(self) -> None:
+    @contextmanager
+    def running(self, names: list[str]) -> Iterator[None]:
+        """Spin with the time taken while tool calls run, once they take a moment.
+
+        The spinner holds the approval prompt's lock while its line is on the
+        screen and lets go of it twice a second, so a question to the person
+        (:func:`mdagent.approval.ask_terminal`) never lands on a spinner line.
+        """
+        if not self.spinner:
+            yield
+            return
+        from mdagent.approval import _prompt_lock
+
+        what = names[0] if len(names) == 1 else f"{len(names)} calls"
+
+        def label(spent: float) -> str | None:
+            if spent < self.RUNNING_AFTER_S:
+                return None
+            return f"running {what} · {format_seconds(spent)}"
+
+        self._start_spinner(label, lock=_prompt_lock)
+        try:
+            yield
+        finally:
+            self._stop_spinner()
+
+    def _start_spinner(
+        self, label: Callable[[float], str | None], lock: threading.Lock | None = None
+    ) -> None:
+        """Spin on stderr with ``label(seconds)`` (None: not yet) until stopped.
+
+        The seconds count from the start, or from the last time ``lock`` was
+        held by someone else (a question was asked: the time after it is what
+        the call itself takes, and "agent: added allow rule" may follow it).
+        """
         stop = threading.Event()
         err = self.err
 
         def spin() -> None:
             frames = self.SPINNER
+            since = time.monotonic()
             i = 0
             while not stop.wait(0.1):
-                err.write(f"\r{frames[i % len(frames)]} waiting for the model")
+                if lock is not None and not lock.acquire(blocking=False):
+                    since = time.monotonic()  # a question is on the screen: keep off it
+                    continue
+                try:
+                    shown = False
+                    # With a lock, show for half a second, then clear and let go.
+                    for _ in range(5 if lock is not None else 1):
+                        text = label(time.monotonic() - since)
+                        if text is None:
+                            break
+                        err.write(f"\r{frames[i % len(frames)]} {text}\033[K")
+                        err.flush()
+                        shown = True
+                        i += 1
+                        if lock is None or stop.wait(0.1):
+                            break
+                    if shown and (lock is not None or stop.is_set()):
+                        err.write("\r\033[K")
+                        err.flush()
+                finally:
+                    if lock is not None:
+                        lock.release()
+            if lock is None and i:
+                err.write("\r\033[K")
                 err.flush()
-                i += 1
-            err.write("\r\033[K")
-            err.flush()
 
         self._spin_stop = stop
+        self._spin_label = label
         self._spin_thread = threading.Thread(target=spin, daemon=True)
         self._spin_thread.start()
 
@@ -271,7 +399,43 @@ class Display:
             self._spin_stop.set()
             if self._spin_thread is not None:
                 self._spin_thread.join()
-            self._spin_stop = self._spin_thread = None
+            self._spin_stop = self._spin_thread = self._spin_label = None
+
+
+def format_seconds(seconds: float) -> str:
+    """``0.3 s``, ``12 s``, ``2 min 5 s``: a duration for a person."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {rest} s"
+
+
+def outcome_line(name: str, result: Result, seconds: float | None = None) -> str:
+    """How a call ended, in one line: ``✓``/``✗``, exit status or error code, duration.
+
+    ``✓ exec · exit 0 · 0.3 s``, ``✗ exec · exit 1 · 0.3 s``, ``✗ exec · timed
+    out · 120 s``, ``✗ write_file needs approval: … · DENIED · 0.0 s``; another
+    failure shows the first line of its error.
+    """
+    data = result.data
+    parts: list[str] = []
+    if data.get("timed_out"):
+        parts.append("timed out")
+    elif isinstance(data.get("exit_code"), int) and not isinstance(data.get("exit_code"), bool):
+        parts.append(f"exit {data['exit_code']}")
+    head = name
+    if not result.ok and not parts:
+        error = (result.error or "failed").strip().splitlines()[0] if result.error else "failed"
+        error = error if len(error) <= 300 else error[:299] + "…"
+        head = error if error.startswith(f"{name} ") else f"{name}: {error}"
+    if not result.ok and data.get("code"):
+        parts.append(str(data["code"]))
+    if seconds is not None:
+        parts.append(format_seconds(seconds))
+    mark = "✓" if result.ok else "✗"
+    return " · ".join([f"{mark} {head}", *parts])
 
 
 def short_arguments(arguments: Any, limit: int = 80) -> str:
@@ -295,7 +459,11 @@ def short_arguments(arguments: Any, limit: int = 80) -> str:
 
 @dataclass
 class Outcome:
-    """How a turn ended: the answer (None when there is none) and what it took."""
+    """How a turn ended: the answer (None when there is none) and what it took.
+
+    ``stop_reason`` says why an answer that arrived is not complete
+    (``max_tokens``, ``context_window``, ``refusal``, ``content_filter``).
+    """
 
     answer: str | None
     steps: int
@@ -303,11 +471,12 @@ class Outcome:
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
     session: str | None = None
     message: str = ""
+    stop_reason: str | None = None
 
     @property
     def exit_status(self) -> int:
-        """0 with a final answer, 1 without."""
-        return 0 if self.answer is not None else 1
+        """0 with a complete final answer; 1 without one, or with one cut short."""
+        return 0 if self.answer is not None and not self.stop_reason else 1
 
     def to_dict(self) -> dict[str, Any]:
         """The ``agent ask --json`` object."""
@@ -320,6 +489,8 @@ class Outcome:
         }
         if self.message:
             data["error"] = self.message
+        if self.stop_reason:
+            data["stop_reason"] = self.stop_reason
         return data
 
 
@@ -337,7 +508,7 @@ class Agent:
 
     def __init__(
         self,
-        provider: Any,
+        provider: Provider,
         toolbox: Toolbox,
         *,
         system: str,
@@ -346,9 +517,11 @@ class Agent:
         max_steps: int = DEFAULT_MAX_STEPS,
         context: ContextFactory | None = None,
         display: Display | None = None,
+        hooks: Any = None,
     ) -> None:
         self.provider = provider
         self.toolbox = toolbox
+        self.hooks = hooks  # session_start, prompt and stop (mdagent.hooks.SessionHooks)
         self.system = system
         self.tools = tools
         self.tool_names = {t["name"] for t in tools}
@@ -364,6 +537,7 @@ class Agent:
         self._slots = threading.BoundedSemaphore(MAX_WORKERS)
         self._calls: list[Any] = []
         self._results: list[Result | None] = []
+        self._durations: list[float | None] = []
         self._written = 0
 
     def _default_context(self, call_id: str | None) -> ToolContext:
@@ -384,15 +558,19 @@ class Agent:
         """
         if isinstance(message, str):
             message = {"role": "user", "content": message}
+        if self.hooks is not None:  # may refuse (HookBlocked) or extend the prompt
+            message = self.hooks.open_turn(self.conversation, message)
         self.steps = 0
         self.records = []
         self.conversation.add(message)
-        answer, why = None, ""
+        answer, why, short = None, "", None
         try:
             while True:
                 self.step()
         except FinalAnswer as stop:
             answer = stop.message
+        except CutShort as stop:
+            answer, why, short = stop.answer, stop.message, stop.reason
         except StepLimitReached as stop:
             why = stop.message
         except KeyboardInterrupt:
@@ -402,14 +580,18 @@ class Agent:
             ) from None
         finally:
             self.display.end_text()
-        return Outcome(
+        outcome = Outcome(
             answer=answer,
             steps=self.steps,
             tool_calls=self.records,
             usage=dict(self.usage),
             session=self.conversation.session_id,
             message=why,
+            stop_reason=short,
         )
+        if self.hooks is not None:
+            self.hooks.close_turn(outcome)
+        return outcome
 
     def step(self) -> None:
         """One model call and the tool calls it asks for."""
@@ -421,16 +603,59 @@ class Agent:
         self.steps += 1
         reply = self.query()
         self.conversation.add(reply.to_message())
+        if reply.cut_short:
+            self.decline(reply.tool_calls, "the answer was cut off before this call was complete")
+            raise CutShort(self.cut_short_message(reply), reply.text, reply.cut_short)
         if not reply.tool_calls:
             raise FinalAnswer(reply.text)
         self.execute(reply.tool_calls)
 
-    def query(self) -> Any:
+    def cut_short_message(self, reply: Reply) -> str:
+        """What the person is told when an answer stopped short, naming what to change."""
+        reason = reply.cut_short
+        if reason == "max_tokens":
+            limit = getattr(getattr(self.provider, "config", None), "max_tokens", None)
+            where = f" (model.max_tokens: {limit})" if limit else ""
+            message = (
+                f"the answer was cut off at the token limit{where}; raise model.max_tokens "
+                "in agent.yaml, or continue with `agent ask --continue`"
+            )
+        elif reason == "context_window":
+            message = (
+                "the answer was cut off: the conversation fills the model's context window; "
+                "start a new session"
+            )
+        elif reason == "refusal":
+            message = "the model refused to answer" + ("" if reply.text else " (it gave no reason)")
+        else:
+            message = (
+                f"the provider's content filter stopped the answer (stop reason: "
+                f"{reply.stop_reason})"
+            )
+        if reply.tool_calls:
+            n = len(reply.tool_calls)
+            message += f"; {'its tool call was' if n == 1 else f'its {n} tool calls were'} not run"
+        return message
+
+    def decline(self, calls: Iterable[Any], why: str) -> None:
+        """Answer ``calls`` with "not run" results, so the history stays valid for --continue."""
+        self._calls = list(calls)
+        self._results = [Result.failure(f"not run: {why}") for _ in self._calls]
+        self._durations = [None] * len(self._calls)
+        self._written = 0
+        self._write_ready()
+
+    def query(self) -> Reply:
         """Send the conversation; the answer's text streams to the display."""
         try:
             with self.display.waiting():
                 reply = self.provider.complete(
-                    self.system, self.conversation.messages, self.tools, on_text=self.display.text
+                    self.system,
+                    self.conversation.messages,
+                    self.tools,
+                    on_text=self.display.text,
+                    on_reasoning=self.display.reasoning,
+                    on_retry=self.display.retrying,
                 )
         except ProviderError:
             # Whatever streamed before the failure is not an answer: end its line
@@ -451,14 +676,15 @@ class Agent:
         calls = list(calls)
         self._calls = calls
         self._results = [None] * len(calls)
+        self._durations = [None] * len(calls)
         self._written = 0
         plan: list[tuple[int, Any, str]] = []  # (index, call, real tool name) to run
         for index, call in enumerate(calls):
             tool_name, refusal = self._admit(call)
-            shown = call.arguments if call.arguments is not None else call.raw_arguments
-            self.display.tool_call(tool_name or call.name, shown)
             if refusal is not None:
                 self._results[index] = refusal
+                self._show_call(tool_name or call.name, call)
+                self.display.tool_outcome(tool_name or call.name, refusal)
             else:
                 plan.append((index, call, tool_name))
         self._write_ready()
@@ -510,13 +736,16 @@ class Agent:
     def _run_batch(self, batch: list[tuple[int, Any, str]]) -> None:
         # Even a lone call runs in a worker: the main thread stays free to take
         # Ctrl-C and set the call's cancel event, which stops exec's process group.
+        for _, call, name in batch:  # shown as they start, so each outcome follows its call
+            self._show_call(name, call)
         contexts = [self.context(call.id) for _, call, _ in batch]
         futures = [
-            self._in_thread(self.toolbox.run, name, call.arguments, ctx)
-            for (_, call, name), ctx in zip(batch, contexts, strict=True)
+            self._in_thread(self._timed(index), name, call.arguments, ctx)
+            for (index, call, name), ctx in zip(batch, contexts, strict=True)
         ]
         try:
-            wait(futures)
+            with self.display.running([name for _, _, name in batch]):
+                wait(futures)
         except KeyboardInterrupt:
             for ctx in contexts:
                 ctx.cancel.set()
@@ -525,6 +754,22 @@ class Agent:
             self._write_ready(missing="interrupted by the user")
             raise
         self._collect(batch, futures)
+
+    def _show_call(self, name: str, call: Any) -> None:
+        shown = call.arguments if call.arguments is not None else call.raw_arguments
+        self.display.tool_call(name, shown)
+
+    def _timed(self, index: int) -> Callable[..., Result]:
+        """``toolbox.run`` that notes how long call ``index`` took (shown with its outcome)."""
+
+        def run(*args: Any) -> Result:
+            start = time.monotonic()
+            try:
+                return self.toolbox.run(*args)
+            finally:
+                self._durations[index] = time.monotonic() - start
+
+        return run
 
     def _in_thread(self, fn: Callable[..., Result], *args: Any) -> Future[Result]:
         """Run ``fn`` in a daemon thread: a tool that ignores its cancel event
@@ -544,17 +789,17 @@ class Agent:
         return future
 
     def _collect(self, batch: list[tuple[int, Any, str]], futures: list[Future[Result]]) -> None:
-        for (index, _, _), future in zip(batch, futures, strict=True):
+        for (index, _, name), future in zip(batch, futures, strict=True):
             if not future.done():
                 continue
             error = future.exception()
             if error is None:
                 result = self._results[index] = future.result()
-                if result.data.get("code") in ("DENIED", "RATE_LIMITED"):
-                    # The model reads the refusal; the person should see it too.
-                    self.display.note(f"  ✗ {result.error}")
             else:  # the toolbox turns handler errors into results; this is a bug
-                self._results[index] = Result.failure(f"{type(error).__name__}: {error}")
+                result = Result.failure(f"{type(error).__name__}: {error}")
+                self._results[index] = result
+            # The model reads the outcome; the person sees it too, refusals included.
+            self.display.tool_outcome(name, result, self._durations[index])
 
     def _write_ready(self, missing: str | None = None) -> None:
         """Store the results that are in, in order; with ``missing``, fill the rest."""
@@ -587,18 +832,29 @@ def model_tools(toolbox: Toolbox, settings: Mapping[str, Any]) -> list[dict[str,
 
     ``settings["agent"]["tier"]`` is essential < standard < full (default
     full); a tool whose ``requires`` is unmet here is left out. Aliases are
-    never sent.
+    never sent, nor is a tool a deny rule without a pattern covers (``deny: [fetch]``).
     """
     tier = str(setting(settings, "agent", "tier", "full"))
     ceiling = TIERS.index(tier) if tier in TIERS else len(TIERS) - 1
+    denied = _withheld(settings)
     out = []
     for tool in toolbox:
         tool_tier = str(tool.meta.get("tier") or "full")
         rank = TIERS.index(tool_tier) if tool_tier in TIERS else len(TIERS) - 1
         if rank > ceiling or unmet_requirement(tool.meta.get("requires")) is not None:
             continue
+        if denied(tool):
+            continue
         out.append({"name": tool.name, "description": tool.description, "parameters": tool.schema})
     return out
+
+
+def _withheld(settings: Mapping[str, Any]) -> Callable[[Any], bool]:
+    if not setting(settings, "policy", "deny", None):
+        return lambda tool: False
+    from mdagent.policy import withheld
+
+    return withheld(settings)
 
 
 def system_prompt(
@@ -667,7 +923,7 @@ def skill_index(registry: Any) -> str:
 # -- entry points ---------------------------------------------------------------------------
 
 
-def make_provider(runtime: Any) -> tuple[Any, Any]:
+def make_provider(runtime: Any) -> tuple[Provider, Any]:
     """``(provider, config)`` from agent.yaml, the command-line overrides and the environment."""
     from mdagent.providers import ProviderConfig, get_provider
 
@@ -706,7 +962,7 @@ def open_conversation(
 
 def build_agent(
     runtime: Any,
-    provider: Any,
+    provider: Provider,
     conversation: Conversation,
     *,
     allow: Iterable[str] = (),
@@ -719,6 +975,8 @@ def build_agent(
     ``allowed-tools``). ``toolbox`` reuses one built by ``runtime.toolbox``
     (an interactive session keeps one, so "always" answers last all session).
     """
+    from mdagent.hooks import session_hooks
+
     box = toolbox
     if box is None:
         policy = runtime.policy(allow=list(allow))
@@ -746,6 +1004,7 @@ def build_agent(
         max_steps=int(setting(runtime.settings, "agent", "max_steps", DEFAULT_MAX_STEPS)),
         context=context,
         display=display or Display(show_text=not runtime.options.json),
+        hooks=session_hooks(runtime.settings, workdir=str(runtime.workdir), env=runtime.env),
     )
 
 
@@ -836,7 +1095,7 @@ def skill_allow_rules(skill: Any) -> list[str]:
     return rules
 
 
-def _close(provider: Any) -> None:
+def _close(provider: Provider) -> None:
     close = getattr(provider, "close", None)
     if callable(close):
         close()

@@ -171,8 +171,14 @@ def check(
     ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")
 ) -> None:
     """Report every problem in every layer; exit 1 if any is an error."""
-    registry = _runtime(ctx).registry
-    problems = registry.problems
+    runtime = _runtime(ctx)
+    registry = runtime.registry
+    sandbox = runtime.sandbox_problem()
+    problems = [*registry.problems, sandbox] if sandbox else registry.problems
+    from mdagent.policycheck import policy_tests
+
+    failed, tests = policy_tests(runtime)  # policy.tests: each failing one at its line
+    problems = [*problems, *failed]
     if _wants_json(ctx, json_out):
         _print_json(
             [
@@ -189,14 +195,16 @@ def check(
     else:
         for problem in problems:
             typer.echo(str(problem))
-        errors = len(registry.errors)
+        errors = len(registry.errors) + len(failed)
         warnings = sum(1 for p in problems if p.severity == "warning")
         summary = (
             f"{len(registry.tools)} tools, {len(registry.commands)} commands, "
             f"{len(registry.skills)} skills; {_count(errors, 'error')}, {_count(warnings, 'warning')}"
         )
+        if tests:
+            summary += f"; {tests - len(failed)} of {_count(tests, 'policy test')} passed"
         typer.echo(summary, err=True)
-    raise typer.Exit(1 if registry.errors else 0)
+    raise typer.Exit(1 if registry.errors or failed else 0)
 
 
 @app.command()
@@ -563,6 +571,94 @@ def _count(n: int, word: str) -> str:
 def _short_args(args: Any, limit: int = 60) -> str:
     text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- policy ---------------------------------------------------------------------
+
+policy_app = typer.Typer(
+    help="Inspect the policy: what it decides, its rules, and revoking an allow rule.",
+    no_args_is_help=True,
+)
+app.add_typer(policy_app, name="policy")
+
+
+@policy_app.command("check")
+def policy_check(
+    ctx: typer.Context,
+    tool: str = typer.Argument(..., metavar="TOOL", help="A tool name, or a call: 'exec(ls)'."),
+    words: list[str] = typer.Argument(
+        None, metavar="ARGS", help="exec: the command; file tools: the path; fetch: the URL."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show what the policy decides for a model's call, and why.
+
+    Prints the decision (allow, ask or deny), the rule and the layer file:line that
+    decided it and, for exec, each segment's own verdict. Nothing runs, no hook either.
+    """
+    from mdagent.policycheck import (
+        cli_call,
+        model_context,
+        runtime_policy,
+        verdict_dict,
+        verdict_text,
+    )
+
+    runtime = _runtime(ctx)
+    runtime.check_settings()
+    spec, args = cli_call(runtime.registry, tool, list(words or []))
+    verdict = runtime_policy(runtime).explain(spec, args, model_context(runtime))
+    if _wants_json(ctx, json_out):
+        _print_json(verdict_dict(spec.name, args, verdict))
+    else:
+        typer.echo(verdict_text(spec.name, args, verdict))
+
+
+@policy_app.command("rules")
+def policy_rules(
+    ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")
+) -> None:
+    """List every deny, ask and allow rule of every layer, with its reason, layer and line."""
+    from mdagent.policycheck import rule_rows, shown_path
+
+    runtime = _runtime(ctx)
+    runtime.check_settings()
+    rows = rule_rows(runtime)
+    if _wants_json(ctx, json_out):
+        _print_json(rows)
+        return
+    section = runtime.settings.get("policy") or {}
+    typer.echo(
+        f"mode: {section.get('mode') or 'ask'}  inline_eval: {section.get('inline_eval') or 'ask'}"
+    )
+    if not rows:
+        typer.echo("(no rules)")
+        return
+    listing = [
+        [
+            r["kind"],
+            r["rule"],
+            r["layer"],
+            f"{shown_path(r['path'])}:{r['line']}",
+            r["reason"] or "",
+        ]
+        for r in rows
+    ]
+    typer.echo(table(listing, ["KIND", "RULE", "LAYER", "WHERE", "REASON"]))
+
+
+@policy_app.command("revoke")
+def policy_revoke(
+    ctx: typer.Context,
+    rule: str = typer.Argument(..., metavar="RULE", help="The allow rule, as written: 'exec(ls)'."),
+) -> None:
+    """Remove an allow rule (one "always" saved) from the project's settings.
+
+    Edits .agents/config/agent.yaml in place, keeping its comments and layout.
+    """
+    from mdagent.policycheck import revoke
+
+    typer.echo(revoke(_runtime(ctx), rule))
 
 
 # -- config ---------------------------------------------------------------------

@@ -6,7 +6,8 @@ piped. One question at a time: the agent may run calls concurrently.
 
 "always" adds an allow rule to the project layer's ``config/agent.yaml``
 with :func:`add_allow_rule`, which edits the text rather than re-dumping
-YAML, so comments, key order and formatting survive.
+YAML, so comments, key order and formatting survive;
+:func:`remove_allow_rule` (``agent policy revoke``) takes one out the same way.
 """
 
 from __future__ import annotations
@@ -230,6 +231,112 @@ def add_allow_rule(path: str | os.PathLike[str], rule: str) -> bool:
             new_text = yaml.safe_dump(expected, sort_keys=False, allow_unicode=True)
         _replace(target, new_text)
     return True
+
+
+def remove_allow_rule(path: str | os.PathLike[str], rule: str) -> int | None:
+    """Remove ``rule`` from ``policy.allow`` in the settings file ``path`` (``agent policy revoke``).
+
+    The entry may be the rule's text or a ``{rule: …, reason: …}`` mapping.
+    Like :func:`add_allow_rule` the file is edited as text, so comments and
+    formatting stay; the result is checked by parsing it (the old settings
+    minus that entry, nothing else); a file whose layout allows no such edit
+    is dumped again only when it has no comments, else :class:`ConfigError`
+    says to remove it by hand. Returns the line the entry was on, or None
+    when the file has no such rule (or does not exist).
+    """
+    target = Path(path)
+    if not target.is_file():
+        return None
+    with _locked(target) as handle:
+        text = handle.read()
+        try:
+            before = plain(load_yaml(text, target)) if text.strip() else None
+        except ConfigError as exc:
+            raise ConfigError(
+                f"cannot remove `{rule}`: {exc.message}", str(target), exc.line, exc.col
+            ) from None
+        policy = before.get("policy") if isinstance(before, dict) else None
+        allow = policy.get("allow") if isinstance(policy, dict) else None
+        if not isinstance(allow, list):
+            return None
+        index = next((i for i, e in enumerate(allow) if _entry_rule(e) == rule.strip()), None)
+        if index is None:
+            return None
+        expected = {**before, "policy": {**policy, "allow": allow[:index] + allow[index + 1 :]}}
+        edit = _without_item(text, index)
+        if edit is None or _load(edit[0]) != expected:
+            if not _comment_free(text):
+                raise ConfigError(
+                    f"cannot remove `{rule}` from policy.allow without losing comments; "
+                    "remove it by hand",
+                    str(target),
+                )
+            import yaml
+
+            edit = (yaml.safe_dump(expected, sort_keys=False, allow_unicode=True), 0)
+        _replace(target, edit[0])
+    return edit[1] or 1
+
+
+def _last_line(node: Any) -> int:
+    """The last line (0-based) holding text of ``node``.
+
+    A block collection's end mark is where the next token starts, possibly
+    lines further down (a comment, the next key): its last child's is not.
+    """
+    while not getattr(node, "flow_style", True) and node.value:
+        last = node.value[-1]
+        node = last[1] if isinstance(last, tuple) else last
+    end = node.end_mark
+    return end.line if end.column > 0 else end.line - 1
+
+
+def _entry_rule(entry: Any) -> str | None:
+    text = entry.get("rule") if isinstance(entry, dict) else entry
+    return text.strip() if isinstance(text, str) else None
+
+
+def _without_item(text: str, index: int) -> tuple[str, int] | None:
+    """``text`` without item ``index`` of ``policy.allow`` and the item's line; None if no edit."""
+    import yaml
+
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    policy = _value_of(root, "policy")
+    allow = (
+        _value_of(policy[1], "allow")
+        if policy and isinstance(policy[1], yaml.MappingNode)
+        else None
+    )
+    if allow is None or not isinstance(allow[1], yaml.SequenceNode):
+        return None
+    key, node = allow
+    items = node.value
+    item = items[index]
+    line = item.start_mark.line + 1
+    if node.flow_style:
+        # `[a, b, c]`: the item and one comma next to it.
+        start, end = item.start_mark.index, item.end_mark.index
+        if index + 1 < len(items):
+            end = items[index + 1].start_mark.index
+        elif index > 0:
+            start = items[index - 1].end_mark.index
+        return text[:start] + text[end:], line
+    lines = text.splitlines(keepends=True)
+    first, last = item.start_mark.line, _last_line(item)
+    if lines[first][: item.start_mark.column].strip() not in ("-", ""):
+        return None  # something else shares the item's first line
+    kept = lines[:first] + lines[last + 1 :]
+    if len(items) == 1:
+        # The list's last entry: `allow: []`, not `allow:` (null).
+        at = key.end_mark.line
+        colon = kept[at].index(":", key.end_mark.column)
+        kept[at] = kept[at][: colon + 1] + " []" + kept[at][colon + 1 :]
+    return "".join(kept), line
 
 
 def _with_rule(settings: dict[str, Any], rule: str) -> dict[str, Any]:

@@ -11,14 +11,41 @@ from mdagent.specs import CommandSpec, ToolSpec
 from mdagent.yamlsource import Located, decode, load_yaml, plain, position
 
 SETTINGS_FILE = "agent.yaml"
+# The lists of `policy` whose entries carry provenance (see read_settings).
+POLICY_LISTS = ("deny", "ask", "allow", "tests")
 
 DEFAULT_SETTINGS: dict[str, Any] = {
-    "model": {"stream": True},
+    # What mdagent.providers.base.ProviderConfig reads; its field defaults match these.
+    # timeout is the idle limit between data events; request_timeout (None: off)
+    # bounds a whole request, retries included.
+    "model": {
+        "stream": True,
+        "timeout": 120,
+        "request_timeout": None,
+        "max_tokens": 4096,
+        "max_retries": 3,
+    },
     "agent": {"max_steps": 25, "tier": "full"},
-    "policy": {"mode": "ask", "allow": [], "deny": [], "paths": []},
+    "policy": {
+        "mode": "ask",
+        "allow": [],
+        "ask": [],
+        "deny": [],
+        "paths": [],
+        "inline_eval": "ask",
+        "tests": [],
+    },
     "exec": {"timeout": 120, "max_output": 100_000},
     "fetch": {"timeout": 30, "max_bytes": 1_000_000},
     "hooks": {"before": [], "after": []},
+    # What mdagent.sandbox.SandboxSettings reads; its field defaults match these.
+    "sandbox": {
+        "mode": "workspace-write",
+        "network": True,
+        "writable": [],
+        "applies_to": "model",
+        "required": False,
+    },
 }
 
 
@@ -61,6 +88,8 @@ def _schema_problems(
 
 
 def _message(err: Any) -> str:
+    if err.validator == "oneOf" and isinstance(err.schema, dict) and "description" in err.schema:
+        return f"expected {err.schema['description']}"  # "not valid under any of the given schemas"
     if err.validator == "additionalProperties":
         return err.message.replace("Additional properties are not allowed", "unknown key(s):")
     if err.validator == "propertyNames":
@@ -179,18 +208,53 @@ def _entries(data: dict[str, Any], section: str):
 
 def load_settings(path: Path) -> tuple[dict[str, Any], list[Problem]]:
     """Settings from one ``agent.yaml``; an invalid file contributes nothing."""
+    settings, _, problems = read_settings(path)
+    return settings, problems
+
+
+def read_settings(
+    path: Path, layer: str = ""
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[Problem]]:
+    """Settings from one ``agent.yaml``, where its policy rules and tests were written, problems.
+
+    The middle item lists one ``{"section", "entry", "path", "line", "col",
+    "layer"}`` per entry of ``policy.deny``, ``ask``, ``allow`` and ``tests``
+    (``section`` is the list's name, ``entry`` the item as written): the
+    provenance ``agent policy`` shows, and the line a failing test is
+    reported at. An invalid file contributes nothing.
+    """
     data, problems = read_yaml_file(path)
     if data is None:
-        return {}, problems
+        return {}, [], problems
     if not isinstance(data, Located):
-        return {}, [Problem(str(path), 1, 1, "error", "expected a mapping of settings")]
+        return {}, [], [Problem(str(path), 1, 1, "error", "expected a mapping of settings")]
     schema_problems, broken = _schema_problems(data, "settings", str(path))
     schema_problems += _runtime_problems(data, str(path), broken)
     if schema_problems:
         # Half-applied settings (a policy without its deny list) are worse than
         # none: report and skip the file, loudly.
-        return {}, problems + schema_problems
-    return plain(data), problems
+        return {}, [], problems + schema_problems
+    return plain(data), _policy_sources(data, str(path), layer), problems
+
+
+def _policy_sources(data: Located, where: str, layer: str) -> list[dict[str, Any]]:
+    policy = data.get("policy")
+    out: list[dict[str, Any]] = []
+    for section in POLICY_LISTS:
+        entries = policy.get(section) if isinstance(policy, dict) else None
+        for i, entry in enumerate(entries if isinstance(entries, list) else ()):
+            line, col = position(data, ["policy", section, i])
+            out.append(
+                {
+                    "section": section,
+                    "entry": plain(entry),
+                    "path": where,
+                    "line": line,
+                    "col": col,
+                    "layer": layer,
+                }
+            )
+    return out
 
 
 def _runtime_problems(data: Located, where: str, broken: set[tuple[Any, Any]]) -> list[Problem]:
@@ -201,11 +265,13 @@ def _runtime_problems(data: Located, where: str, broken: set[tuple[Any, Any]]) -
     file every command can use. Lists the schema already faulted are skipped:
     one message per mistake.
     """
-    from mdagent.hooks import check_hook
+    from functools import partial
+
+    from mdagent.hooks import EVENTS, check_hook
     from mdagent.policy import Rule
 
-    checks = [("policy", key, Rule.parse) for key in ("allow", "deny")]
-    checks += [("hooks", when, check_hook) for when in ("before", "after")]
+    checks = [("policy", key, Rule.parse) for key in ("allow", "ask", "deny")]
+    checks += [("hooks", when, partial(check_hook, event=when)) for when in EVENTS]
     problems = []
     for section, key, check in checks:
         block = data.get(section)

@@ -1,11 +1,21 @@
-"""Which tool calls may run: allow/deny rules, modes, approval and rate limits.
+"""Which tool calls may run: deny/ask/allow rules, modes, approval and rate limits.
 
 Settings (``agent.yaml``)::
 
     policy:
       mode: ask            # ask | allowlist | deny | full
-      allow: ["exec(git status*)", "read_file", "write_file(src/**)"]
+      allow: ["exec(git *)", "read_file", "write_file(src/**)"]
+      ask:   [{rule: "exec(git push*)", reason: "others see what you push"}]
       deny:  ["exec(rm -rf *)", "read_file(**/.env)", "fetch(domain:evil.example)"]
+      inline_eval: ask     # ask | allow: may allow patterns cover `python -c ...`?
+
+Deny rules, then ask rules, then allow rules: an ``ask`` match asks a person
+(in every mode; no terminal: refused; ``--yes`` answers it) even where an
+allow rule covers the call. Any rule may be a mapping ``{rule: ..., reason:
+...}``; the reason is shown to the person and returned to the model with the
+refusal. With ``inline_eval: ask`` (the default) an allow pattern never
+covers an interpreter running code from its command line
+(:mod:`mdagent.interpreters`: ``python3 -c``, ``node -e``...).
 
 A rule is ``tool`` (every call of that tool) or ``tool(pattern)``. ``tool`` is
 the tool's real name or one of its aliases (``bash(git *)`` is an ``exec``
@@ -42,6 +52,9 @@ matched against depends on the tool:
   is, anything else as JSON); any other pattern globs the arguments rendered
   as compact JSON with sorted keys (``{"city":"Paris"}``).
 
+Ask rules match the way deny rules do (any segment, any spelling of a path;
+a command they cannot see through counts as matching).
+
 Who is asking matters (``ctx.caller``): a command a person typed runs as
 typed, only deny rules (and rate limits) apply. For a model (``"model"``,
 ``"mcp"``, anything but ``"person"``), see :meth:`Policy.check`.
@@ -55,7 +68,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -88,21 +101,52 @@ Prompt = Callable[[str, Mapping[str, Any]], str]
 
 
 @dataclass(frozen=True)
+class Source:
+    """Where a rule or a policy test was written: its file, line and column, and the layer."""
+
+    path: str
+    line: int
+    col: int = 1
+    layer: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
 class Rule:
-    """One ``tool`` or ``tool(pattern)`` entry of ``policy.allow`` / ``policy.deny``."""
+    """One entry of ``policy.allow``, ``policy.ask`` or ``policy.deny``.
+
+    ``tool`` or ``tool(pattern)``, optionally with a ``reason`` shown to the
+    person and returned to the model when the rule refuses or asks.
+    ``source`` is where it was written (None: added at run time). Rules are
+    equal when their text is.
+    """
 
     text: str
     tool: str
     pattern: str | None = None
+    reason: str | None = field(default=None, compare=False)
+    source: Source | None = field(default=None, compare=False)
 
     @classmethod
-    def parse(cls, text: str, where: str = "policy") -> Rule:
-        """The rule ``text`` spells; raises :class:`ConfigError` naming ``where``."""
+    def parse(cls, entry: Any, where: str = "policy") -> Rule:
+        """The rule a settings entry spells: ``"tool(pattern)"`` or ``{rule: …, reason: …}``.
+
+        Raises :class:`ConfigError` naming ``where``.
+        """
+        reason = None
+        text = entry
+        if isinstance(entry, Mapping):
+            text, reason = entry.get("rule"), entry.get("reason")
+            if not isinstance(text, str) or (reason is not None and not isinstance(reason, str)):
+                raise ConfigError(f'{where}: expected {{rule: "tool(pattern)", reason: text}}')
+            reason = " ".join((reason or "").split()) or None  # one line, shown in messages
         raw = str(text).strip()
         match = re.fullmatch(r"([^()\s]+)(?:\((.*)\))?", raw, re.S)
         if not match:
             raise ConfigError(f"{where}: invalid rule {text!r}: expected `tool` or `tool(pattern)`")
-        return cls(raw, match.group(1), match.group(2))
+        return cls(raw, match.group(1), match.group(2), reason)
 
     def names(self, names: Iterable[str]) -> bool:
         """Whether this rule is about a tool known by any of ``names``."""
@@ -112,15 +156,51 @@ class Rule:
         return self.text
 
 
-def parse_rules(texts: Any, where: str) -> tuple[Rule, ...]:
-    """Rules from a settings list (a lone string is a one-item list)."""
-    if texts is None:
+def parse_rules(
+    entries: Any, where: str, sources: Mapping[str, Source] | None = None
+) -> tuple[Rule, ...]:
+    """Rules from a settings list (a lone string is a one-item list).
+
+    ``sources`` maps an entry (:func:`entry_key`) to where it was written.
+    """
+    if entries is None:
         return ()
-    if isinstance(texts, str):
-        texts = [texts]
-    if not isinstance(texts, Iterable):
+    if isinstance(entries, (str, Mapping)):
+        entries = [entries]
+    if not isinstance(entries, Iterable):
         raise ConfigError(f"{where}: expected a list of rules")
-    return tuple(Rule.parse(t, where) for t in texts)
+    rules = []
+    for entry in entries:
+        rule = Rule.parse(entry, where)
+        source = (sources or {}).get(entry_key(entry))
+        rules.append(replace(rule, source=source) if source is not None else rule)
+    return tuple(rules)
+
+
+def entry_key(entry: Any) -> str:
+    """One spelling of a settings list entry, to look up where it was written."""
+    return json.dumps(entry, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def rule_sources(sources: Iterable[Mapping[str, Any]], section: str) -> dict[str, Source]:
+    """Entry -> where it was written, for the ``section`` list (``"deny"``, ``"ask"``...).
+
+    ``sources`` is :attr:`mdagent.registry.Registry.sources`, highest layer
+    first: an entry written in two layers is the higher one's, as merging
+    the settings keeps it.
+    """
+    out: dict[str, Source] = {}
+    for item in sources:
+        if item.get("section") == section:
+            key = entry_key(item.get("entry"))
+            if key not in out:
+                out[key] = Source(
+                    str(item.get("path", "")),
+                    int(item.get("line") or 1),
+                    int(item.get("col") or 1),
+                    str(item.get("layer") or ""),
+                )
+    return out
 
 
 def tool_names(tool: Any) -> tuple[str, ...]:
@@ -200,12 +280,25 @@ class _ExecView:
         """
         out = [self.whole, " ".join(self.whole.split())]
         for seg in self.segments or ():
-            out += [seg.text, seg.plain]
-            for stage in (*seg.stages, seg.core):
-                if stage:
-                    program = stage[0].rsplit("/", 1)[-1]
-                    out += [" ".join(stage), " ".join((program, *stage[1:]))]
+            out += segment_candidates(seg)
         return list(dict.fromkeys(out))
+
+
+def segment_candidates(seg: Any) -> list[str]:
+    """The strings a deny or ask rule is tried on for one segment (see ``deny_candidates``)."""
+    out = [seg.text, seg.plain]
+    for stage in (*seg.stages, seg.core):
+        if stage:
+            program = stage[0].rsplit("/", 1)[-1]
+            out += [" ".join(stage), " ".join((program, *stage[1:]))]
+    return list(dict.fromkeys(out))
+
+
+@lru_cache(maxsize=64)
+def _exec_view(command: str) -> _ExecView:
+    # One parse per command: the deny rules judge a call twice (before the
+    # hooks, then with the ask/allow rules), and it is only read.
+    return _ExecView(command)
 
 
 @dataclass(frozen=True)
@@ -248,7 +341,18 @@ def _path_regex(pattern: str, ignore_case: bool, anchored: bool = False) -> re.P
 
 
 def _path_matches(pattern: str, view: _PathView, *, deny: bool) -> bool:
-    """Whether ``pattern`` matches the file (or a folder holding it)."""
+    """Whether ``pattern`` matches the file (or a folder holding it).
+
+    An allow rule that is anchored (``./x``, ``/x``, ``~/x``) and literal (no
+    wildcard, no trailing ``/``) names exactly that path: ``./notes`` covers
+    the file ``notes``, not what a folder of that name holds, now or later
+    (what "always" saves). ``./docs/`` or ``./docs/**`` covers a folder's
+    files; other patterns match a folder's files too, as in gitignore, and
+    so do deny rules always.
+    """
+    anchored = pattern in (".", "~") or pattern.startswith(("./", "/", "~/"))
+    literal = not (pattern.endswith("/") or re.search(r"[*?[]", re.sub(r"\\.", "", pattern)))
+    exact = not deny and anchored and literal
     if pattern.startswith("~/") or pattern == "~":
         pattern = os.path.expanduser(pattern)
     # `./x` is anchored at the workspace root (what "always" saves): never `sub/x`.
@@ -262,7 +366,7 @@ def _path_matches(pattern: str, view: _PathView, *, deny: bool) -> bool:
         if view.relative is None:
             return False
         if pattern in ("", "."):
-            return True  # the workspace root, and so everything inside
+            return view.relative == "." or not exact  # the root (and all inside)
         target = view.relative
         regex = _path_regex(pattern, deny, True)
     elif view.relative is not None:
@@ -276,6 +380,8 @@ def _path_matches(pattern: str, view: _PathView, *, deny: bool) -> bool:
     else:
         return False
     parts = target.split("/")
+    if exact:
+        return bool(regex.fullmatch(target))
     return any(regex.fullmatch("/".join(parts[:n])) for n in range(len(parts), 0, -1))
 
 
@@ -316,6 +422,9 @@ def _normal_host(host: str) -> str | None:
     if not host:
         return None
     if ":" in host:
+        # A zone id (`fe80::1%eth0`, `[::1%25lo]`) picks an interface, not
+        # another address: `fetch(domain:::1)` covers `[::1%25lo]`.
+        host = host.split("%", 1)[0]
         try:
             address = ipaddress.IPv6Address(host)
         except ValueError:
@@ -378,6 +487,59 @@ def _generic_matches(pattern: str, args: Mapping[str, Any]) -> bool:
 
 # -- the policy ------------------------------------------------------------------
 
+ALLOW, ASK, DENY = "allow", "ask", "deny"
+INLINE_EVAL = ("ask", "allow")
+
+
+@dataclass(frozen=True)
+class SegmentVerdict:
+    """What the rules say about one segment of an ``exec`` command on its own."""
+
+    text: str
+    decision: str
+    why: str
+    rule: Rule | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the rules say about one call, before anyone is asked (:meth:`Policy.evaluate`).
+
+    ``decision`` is ``allow``, ``ask`` or ``deny``; ``why`` says what decided
+    in a few words; ``rules`` are the rules that decided (none: a mode, the
+    tool's security level, a hook). For ``ask``, ``asks`` says what wants the
+    question: ``rule`` (``policy.ask``), ``hook``, ``protected`` (the agent's
+    own configuration: only a person at a terminal may answer), ``approval``
+    (declared ``approval: true``) or ``unmatched`` (no allow rule covers the
+    call). ``matched`` is what a deny or ask rule matched (a segment, a
+    path); ``suggestion`` the allow rule that would cover exactly this call;
+    ``segments`` each segment's own verdict (``exec``, see
+    :meth:`Policy.explain`).
+    """
+
+    decision: str
+    why: str
+    rules: tuple[Rule, ...] = ()
+    asks: str | None = None
+    matched: str = ""
+    suggestion: str | None = None
+    protected: str | None = None
+    hook: Any = None
+    approved_by: str | None = None
+    segments: tuple[SegmentVerdict, ...] = ()
+
+    @property
+    def rule(self) -> Rule | None:
+        """The (first) rule that decided, if a rule did."""
+        return self.rules[0] if self.rules else None
+
+    @property
+    def reason(self) -> str | None:
+        """The deciding rule's or hook's reason, shown to the person and the model."""
+        if self.hook is not None:
+            return getattr(self.hook, "reason", None) or None
+        return self.rule.reason if self.rule is not None else None
+
 
 class Policy:
     """Decides whether a call may run, asking a person when the settings say so.
@@ -390,6 +552,8 @@ class Policy:
     ``prompt(tool_name, args) -> "yes" | "no" | "always"`` asks the question
     (default: :func:`mdagent.approval.ask_terminal`). ``project_layer`` is the
     ``.agents`` folder whose ``config/agent.yaml`` "always" writes to.
+    ``sources`` (:attr:`mdagent.registry.Registry.sources`) says where each
+    rule was written; rules carry it as :attr:`Rule.source`.
 
     ``policy.paths`` (extra workspace roots) is not read here: file tools
     confine paths with :func:`mdagent.workspace.roots_from`, its one reader.
@@ -409,6 +573,7 @@ class Policy:
         approve_all: bool = False,
         prompt: Prompt | None = None,
         project_layer: Path | None = None,
+        sources: Iterable[Mapping[str, Any]] = (),
     ) -> None:
         section = (settings or {}).get("policy") or {}
         if not isinstance(section, Mapping):
@@ -416,8 +581,17 @@ class Policy:
         self.mode = str(section.get("mode") or "ask")
         if self.mode not in MODES:
             raise ConfigError(f"policy.mode: {self.mode!r} is not one of {', '.join(MODES)}")
-        self.allow = list(parse_rules(section.get("allow"), "policy.allow"))
-        self.deny = parse_rules(section.get("deny"), "policy.deny")
+        self.inline_eval = str(section.get("inline_eval") or "ask")
+        if self.inline_eval not in INLINE_EVAL:
+            raise ConfigError(f"policy.inline_eval: {self.inline_eval!r} is not ask or allow")
+        sources = list(sources)
+
+        def rules(key: str) -> tuple[Rule, ...]:
+            return parse_rules(section.get(key), f"policy.{key}", rule_sources(sources, key))
+
+        self.allow = list(rules("allow"))
+        self.ask = rules("ask")
+        self.deny = rules("deny")
         self.workdir = Path(workdir)
         self.interactive = interactive
         self.approve_all = approve_all
@@ -432,133 +606,288 @@ class Policy:
 
     # -- the verdict -------------------------------------------------------------
 
-    def check(self, tool: Any, args: Mapping[str, Any], ctx: ToolContext) -> Decision:
-        """The decision for one call of ``tool`` with (validated) ``args``.
+    def screen(self, tool: Any, args: Mapping[str, Any], ctx: Any) -> Decision | None:
+        """The deny rules' refusal of this call, or None; they apply to every caller.
 
-        Deny rules first, for everyone. A person's call then runs
-        (``approved_by="person"``). A model's call goes by ``mode``: ``full``
-        runs everything; ``allowlist`` and ``deny`` run only what an allow
-        rule covers and never ask; ``ask`` runs ``safe`` tools and what an
-        allow rule covers, and asks for the rest and for every tool declared
-        ``approval: true``. A model's call that would change the agent's own
-        configuration (:mod:`mdagent.protected`) is asked whatever the mode,
-        the rules, "always" or ``--yes`` say, and refused without a terminal.
-        An allowed call then passes the tool's rate limit.
+        The toolbox calls this before the before hooks, and again on
+        arguments a hook rewrote.
         """
         args = dict(args or {})
-        names = tool_names(tool)
-        workdir = str(getattr(ctx, "workdir", None) or self.workdir)
         view = self._view(tool.name, args)
-        denied = self._denied_by(names, tool.name, args, workdir, view)
-        if denied is not None:
-            rule, what = denied
-            shown = f" ({_shorten(what)})" if what else ""
-            return Decision(False, f"denied by policy rule `{rule}`{shown}", code="DENIED")
-        if getattr(ctx, "caller", "person") == "person":
-            decision = Decision(True, approved_by="person")
+        denied = self._matching(
+            self.deny, tool_names(tool), tool.name, args, self._workdir(ctx), view
+        )
+        return None if denied is None else self._denial(*denied)
+
+    def check(
+        self, tool: Any, args: Mapping[str, Any], ctx: ToolContext, hook: Any = None
+    ) -> Decision:
+        """The decision for one call of ``tool`` with (validated) ``args``.
+
+        :meth:`evaluate` says what the rules want; "ask" is then put to a
+        person at a terminal, answered by ``--yes`` (never for the agent's own
+        configuration), or refused when nobody can answer. ``hook`` is what
+        the before hooks said (:class:`mdagent.toolbox.HookDecision`). An
+        allowed call then passes the tool's rate limit.
+        """
+        verdict = self.evaluate(tool, args, ctx, hook=hook)
+        if verdict.decision == DENY:
+            decision = self._refusal(tool, verdict)
+        elif verdict.decision == ALLOW:
+            decision = Decision(True, approved_by=verdict.approved_by)
         else:
-            guarded = self._protected_target(tool.name, args, ctx, workdir)
-            if guarded is not None:
-                decision = self._guarded_decision(tool, args, ctx, names, workdir, view, guarded)
-            else:
-                decision = self._model_decision(tool, args, ctx, names, workdir, view)
+            decision = self._put_question(tool, dict(args or {}), ctx, verdict)
         if decision.allowed:
             return self._rate_limited(tool) or decision
         return decision
 
-    def _model_decision(
-        self,
-        tool: Any,
-        args: dict[str, Any],
-        ctx: Any,
-        names: tuple[str, ...],
-        workdir: str,
-        view: Any,
-    ) -> Decision:
+    def evaluate(
+        self, tool: Any, args: Mapping[str, Any], ctx: Any = None, *, hook: Any = None
+    ) -> Verdict:
+        """What the rules say about a call, asking nobody and running nothing.
+
+        Deny rules first, for everyone. A person's call then runs as typed
+        (``ctx.caller == "person"``; no ``ctx``: a model's call). A model's
+        call that would change the agent's own configuration
+        (:mod:`mdagent.protected`) asks, whatever the mode, the rules, a hook
+        or "always" say (``allowlist`` and ``deny`` still refuse what they
+        would refuse anyway). Then a before hook's ``allow`` or ``ask``
+        decides; then ``policy.ask`` rules ask, in every mode; then the mode:
+        ``full`` runs everything; ``allowlist`` and ``deny`` run only what an
+        allow rule covers and never ask; ``ask`` runs ``safe`` tools and what
+        an allow rule covers, and asks for the rest and for every tool
+        declared ``approval: true``.
+        """
+        args = dict(args or {})
+        names = tool_names(tool)
+        workdir = self._workdir(ctx)
+        view = self._view(tool.name, args)
+        denied = self._matching(self.deny, names, tool.name, args, workdir, view)
+        if denied is not None:
+            rule, what = denied
+            return Verdict(DENY, f"denied by policy rule `{rule}`", (rule,), matched=what)
+        if ctx is not None and getattr(ctx, "caller", "person") == "person":
+            return Verdict(ALLOW, "a person's command runs as typed", approved_by="person")
+        target = self._protected_target(tool.name, args, ctx, workdir)
+        if target is not None:
+            if self.mode in ("allowlist", "deny"):
+                base = self._by_rules(tool, args, names, workdir, view)
+                if base.decision == DENY:
+                    return base
+            why = f"it would change {target}, part of the agent's own configuration"
+            return Verdict(ASK, why, asks="protected", protected=target)
+        decided = getattr(hook, "decision", None)
+        if decided == ALLOW:
+            return Verdict(
+                ALLOW, f"allowed by hook {hook.hook}", hook=hook, approved_by=f"hook:{hook.hook}"
+            )
+        if decided == ASK:
+            return Verdict(ASK, f"hook {hook.hook} asks for it", asks="hook", hook=hook)
+        return self._by_rules(tool, args, names, workdir, view)
+
+    def explain(self, tool: Any, args: Mapping[str, Any], ctx: Any = None) -> Verdict:
+        """:meth:`evaluate`, plus each segment's own verdict for ``exec`` (``agent policy check``)."""
+        verdict = self.evaluate(tool, args, ctx)
+        if tool.name in EXEC_TOOLS:
+            view = self._view(tool.name, dict(args or {}))
+            names = tool_names(tool)
+            segments = tuple(self._segment_verdict(s, names) for s in view.segments or ())
+            verdict = replace(verdict, segments=segments)
+        return verdict
+
+    def _by_rules(
+        self, tool: Any, args: dict[str, Any], names: tuple[str, ...], workdir: str, view: Any
+    ) -> Verdict:
+        """A model's call after the deny rules: ask rules, mode, "always", allow rules."""
+        asked = self._matching(self.ask, names, tool.name, args, workdir, view)
+        if asked is not None:
+            rule, what = asked
+            return Verdict(ASK, f"policy rule `{rule}` asks for it", (rule,), "rule", what)
         if self.mode == "full":
-            return Decision(True, approved_by="mode:full")
+            return Verdict(ALLOW, "policy.mode is full", approved_by="mode:full")
         if self._call_key(tool.name, args) in self._always:
-            return Decision(True, approved_by="always")
-        rules = self._allowed_by(names, tool.name, args, workdir, view)
+            return Verdict(ALLOW, 'answered "always" in this session', approved_by="always")
+        rules = tuple(self._allowed_by(names, tool.name, args, workdir, view))
+        allowed = Verdict(
+            ALLOW,
+            "allowed by policy rule " + ", ".join(f"`{r}`" for r in rules),
+            rules,
+            approved_by="rule:" + ",".join(r.text for r in rules),
+        )
+        suggestion = self.rule_for(tool, args, workdir)
         if self.mode in ("allowlist", "deny"):
             if rules:
-                return Decision(True, approved_by="rule:" + ",".join(r.text for r in rules))
-            suggestion = self.rule_for(tool, args, workdir)
-            return Decision(
-                False,
-                f"{tool.name} is not allowed: policy.mode is {self.mode} and no rule in "
-                f"policy.allow covers this call; add `{suggestion}` to policy.allow in "
-                f"{self._settings_file()}",
-                code="DENIED",
-                extra={"allow_rule": suggestion},
-            )
-        needs_question = bool(tool.meta.get("approval"))
-        if not needs_question:
-            if rules:
-                return Decision(True, approved_by="rule:" + ",".join(r.text for r in rules))
-            if str(tool.meta.get("security") or "moderate") == "safe":
-                return Decision(True, approved_by="safe")
-        return self._ask(tool, args, ctx, self.rule_for(tool, args, workdir), needs_question)
+                return allowed
+            why = f"policy.mode is {self.mode} and no rule in policy.allow covers it"
+            return Verdict(DENY, why, suggestion=suggestion)
+        if tool.meta.get("approval"):
+            why = f"{tool.name} is declared `approval: true`"
+            return Verdict(ASK, why, asks="approval", suggestion=suggestion)
+        if rules:
+            return allowed
+        if str(tool.meta.get("security") or "moderate") == "safe":
+            return Verdict(ALLOW, f"{tool.name} is a safe tool", approved_by="safe")
+        why = "no rule in policy.allow covers it"
+        blocker = self._uncoverable(view)
+        return Verdict(
+            ASK, f"{why}: {blocker}" if blocker else why, asks="unmatched", suggestion=suggestion
+        )
 
-    def _ask(
-        self, tool: Any, args: dict[str, Any], ctx: Any, suggestion: str, declared: bool
+    def _segment_verdict(self, seg: Any, names: tuple[str, ...]) -> SegmentVerdict:
+        """One segment as if it were the whole command (deny, ask, mode, allow)."""
+        candidates = segment_candidates(seg)
+        for decision, pool in ((DENY, self.deny), (ASK, self.ask)):
+            rules = [r for r in pool if r.names(names)]
+            for rule in rules:
+                if rule.pattern is None or any(
+                    _command_matches(c, rule.pattern) for c in candidates
+                ):
+                    return SegmentVerdict(seg.text, decision, f"policy rule `{rule}`", rule)
+            if rules and seg.unchecked:
+                why = f"could not be checked ({seg.unchecked})"
+                return SegmentVerdict(seg.text, decision, why, rules[0])
+        if self.mode == "full":
+            return SegmentVerdict(seg.text, ALLOW, "policy.mode is full")
+        rules = [r for r in self.allow if r.names(names)]
+        bare = next((r for r in rules if r.pattern is None), None)
+        if bare is not None:
+            return SegmentVerdict(seg.text, ALLOW, f"policy rule `{bare}`", bare)
+        blocker = self._segment_blocker(seg)
+        if blocker is None:
+            for rule in rules:
+                if _command_matches(seg.text, rule.pattern):
+                    return SegmentVerdict(seg.text, ALLOW, f"policy rule `{rule}`", rule)
+        fallback = DENY if self.mode in ("allowlist", "deny") else ASK
+        return SegmentVerdict(seg.text, fallback, blocker or "no rule in policy.allow covers it")
+
+    def _segment_blocker(self, seg: Any) -> str | None:
+        """Why no allow pattern may cover ``seg`` (None: a pattern may)."""
+        if seg.dynamic:
+            return seg.dynamic
+        if self.inline_eval == "ask":
+            from mdagent.interpreters import inline_code
+
+            inline = inline_code(seg.core)
+            if inline:
+                return f"`{inline}` runs inline code, which allow rules do not cover (policy.inline_eval: ask)"
+        return None
+
+    def _uncoverable(self, view: Any) -> str | None:
+        """Why an allow pattern could not cover this exec command, if that is why."""
+        if view is None:
+            return None
+        if not view.parsed:
+            return view.unchecked
+        return next(filter(None, map(self._segment_blocker, view.segments or ())), None)
+
+    # -- acting on it ------------------------------------------------------------
+
+    def _denial(self, rule: Rule, what: str) -> Decision:
+        shown = f" ({_shorten(what)})" if what else ""
+        reason = f": {rule.reason}" if rule.reason else ""
+        extra = {"rule": rule.text, **({"reason": rule.reason} if rule.reason else {})}
+        return Decision(
+            False, f"denied by policy rule `{rule}`{shown}{reason}", code="DENIED", extra=extra
+        )
+
+    def _refusal(self, tool: Any, verdict: Verdict) -> Decision:
+        if verdict.rule is not None:
+            return self._denial(verdict.rule, verdict.matched)
+        return Decision(
+            False,
+            f"{tool.name} is not allowed: policy.mode is {self.mode} and no rule in "
+            f"policy.allow covers this call; add `{verdict.suggestion}` to policy.allow in "
+            f"{self._settings_file()}",
+            code="DENIED",
+            extra={"allow_rule": verdict.suggestion},
+        )
+
+    def _put_question(
+        self, tool: Any, args: dict[str, Any], ctx: Any, verdict: Verdict
     ) -> Decision:
+        """An "ask" verdict, answered: by ``--yes``, a person, or nobody (refused)."""
+        if verdict.asks == "protected":
+            return self._ask_protected(tool, args, ctx, verdict.protected or "")
         if self.approve_all or getattr(ctx, "approve_all", False):
             return Decision(True, approved_by="--yes")
-        if declared:
-            how = "rerun with --yes (it is declared `approval: true`, so allow rules do not skip the question)"
-        else:
-            how = (
-                f"rerun with --yes or add `{suggestion}` to policy.allow in {self._settings_file()}"
-            )
         refused = Decision(
-            False,
-            f"{tool.name} needs approval: no terminal to ask on; {how}",
-            code="DENIED",
-            extra={"allow_rule": suggestion, "needs_approval": True},
+            False, self._no_terminal(tool, verdict), code="DENIED", extra=self._asked_extra(verdict)
         )
         if not self.interactive:
             return refused
+        # "always" saves an allow rule: no use where an ask rule or a hook asks.
+        offer_always = verdict.asks in ("unmatched", "approval")
         key = self._call_key(tool.name, args)
         with self._asking:
-            if key in self._always:  # answered while this call waited its turn
+            if offer_always and key in self._always:  # answered while this call waited its turn
                 return Decision(True, approved_by="always")
-            answer = self._question(tool, args, ctx, refused)
+            answer = self._question(
+                tool, args, ctx, refused, always=offer_always, note=self._note(verdict)
+            )
             if isinstance(answer, Decision):
                 return answer
-            if answer == "always":
+            if answer == "always" and offer_always and verdict.suggestion:
                 self._always.add(key)
-                self._tell(self._remember(suggestion))
+                self._tell(self._remember(verdict.suggestion))
                 return Decision(True, approved_by="always")
-            if answer == "yes":
+            if answer in ("yes", "always"):
                 return Decision(True, approved_by="user")
         return _declined(tool.name)
 
-    def _guarded_decision(
-        self,
-        tool: Any,
-        args: dict[str, Any],
-        ctx: Any,
-        names: tuple[str, ...],
-        workdir: str,
-        view: Any,
-        target: str,
-    ) -> Decision:
+    def _no_terminal(self, tool: Any, verdict: Verdict) -> str:
+        """Why the call is refused when nobody can be asked, and how to allow it."""
+        reason = f": {verdict.reason}" if verdict.reason else ""
+        if verdict.asks == "rule":
+            return (
+                f"{tool.name} needs approval: policy rule `{verdict.rule}` asks for it{reason}; "
+                "no terminal to ask on; rerun with --yes (allow rules do not cover a call an "
+                "ask rule matches)"
+            )
+        if verdict.asks == "hook":
+            return (
+                f"{tool.name} needs approval: hook {verdict.hook.hook} asks for it{reason}; "
+                "no terminal to ask on; rerun with --yes"
+            )
+        if verdict.asks == "approval":
+            how = "rerun with --yes (it is declared `approval: true`, so allow rules do not skip the question)"
+        else:
+            how = f"rerun with --yes or add `{verdict.suggestion}` to policy.allow in {self._settings_file()}"
+        blocker = verdict.why.partition(": ")[2] if verdict.asks == "unmatched" else ""
+        detail = f" ({blocker})" if blocker else ""
+        return f"{tool.name} needs approval{detail}: no terminal to ask on; {how}"
+
+    @staticmethod
+    def _asked_extra(verdict: Verdict) -> dict[str, Any]:
+        extra: dict[str, Any] = {"needs_approval": True}
+        if verdict.asks in ("unmatched", "approval"):
+            extra["allow_rule"] = verdict.suggestion
+        if verdict.asks == "rule" and verdict.rule is not None:
+            extra["rule"] = verdict.rule.text
+        if verdict.reason:
+            extra["reason"] = verdict.reason
+        return extra
+
+    @staticmethod
+    def _note(verdict: Verdict) -> str | None:
+        """The line under the question saying why it is asked (None: the usual question)."""
+        reason = f": {verdict.reason}" if verdict.reason else ""
+        if verdict.asks == "rule":
+            return f"Asked because of policy rule `{verdict.rule}`{reason}"
+        if verdict.asks == "hook":
+            return f"Asked because hook {verdict.hook.hook} asks{reason}"
+        return None
+
+    def _ask_protected(self, tool: Any, args: dict[str, Any], ctx: Any, target: str) -> Decision:
         """A model's call that would change ``target``, a file of the agent's own policy.
 
         Only a person at a terminal may let it run, one call at a time: no
-        allow rule, mode, "always" or ``--yes`` covers it. ``allowlist`` and
-        ``deny`` still refuse what they would refuse anyway, without asking.
+        allow rule, mode, hook, "always" or ``--yes`` covers it.
         """
-        if self.mode in ("allowlist", "deny"):
-            base = self._model_decision(tool, args, ctx, names, workdir, view)
-            if not base.allowed:
-                return base
         refused = Decision(
             False,
             f"{tool.name} would change {target}, part of the agent's own configuration: "
             "a model may do that only with a person's approval at a terminal "
-            '(allow rules, policy.mode, "always" and --yes do not cover it)',
+            '(allow rules, policy.mode, hooks, "always" and --yes do not cover it)',
             code="DENIED",
             extra={"protected": target, "needs_approval": True},
         )
@@ -723,13 +1052,28 @@ class Policy:
     @staticmethod
     def _view(tool_name: str, args: Mapping[str, Any]) -> Any:
         if tool_name in EXEC_TOOLS:
-            return _ExecView(str(args.get("command", "")))
+            return _exec_view(str(args.get("command", "")))
         return None
 
-    def _denied_by(
-        self, names: tuple[str, ...], real: str, args: Mapping[str, Any], workdir: str, view: Any
+    def _workdir(self, ctx: Any) -> str:
+        return str(getattr(ctx, "workdir", None) or self.workdir)
+
+    @staticmethod
+    def _matching(
+        pool: Iterable[Rule],
+        names: tuple[str, ...],
+        real: str,
+        args: Mapping[str, Any],
+        workdir: str,
+        view: Any,
     ) -> tuple[Rule, str] | None:
-        rules = [r for r in self.deny if r.names(names)]
+        """The first deny (or ask) rule of ``pool`` the call matches, and what it matched.
+
+        These rules restrict, so they look hard: every segment of a command
+        and every spelling of a path; a command they cannot see through
+        counts as matching.
+        """
+        rules = [r for r in pool if r.names(names)]
         if not rules:
             return None
         for rule in rules:
@@ -741,7 +1085,7 @@ class Policy:
                     if _command_matches(candidate, rule.pattern):
                         return rule, candidate
             if view.unchecked:
-                # Deny rules exist but cannot see what this command runs: fail closed.
+                # Rules exist but cannot see what this command runs: fail closed.
                 return rules[0], view.unchecked
             return None
         if real in FILE_TOOLS:
@@ -752,7 +1096,7 @@ class Policy:
                     return rule, path
             return None
         for rule in rules:
-            if self._other_matches(real, rule.pattern, args):
+            if Policy._other_matches(real, rule.pattern, args):
                 return rule, ""
         return None
 
@@ -767,7 +1111,7 @@ class Policy:
         if not rules:
             return []
         if real in EXEC_TOOLS:
-            return _exec_allowed(rules, view)
+            return _exec_allowed(rules, view, self._segment_blocker)
         if real in FILE_TOOLS:
             views = _path_views(str(args.get("path") or "."), workdir)
             for rule in rules:
@@ -795,8 +1139,9 @@ class Policy:
 
         exec: the exact command line; file tools: the path, anchored at the
         workspace root when inside (``write_file(./agent.yaml)``, never
-        ``sub/agent.yaml``), absolute when outside; fetch: the URL's domain;
-        other tools: the tool name.
+        ``sub/agent.yaml``), absolute when outside; either names exactly that
+        path, not what a folder of that name holds (see :func:`_path_matches`);
+        fetch: the URL's domain; other tools: the tool name.
         """
         name = tool.name
         if name in EXEC_TOOLS:
@@ -831,11 +1176,15 @@ class Policy:
         return tool_name + "\x00" + _render_args(args)
 
 
-def _exec_allowed(rules: list[Rule], view: _ExecView) -> list[Rule]:
+def _exec_allowed(
+    rules: list[Rule], view: _ExecView, blocker: Callable[[Any], str | None]
+) -> list[Rule]:
     """The allow rules that together cover every segment (empty: not covered).
 
-    A segment is coverable only when fully understood (``Segment.dynamic`` is
-    None): every word literal after quote removal, nothing evaluated as code.
+    A segment is coverable only when fully understood and ``blocker`` finds
+    nothing against it (``Segment.dynamic`` is None: every word literal after
+    quote removal, nothing evaluated as code; no inline script, unless
+    ``policy.inline_eval: allow``).
     """
     if not view.parsed:
         return []  # unparseable: only a person (or a bare `exec` rule) may allow it
@@ -848,8 +1197,8 @@ def _exec_allowed(rules: list[Rule], view: _ExecView) -> list[Rule]:
         return []
     used: list[Rule] = []
     for seg in view.segments:
-        if seg.dynamic:
-            return []  # computed at run time: a pattern cannot know what it runs
+        if blocker(seg):
+            return []  # a pattern cannot know what it runs
         rule = next((r for r in rules if _command_matches(seg.text, r.pattern)), None)
         if rule is None:
             return []
@@ -874,3 +1223,15 @@ def _declined(tool_name: str) -> Decision:
 
 def _shorten(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def withheld(settings: Mapping[str, Any]) -> Callable[[Any], bool]:
+    """Whether a tool is never offered to a model: a deny rule without a pattern covers it.
+
+    ``deny: [fetch]`` refuses every call of ``fetch``; sending its
+    description would only invite calls that cannot run.
+    """
+    section = (settings or {}).get("policy") or {}
+    deny = section.get("deny") if isinstance(section, Mapping) else None
+    bare = [r for r in parse_rules(deny, "policy.deny") if r.pattern is None]
+    return lambda tool: any(r.names(tool_names(tool)) for r in bare)

@@ -194,10 +194,18 @@ def run_tool_process(
     ``ctx.output`` when a person watches; ``ctx.cancel`` stops it. The
     result is :func:`result_dict`'s; a ``cwd`` outside the workspace is a
     refusal (``code: DENIED``), one that is no folder a failure.
+
+    The child is confined by the ``sandbox:`` settings (:mod:`mdagent.sandbox`)
+    when they apply to ``ctx.caller`` (by default: a model's calls, not a
+    person's); ``--yes`` and ``policy.mode`` play no part. A failure that
+    reads like a denial gets a ``sandbox`` note (what is allowed, which
+    setting widens it). A call that cannot be confined as ``sandbox.required``
+    demands, or whose child cannot enter the sandbox, is refused
+    (``code: DENIED``) and nothing runs.
     """
     from mdagent.declarations import DEFAULT_SETTINGS
     from mdagent.environment import env_for
-    from mdagent.errors import PolicyDenied
+    from mdagent.errors import MdagentError, PolicyDenied
     from mdagent.specs import setting
     from mdagent.workspace import confine, roots_from
 
@@ -213,21 +221,92 @@ def run_tool_process(
     settings = getattr(ctx, "settings", None)
     defaults = DEFAULT_SETTINGS["exec"]
     limit = float(timeout or setting(settings, "exec", "timeout", defaults["timeout"]))
+    try:
+        box = _sandbox_for(ctx, settings, root, extras)
+    except MdagentError as exc:  # sandbox.required unmet, a broken sandbox: block
+        return {"error": f"not run: {exc}", "code": "DENIED"}
+    except OSError as exc:  # the kernel refused the ruleset: fail closed
+        return {
+            "error": f"not run: cannot build the sandbox: {exc.strerror or exc}",
+            "code": "DENIED",
+        }
     output = getattr(ctx, "output", None)
-    result = run_process(
-        argv,
-        cwd=str(where),
-        env=env_for(ctx),
-        timeout=limit,
-        max_output=int(setting(settings, "exec", "max_output", defaults["max_output"])),
-        output=output,
-        cancel=getattr(ctx, "cancel", None),
-        # The hook for confining what a tool's child may touch (a sandbox):
-        # it runs in the child, after fork and before exec.
-        preexec=None,
-    )
+    try:
+        result = run_process(
+            argv,
+            cwd=str(where),
+            env=env_for(ctx),
+            timeout=limit,
+            max_output=int(setting(settings, "exec", "max_output", defaults["max_output"])),
+            output=output,
+            cancel=getattr(ctx, "cancel", None),
+            # Runs in the child between fork and exec: the rules built above.
+            preexec=box.preexec_fn if box is not None else None,
+        )
+        note = ""
+        if box is not None:
+            note = box.violation_note(result.stderr + result.stdout, result.exit_code)
+    except subprocess.SubprocessError:
+        if box is None:
+            raise
+        # The child could not restrict itself and exited before exec: nothing ran.
+        return {
+            "error": "not run: the command could not enter the sandbox "
+            "(Landlock refused the ruleset); set sandbox.mode: off to run it unconfined",
+            "code": "DENIED",
+        }
+    finally:
+        if box is not None:
+            box.close()
     # streamed: the person already saw the output; the CLI must not print it twice.
-    return result_dict(result, streamed=output is not None, timeout=limit)
+    data = result_dict(result, streamed=output is not None, timeout=limit)
+    if note:
+        # The child's own error text is in stderr; this says the sandbox may be why.
+        data["sandbox"] = note
+        _tell_once(note)
+    return data
+
+
+# Notes already shown to the person in this process (one process is one run).
+_TOLD: set[str] = set()
+_TOLD_LOCK = threading.Lock()
+
+
+def _tell_once(message: str) -> None:
+    """Show ``message`` on stderr the first time this run meets it (tool calls run in threads)."""
+    with _TOLD_LOCK:
+        if message in _TOLD:
+            return
+        _TOLD.add(message)
+    from mdagent.approval import tell
+
+    tell(message)
+
+
+def _sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) -> Any:
+    """The :class:`mdagent.sandbox.Sandbox` for one call's processes, or None when unconfined.
+
+    Prepared per call (about ten syscalls and 0.2 ms): each call owns its
+    ruleset, so calls in threads never share a descriptor, and paths made
+    since the last call (a new cache dir) are covered. Raises
+    :class:`mdagent.sandbox.SandboxUnavailable` under ``sandbox.required``
+    where it cannot be enforced. Where Landlock is missing the call runs
+    unconfined and the person is told once per run.
+    """
+    caller = getattr(ctx, "caller", "person")
+    section = settings.get("sandbox") if isinstance(settings, Mapping) else None
+    everyone = isinstance(section, Mapping) and section.get("applies_to") == "all"
+    if caller == "person" and not everyone:
+        return None  # the common typed command: not even the sandbox module is imported
+    from mdagent.sandbox import SandboxSettings, prepare, unavailable_note
+
+    sandbox_settings = SandboxSettings.from_mapping(section)
+    if not sandbox_settings.applies(caller):
+        return None
+    box = prepare(sandbox_settings, root, extras)
+    if box.unavailable:
+        _tell_once(unavailable_note(box.unavailable))
+    return box
 
 
 def start_child(

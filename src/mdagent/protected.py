@@ -7,19 +7,26 @@ any ``.agents`` folder inside the workspace, which becomes the project layer
 of a run started below it, the user layer ``$AGENT_HOME``, ``--layer`` and
 ``AGENT_PATH`` folders; their ``skills/`` and ``config/`` for the bundled
 layer), handler modules declared outside a layer, and the files hook commands
-name. :meth:`Protected.file_target` judges a file tool's path,
-:meth:`Protected.exec_target` a shell command: its file-writing redirections
-and the file arguments of programs known to write, move or delete files
-(``tee``, ``cp``, ``mv``, ``sed -i``, ``rm``, ``dd of=``...). Paths are
-resolved (``~``, ``..``, symlinks, the command's ``cd``) before comparing, and
-compared ignoring case.
+name; and git's configuration, which names programs git runs (any
+``.git`` in the workspace, the repository's git folder above it, the user's
+``~/.gitconfig``). :meth:`Protected.file_target` judges a file tool's path,
+:meth:`Protected.exec_target` a shell command: its file-writing
+redirections, every word of a program not known to only read (an argument,
+``--opt=FILE``, ``-oFILE``, a folder holding protected files), what unpacks
+or checks out into its folder (``tar -x``, ``git stash``), and a program run
+inside a protected folder. Paths are resolved (``~``, ``..``, symlinks, every
+folder the command may ``cd`` to, ``env -C``, ``git -C``) before comparing,
+and compared ignoring case; what cannot be worked out before the command
+runs (``cd "$d"``, ``> $f``, ``xargs``) counts as protected.
 
 Not covered, and said so in the README: an arbitrary program (``python -c``,
-``make``, a script) can still write any file the user can.
+``make``, a script) can still write any file the user can, when it does not
+name the file on the command line.
 """
 
 from __future__ import annotations
 
+import copy
 import glob as globlib
 import os
 import re
@@ -29,24 +36,73 @@ from pathlib import Path
 from typing import Any
 
 PROJECT_DIR = ".agents"
+# A git folder anywhere in the workspace: its config and hooks name programs
+# that git runs (core.fsmonitor, core.pager, aliases, filters, hooks), so a
+# model writing it could make an allowed `git status` run anything.
+GIT_DIR = ".git"
+_INSIDE = {
+    PROJECT_DIR: "a layer folder",
+    GIT_DIR: "a git folder: its config and hooks run programs",
+}
 
-# Programs whose (non-option) arguments are files they write, move, link or delete.
-_WRITERS = {
-    "tee", "cp", "mv", "install", "ln", "rm", "rmdir", "unlink", "shred", "truncate",
-    "touch", "mkdir", "chmod", "chown", "chgrp", "rsync", "patch", "mkfifo", "mknod",
-    "setfacl", "chattr", "split", "csplit",
+# Programs that only read the files they name: naming a protected file is
+# fine for them, unless one of their options that write (or run programs) is
+# used. Every other program counts as writing every file it names, however it
+# names it (an argument, ``--opt=FILE``, ``-oFILE``), and a folder it names
+# as changing everything inside.
+_READERS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys((
+        "cat", "tac", "head", "tail", "more", "grep", "egrep", "fgrep", "ls", "wc",
+        "stat", "du", "diff", "cmp", "echo", "printf", "test", "[", "[[", "((", "pwd",
+        "realpath", "readlink", "basename", "dirname", "md5sum", "sha1sum", "sha256sum",
+        "sha512sum", "cksum", "nl", "od", "true", "false", "which", "type",
+    ), ()),
+    "less": ("-o", "-O", "--log-file", "--LOG-FILE"),
+    "rg": ("--pre",),
+    "tree": ("-o",),
+    "find": ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fls"),
 }  # fmt: skip
-# Programs that write their file arguments only with an in-place option.
-_IN_PLACE = {"sed", "gsed", "perl", "ruby"}
-# git subcommands that rewrite the files they name.
-_GIT_WRITERS = {"checkout", "restore", "rm", "mv"}
-# Removing or moving a folder changes what is inside: a parent of a protected
-# path counts for these.
-_DESTRUCTIVE = {"rm", "rmdir", "mv", "shred", "chmod", "chown", "chgrp", "rsync", "setfacl"}
-_CD = {"cd", "pushd"}
+# git subcommands that leave the files of the work tree alone, and the
+# options that make them write a file or run a program after all.
+_GIT_READERS = {
+    "status", "log", "show", "diff", "grep", "ls-files", "ls-tree", "blame", "add", "commit",
+    "check-ignore", "check-attr", "shortlog", "describe", "rev-parse", "whatchanged",
+}  # fmt: skip
+_GIT_UNSAFE_OPTIONS = ("--output", "-O", "--open-files-in-pager")
+# git subcommands that rewrite files all over the work tree without naming
+# them (a branch switch, a stash, a patch), with the options that keep them
+# from doing so.
+_GIT_TREE_WRITERS = {
+    "stash": ("list", "show"), "clean": ("-n", "--dry-run"), "reset": (),
+    "checkout": (), "switch": (), "restore": ("--staged",), "merge": (),
+    "pull": (), "rebase": (), "cherry-pick": (), "revert": (), "am": (),
+    "apply": ("--check", "--stat", "--numstat", "--summary", "--cached"), "read-tree": (),
+    "checkout-index": (), "sparse-checkout": ("list",), "submodule": ("status", "summary"),
+    "bisect": (), "filter-branch": (), "worktree": ("list",),
+}  # fmt: skip
+_GIT_CONFIG_READS = {
+    "get", "list", "--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list",
+}  # fmt: skip
+# git options that run before the subcommand; these take a value.
+_GIT_VALUED = {"-C", "-c", "--git-dir", "--work-tree", "--namespace"}
+# Programs that unpack files into the folder they run in (or one an option names).
+_EXTRACTORS = {"unzip", "cpio", "7z", "7za", "7zr", "unrar", "ar", "patch", "bsdtar", "tar"}
+# Options of any program that change the folder it works in.
+_CHDIR_SHORT = {"-C"}
+_CHDIR_LONG = {"--chdir", "--directory", "--cwd", "--work-tree", "--working-directory", "--prefix"}
+_CD = {"cd", "pushd", "popd"}
+# Programs that add arguments read at run time to the command they run.
+_ADDERS = {"xargs", "parallel"}
+_REDIRECTIONS = {">", ">>", ">|", "&>", "&>>", ">&"}
 _WORD_EXPANSION = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
 _GLOB = re.compile(r"[*?[]")
 _BRACE = re.compile(r"\{([^{}]*(?:,|\.\.)[^{}]*)\}")
+# At most this many folders a command may run in are followed (cd in loops).
+_MAX_FOLDERS = 256
+
+
+class _Unknown(Exception):
+    """A folder the command runs in cannot be worked out before it runs."""
 
 
 @dataclass(frozen=True)
@@ -72,36 +128,161 @@ class Protected:
     ) -> str | None:
         """What protected file ``command`` would write, move or delete, or None.
 
-        A command that cannot be parsed, or whose write target is computed at
-        run time (``> $out`` with ``out`` set by the command itself, command
-        substitution), counts as writing one when its text names a
-        protected place at all.
+        Every word of a program not known to only read (:data:`_READERS`)
+        counts as a file it may change: an argument, the value of
+        ``--opt=FILE`` or ``-oFILE``, a folder (everything inside); so does a
+        redirection's target, and the folder a program unpacks or checks out
+        into (``tar -x``, ``git stash``, ``git checkout``...). Relative names
+        are tried from every folder the command may run in (``cd``,
+        ``pushd``, ``env -C``, ``git -C``...). Fails closed: a target
+        computed at run time (``> $out`` with ``out`` set by the command,
+        ``$(...)``), a folder changed to at run time (``cd "$d"``, ``cd`` with
+        ``CDPATH`` set by the command), arguments ``xargs`` adds, and a
+        command that cannot be parsed but names a protected place all count.
         """
         from mdagent.shellparse import Unparseable, parse
 
-        cwd = cwd or self.workdir
+        cwd = os.path.normpath(os.path.join(self.workdir, cwd or "."))
         env = env if env is not None else (self.environ or os.environ)
         try:
             segments = parse(command)
         except Unparseable:
             return self._named_in(command)
-        bases = [cwd]
+        moves = [s.core for s in segments if s.core and os.path.basename(s.core[0]) in _CD]
+        reading = _Reading(self, command, env, cwd, moved=bool(moves))
+        try:
+            reading.folders = self._folders(moves, reading)
+        except _Unknown as why:
+            reading.unknown = str(why)
         for seg in segments:
-            words = [w for w in seg.argv if not re.match(r"[A-Za-z_]\w*=", w)]
-            if not words:
-                continue
-            if os.path.basename(words[0]) in _CD:
-                bases += self._cd_targets(words[1:], bases, env)
-                continue
-            for target, parents in _targets(seg.argv):
-                for candidate in self._expanded(target, command, env, bases):
-                    if candidate is None:
-                        # Computed at run time: it could be any file, these included.
-                        return f"{target} (named at run time: it may be any file, these included)"
-                    for base in bases:
-                        found = self._covers(candidate, base, parents=parents)
-                        if found:
-                            return found
+            found = self._segment_target(seg, reading)
+            if found:
+                return found
+        return None
+
+    def _folders(self, moves: list[tuple[str, ...]], reading: _Reading) -> list[str]:
+        """Every folder the parts of a command may run in: where it starts and
+        wherever its ``cd``/``pushd`` commands may lead, taken in any order (a
+        loop or a function may run a later ``cd`` first). Raises :class:`_Unknown`."""
+        folders = list(reading.folders)
+        for _ in moves:
+            found = [t for core in moves for t in self._cd_targets(core, reading, folders)]
+            new = [t for t in dict.fromkeys(found) if t not in folders]
+            if not new:
+                break
+            folders += new
+            if len(folders) > _MAX_FOLDERS:
+                raise _Unknown("more folders than can be followed")
+        return folders
+
+    def _cd_targets(
+        self, core: tuple[str, ...], reading: _Reading, folders: list[str]
+    ) -> list[str]:
+        """The folders ``cd``/``pushd``/``popd`` (``core``) may go to from ``folders``."""
+        program = os.path.basename(core[0])
+        args = list(core[1:])
+        while args and args[0].startswith("-") and args[0] != "-" and program == "cd":
+            if args.pop(0) == "--":
+                break
+        if program == "popd" or (program == "pushd" and (not args or args[0][:1] in "+-")):
+            return []  # back to, or rotating, folders already listed
+        if not args:
+            args = ["$HOME"]
+        if args[0] == "-":
+            args = ["$OLDPWD"]
+        targets = reading.expanded(args[0], folders)
+        if None in targets:
+            raise _Unknown(f"`{program} {args[0]}` goes to a folder named at run time")
+        cdpath = reading.env.get("CDPATH", "")
+        out = []
+        # An expansion that comes out empty leaves `cd` alone: it goes home.
+        home = reading.env.get("HOME") or ""
+        if "" in targets and not home:
+            raise _Unknown(f"`{program} {args[0]}` may go to $HOME, which is not set")
+        for target in (str(t or home) for t in targets):
+            searched = not target.startswith(("/", "./", "../")) and target not in (".", "..")
+            if searched and re.search(r"(?<!\w)CDPATH(?!\w)", reading.command):
+                raise _Unknown(f"`{program} {target}` searches a CDPATH set by the command")
+            for base in folders:
+                out.append(os.path.normpath(os.path.join(base, target)))
+                for entry in cdpath.split(os.pathsep) if searched and cdpath else ():
+                    # Only a folder that exists is found (making one in a
+                    # protected place is caught as a write of its own).
+                    found = os.path.normpath(os.path.join(base, _expand_user(entry), target))
+                    if os.path.isdir(found):
+                        out.append(found)
+        return out
+
+    def _segment_target(self, seg: Any, reading: _Reading) -> str | None:
+        """What protected place one segment (a simple command or a redirection) changes."""
+        argv = seg.argv
+        if argv and argv[0] in _REDIRECTIONS:
+            return reading.named(argv[1:], reading.folders, parents=False)
+        core = seg.core
+        if not core or os.path.basename(core[0]) in _CD:
+            return None
+        if None in reading.expanded(core[0]):
+            # `$cmd` may split into any program and arguments: `gzip .agents/…`.
+            return f"{core[0]} (a program named at run time: it may change any file)"
+        program = os.path.basename(core[0])
+        folders = reading.folders
+        chdirs = [*seg.chdirs, *_chdir_options(core)]
+        if chdirs:
+            if None in chdirs:
+                reading = reading.lost("a wrapper runs it in a folder not named on the line")
+            else:
+                try:
+                    folders = folders + [
+                        os.path.normpath(os.path.join(base, path))
+                        for word in chdirs
+                        for path in reading.expanded(word, folders, strict=True)
+                        for base in folders
+                    ]
+                except _Unknown as why:
+                    reading = reading.lost(str(why))
+        # Wrappers' own words (`time -o FILE`, `FOO=path`) and, unless the
+        # program only reads, every word of the program.
+        programs = {len(argv) - len(stage) for stage in seg.stages}
+        words = [w for i, w in enumerate(argv[: len(argv) - len(core)]) if i not in programs]
+        only_reads = _only_reads(core)
+        if not only_reads:
+            words += core[1:]
+            adder = next(
+                (w for st in seg.stages for w in st[:1] if os.path.basename(w) in _ADDERS), None
+            )
+            if adder or program in _ADDERS:
+                return (
+                    f"the files named by the arguments `{adder or program}` adds at run time "
+                    "(they may be any file, these included)"
+                )
+        found = reading.named(words, folders, parents=True)
+        if found or only_reads:
+            return found
+        # A program run inside a protected folder may write there unnamed
+        # (`cd .agents/config && curl -O …`, `make`, `npm install`).
+        if reading.unknown:
+            return f"files where `{program}` runs ({reading.unknown}; it may be any folder)"
+        for base in folders:
+            found = self._covers(".", base, parents=False)
+            if found:
+                return f"{found}, where `{program}` runs"
+        for word in words:
+            found = self._mentions(word)
+            if found:
+                return found
+        configures = program == "git" and _git_subcommand(core[1:])[0] == "config"
+        if configures and not any(a in _GIT_CONFIG_READS for a in core[1:]):
+            return "git's configuration (`git config`: its settings can run programs)"
+        changes = _changes_folder(core)
+        if changes is None:
+            return None
+        if reading.unknown:
+            return f"files `{changes}` changes ({reading.unknown}; it may be any folder)"
+        for base in folders:
+            top = _git_top(base) if program == "git" else base
+            found = self._covers(".", top, parents=True)
+            if found:
+                return f"{found}, changed by `{changes}` without naming it"
         return None
 
     # -- matching ----------------------------------------------------------------------
@@ -140,68 +321,241 @@ class Protected:
         return path
 
     def _agents_inside(self, path: str, parents: bool) -> str | None:
-        """Any ``.agents`` folder in the workspace: the project layer of a run below it."""
+        """Any ``.agents`` folder in the workspace (the project layer of a run below
+        it) and any ``.git`` (its config and hooks run programs), also when
+        ``parents`` and ``path`` is a folder holding one."""
         for root in {os.path.normpath(self.workdir), os.path.realpath(self.workdir)}:
             if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
                 rel = os.path.relpath(path, root)
                 parts = [p.casefold() for p in Path(rel).parts]
-                if PROJECT_DIR in parts:
-                    return "a layer folder"
+                for name, what in _INSIDE.items():
+                    if name in parts:
+                        return what
                 if parents and rel == ".":
                     return f"holds {PROJECT_DIR}"
+                if parents:
+                    for name, what in _INSIDE.items():
+                        if os.path.lexists(os.path.join(path, name)):
+                            return f"holds {name}, {what}"
+        return None
+
+    def _mentions(self, word: str) -> str | None:
+        """A protected place a word mentions by name inside other text (code for
+        ``python -c``, a sed script): the program may write there."""
+        for name, what in _INSIDE.items():
+            if re.search(rf"(?<![\w.]){re.escape(name)}(?![\w.-])", word, re.I):
+                return f"{name} (mentioned in `{word}`: {what})"
+        text = word.casefold()
+        for path, what in [*self.folders.items(), *self.files.items()]:
+            if path.casefold() in text:
+                return f"{self._shown(path)} (mentioned in `{word}`: {what})"
         return None
 
     def _named_in(self, command: str) -> str | None:
         """A protected place the text of ``command`` mentions (for what cannot be parsed)."""
         text = command.casefold()
-        if PROJECT_DIR in text:
-            return f"{PROJECT_DIR} (the command cannot be parsed and names a layer folder)"
+        for name, what in _INSIDE.items():
+            if name in text:
+                return f"{name} (the command cannot be parsed and names {what})"
         for path, what in [*self.folders.items(), *self.files.items()]:
-            names = {path.casefold(), os.path.basename(path.rstrip(os.sep)).casefold()}
+            # The name, with its folder when the name alone is a common word (git, home).
+            parts = Path(path).parts
+            tail = parts[-1] if parts[-1][:1] == "." or "." in parts[-1] else "/".join(parts[-2:])
+            names = {path.casefold(), tail.casefold()}
             if any(n and n in text for n in names):
                 return f"{self._shown(path)} (the command cannot be parsed and names {what})"
         return None
 
-    def _cd_targets(self, args: list[str], bases: list[str], env: Mapping[str, str]) -> list[str]:
-        args = [a for a in args if not a.startswith("-")]
-        if not args:
-            return [env.get("HOME") or os.path.expanduser("~")]
-        out = []
-        for base in bases:
-            for target in self._expanded(args[0], "", env):
-                if target is not None:
-                    out.append(os.path.normpath(os.path.join(base, target)))
-        return out
 
-    def _expanded(
-        self, word: str, command: str, env: Mapping[str, str], bases: Iterable[str] = ()
-    ) -> list[str | None]:
-        """The paths ``word`` may stand for once bash expands it; None: not knowable here."""
-        if any(m in word for m in ("`", "$(", "<(", ">(")):
-            return [None]
-        # A variable the command sets itself (x=…, read x, for x in …) is not knowable.
+class _Reading:
+    """One command being judged: its text, environment, and the folders its
+    parts may run in (``unknown``: why they cannot be worked out)."""
+
+    def __init__(
+        self, protected: Protected, command: str, env: Mapping[str, str], cwd: str, moved: bool
+    ) -> None:
+        self.protected = protected
+        self.command = command
+        self.folders = [cwd]
+        self.unknown: str | None = None
+        # $PWD is where the command starts, until a cd moves it.
+        self.env = {**env, "PWD": cwd}
+        # A variable the command sets itself (x=…, read x, for x in …) is not
+        # knowable here; nor is $PWD/$OLDPWD once a cd runs.
         bare = _WORD_EXPANSION.sub(" ", command)
+        self.set_here = {w for w in re.findall(r"[A-Za-z_]\w*", bare)}
+        if moved:
+            self.set_here |= {"PWD", "OLDPWD"}
+
+    def lost(self, why: str) -> _Reading:
+        """This reading for a part that runs in a folder not knowable here."""
+        other = copy.copy(self)
+        other.unknown = self.unknown or why
+        return other
+
+    def expanded(
+        self, word: str, folders: Iterable[str] = (), *, strict: bool = False
+    ) -> list[str | None]:
+        """The paths ``word`` may stand for once bash expands it; None: not knowable
+        here (``strict``: raise :class:`_Unknown` instead)."""
         out: list[str | None] = []
-        for variant in _braces(word):
-            unknown = False
-
-            def value(match: re.Match[str]) -> str:
-                nonlocal unknown
-                name = match.group(1) or match.group(2)
-                unknown = unknown or bool(re.search(rf"(?<!\w){re.escape(name)}(?!\w)", bare))
-                return env.get(name, "")
-
-            expanded = _WORD_EXPANSION.sub(value, variant)
-            if unknown or "$" in expanded:
-                out.append(None)
-                continue
-            expanded = _expand_user(expanded)
-            out.append(expanded)
-            if _GLOB.search(expanded):
-                for base in bases or (self.workdir,):
-                    matches = globlib.glob(os.path.join(base, expanded), include_hidden=True)
-                    out.extend(matches[:1000])
+        if any(m in word for m in ("`", "$(", "<(", ">(")):
+            out.append(None)
+        else:
+            for variant in _braces(word):
+                names = [m.group(1) or m.group(2) for m in _WORD_EXPANSION.finditer(variant)]
+                expanded = _WORD_EXPANSION.sub(
+                    lambda m: self.env.get(m.group(1) or m.group(2), ""), variant
+                )
+                if any(n in self.set_here for n in names) or "$" in expanded:
+                    out.append(None)
+                    continue
+                expanded = _expand_user(expanded)
+                out.append(expanded)
+                if _GLOB.search(expanded):
+                    for base in folders or (self.protected.workdir,):
+                        found = globlib.glob(os.path.join(base, expanded), include_hidden=True)
+                        out.extend(found[:1000])
+        if strict and None in out:
+            raise _Unknown(f"`{word}` is a folder named at run time")
         return out
+
+    def named(self, words: Iterable[str], folders: list[str], *, parents: bool) -> str | None:
+        """The protected place any of ``words`` names, tried from each of ``folders``."""
+        for word in words:
+            for candidate in _candidates(word):
+                for path in self.expanded(candidate, folders):
+                    if path == "":
+                        continue  # `$unset`: no word at all
+                    if path is None:
+                        return f"{word} (named at run time: it may be any file, these included)"
+                    if self.unknown and not os.path.isabs(path):
+                        return (
+                            f"{word} (in a folder not known before the command runs: "
+                            f"{self.unknown}; it may be any file, these included)"
+                        )
+                    for base in folders:
+                        found = self.protected._covers(path, base, parents=parents)
+                        if found:
+                            return found
+        return None
+
+
+def _candidates(word: str) -> list[str]:
+    """What in ``word`` may name a file: the word (unless an option), the value
+    of ``--opt=value`` or ``key=value``, and every tail of a short-option
+    cluster (``-oFILE``, ``-xfFILE``)."""
+    out = []
+    if not word.startswith("-") or word == "-":
+        out.append(word)
+    if "=" in word:
+        out.append(word.split("=", 1)[1])
+    if word.startswith("-") and not word.startswith("--"):
+        out += [word[i:] for i in range(2, len(word))]
+    return [c for c in dict.fromkeys(out) if c]
+
+
+def _only_reads(core: tuple[str, ...]) -> bool:
+    """Whether ``core`` only reads the files it names (see :data:`_READERS`)."""
+    program = os.path.basename(core[0])
+    args = core[1:]
+    if program == "git":
+        sub, rest = _git_subcommand(args)
+        if sub not in _GIT_READERS or any(
+            a.startswith(("-c", "--config-env", "--exec-path=")) for a in args[:rest]
+        ):
+            return False
+        return not any(a.startswith(_GIT_UNSAFE_OPTIONS) for a in args[rest:])
+    writing = _READERS.get(program)
+    if writing is None:
+        return False
+    return not any(a.startswith(writing) for a in args if a.startswith("-")) if writing else True
+
+
+def _git_subcommand(args: tuple[str, ...]) -> tuple[str | None, int]:
+    """git's subcommand among ``args`` (after its own options) and its index."""
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word in _GIT_VALUED:
+            i += 2
+        elif word.startswith("-"):
+            i += 1
+        else:
+            return word, i
+    return None, i
+
+
+def _changes_folder(core: tuple[str, ...]) -> str | None:
+    """How ``core`` changes files in its folder without naming them (``git
+    stash``, ``tar -x``, ``patch``), or None."""
+    program = os.path.basename(core[0])
+    args = core[1:]
+    if program == "git":
+        sub, at = _git_subcommand(args)
+        rest = args[at + 1 :]
+        if sub == "init" and any(a.startswith(("--template", "--separate-git-dir")) for a in rest):
+            return "git init"  # copies hooks from the template folder
+        if sub is None or sub not in _GIT_TREE_WRITERS:
+            return None
+        if sub == "reset" and not any(a in ("--hard", "--merge", "--keep") for a in rest):
+            return None
+        if sub in ("checkout", "switch"):
+            operands = [a for a in rest if not a.startswith("-")]
+            if any(a in ("-b", "-B", "-c", "-C", "--orphan") for a in rest) and len(operands) <= 1:
+                return None  # a new branch where HEAD is: no file changes
+        keep = _GIT_TREE_WRITERS[sub]
+        if any(a in keep for a in rest[:1]) or any(a in keep for a in rest if a.startswith("-")):
+            return None
+        return f"git {sub}"
+    return program if program in _EXTRACTORS and _extracts(program, args) else None
+
+
+def _extracts(program: str, args: tuple[str, ...]) -> bool:
+    """Whether the archiver or patcher ``program`` writes files with ``args``."""
+    first = args[0] if args else ""
+    if program in ("tar", "bsdtar"):
+        clusters = [a for a in args if a.startswith("-") and not a.startswith("--")]
+        if not first.startswith("-"):
+            clusters.append(first)  # tar xf a.tar: the old style
+        return any("x" in c for c in clusters) or "--extract" in args or "--get" in args
+    if program == "unzip":
+        return not any(a in ("-l", "-t", "-v", "-Z", "-p", "-z") for a in args)
+    if program == "ar":
+        return "x" in first
+    if program == "cpio":
+        return any(a == "--extract" or (a[:1] == "-" and "i" in a[1:2]) for a in args)
+    if program in ("7z", "7za", "7zr", "unrar"):
+        return first in ("x", "e")
+    return True  # patch: the files its input names
+
+
+def _chdir_options(core: tuple[str, ...]) -> list[str | None]:
+    """Folders a program's own options move it to (``git -C dir``, ``make
+    --directory=dir``, ``tar -C dir``)."""
+    out: list[str | None] = []
+    args = core[1:]
+    for i, word in enumerate(args):
+        following = args[i + 1] if i + 1 < len(args) else None
+        if word in _CHDIR_SHORT or word in _CHDIR_LONG:
+            out.append(following)
+        elif word.startswith(tuple(o + "=" for o in _CHDIR_LONG)):
+            out.append(word.split("=", 1)[1])
+        elif word[:2] in _CHDIR_SHORT and len(word) > 2:
+            out.append(word[2:])
+    return out
+
+
+def _git_top(folder: str) -> str:
+    """The top of the git work tree ``folder`` is in (``folder`` itself if none)."""
+    here = folder
+    while True:
+        if os.path.lexists(os.path.join(here, GIT_DIR)):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return folder
+        here = parent
 
 
 def _expand_user(path: str) -> str:
@@ -219,48 +573,6 @@ def _braces(word: str, limit: int = 64) -> list[str]:
         if len(out) >= limit:
             break
     return [word, *out][:limit]
-
-
-def _targets(argv: Iterable[str]) -> list[tuple[str, bool]]:
-    """(file, whether a parent folder counts) for each file a segment writes."""
-    argv = list(argv)
-    if argv and argv[0] in (">", ">>", ">|", "&>", "&>>", ">&"):
-        return [(w, False) for w in argv[1:]]
-    out: list[tuple[str, bool]] = []
-    # The program may sit behind wrappers (sudo -u x tee f): every word that
-    # names a writer starts its arguments; a false match only asks.
-    for index, word in enumerate(argv):
-        name = os.path.basename(word)
-        rest = argv[index + 1 :]
-        if name in _WRITERS:
-            out += [(a, name in _DESTRUCTIVE) for a in _file_args(rest)]
-        elif name in _IN_PLACE and any(_in_place(a) for a in rest):
-            out += [(a, False) for a in _file_args(rest)]
-        elif name == "dd":
-            out += [(a[3:], False) for a in rest if a.startswith("of=")]
-        elif name == "git" and any(a in _GIT_WRITERS for a in rest):
-            out += [(a, True) for a in _file_args(rest)]
-    return out
-
-
-def _in_place(arg: str) -> bool:
-    return arg.startswith("--in-place") or bool(re.fullmatch(r"-[a-zA-Z]*i.*", arg))
-
-
-def _file_args(args: list[str]) -> list[str]:
-    """Arguments that may be files: non-options, option values after ``=``, all after ``--``."""
-    out = []
-    options = True
-    for arg in args:
-        if options and arg == "--":
-            options = False
-        elif options and arg.startswith("--") and "=" in arg:
-            out.append(arg.split("=", 1)[1])
-        elif options and arg.startswith("-") and len(arg) > 1:
-            continue
-        else:
-            out.append(arg)
-    return out
 
 
 def protected_files(
@@ -293,6 +605,14 @@ def protected_files(
             files.setdefault(os.path.normcase(form), what)
 
     folder(project_layer or os.path.join(root, PROJECT_DIR), "the project layer")
+    for git_dir in _git_dirs(root):
+        folder(git_dir, "the workspace's git folder: its config and hooks run programs")
+    home = environ.get("HOME") or os.path.expanduser("~")
+    xdg = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    for config in (environ.get("GIT_CONFIG_GLOBAL"), os.path.join(home, ".gitconfig")):
+        if config:
+            file(config, "git's user configuration: it can run programs")
+    folder(os.path.join(xdg, "git"), "git's user configuration: it can run programs")
     folder(user_layer_path(environ), "the user layer ($AGENT_HOME)")
     for entry in environ.get("AGENT_PATH", "").split(os.pathsep):
         if entry.strip():
@@ -319,6 +639,37 @@ def protected_files(
     return Protected(root, folders, files, environ)
 
 
+def _git_dirs(root: str) -> list[str]:
+    """The git folder of the repository ``root`` is in, wherever it lives: a
+    ``.git`` above the workspace, the folder a ``.git`` file points to
+    (``gitdir: …``, a worktree or submodule), and a worktree's common folder."""
+    here = root
+    while True:
+        dot_git = os.path.join(here, GIT_DIR)
+        if os.path.isdir(dot_git):
+            return [dot_git]
+        if os.path.isfile(dot_git):
+            out = [dot_git]
+            try:
+                with open(dot_git, encoding="utf-8", errors="replace") as handle:
+                    line = handle.readline(4096).strip()
+            except OSError:
+                return out
+            if line.startswith("gitdir:"):
+                target = os.path.join(here, line[len("gitdir:") :].strip())
+                out.append(target)
+                try:
+                    with open(os.path.join(target, "commondir"), encoding="utf-8") as handle:
+                        out.append(os.path.join(target, handle.readline(4096).strip()))
+                except OSError:
+                    pass
+            return out
+        parent = os.path.dirname(here)
+        if parent == here:
+            return []
+        here = parent
+
+
 def _forms(path: Any) -> set[str]:
     lexical = os.path.normpath(os.path.abspath(os.path.expanduser(str(path))))
     return {lexical, os.path.realpath(lexical)}
@@ -332,16 +683,19 @@ def _hook_files(settings: Mapping[str, Any], root: str) -> list[str]:
     from mdagent.shellparse import Unparseable, parse
 
     out = []
-    for when in ("before", "after"):
+    for when in ("before", "after", "session_start", "prompt", "stop"):  # hooks.EVENTS
         entries = section.get(when)
         for entry in entries if isinstance(entries, list) else ():
             run = entry.get("run") if isinstance(entry, Mapping) else None
-            if not isinstance(run, str):
+            if isinstance(run, list):  # an argv: no shell
+                words = [w for w in run if isinstance(w, str)]
+            elif not isinstance(run, str):
                 continue
-            try:
-                words = [w for seg in parse(run) for w in seg.argv]
-            except Unparseable:
-                words = run.split()
+            else:
+                try:
+                    words = [w for seg in parse(run) for w in seg.argv]
+                except Unparseable:
+                    words = run.split()
             for word in words:
                 path = os.path.join(root, _expand_user(word))
                 if os.path.isfile(path):

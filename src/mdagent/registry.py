@@ -73,6 +73,7 @@ class Registry:
         problems: list[Problem],
         layers: list[Layer],
         from_cache: bool = False,
+        sources: list[dict[str, Any]] | None = None,
     ) -> None:
         self.tools = tools
         self.commands = commands
@@ -81,6 +82,9 @@ class Registry:
         self.problems = problems
         self.layers = layers
         self.from_cache = from_cache
+        #: Where each policy rule and test was written, highest layer first
+        #: (see :func:`mdagent.declarations.read_settings`).
+        self.sources = sources or []
         self._aliases: dict[str, str] | None = None
 
     @property
@@ -128,6 +132,7 @@ class Registry:
             "tools": {k: compact(v) for k, v in self.tools.items()},
             "commands": {k: compact(v) for k, v in self.commands.items()},
             "settings": self.settings,
+            "sources": self.sources,
             "problems": [list(p) for p in self.problems],
         }
 
@@ -143,6 +148,7 @@ class Registry:
             problems=[Problem(*p) for p in data["problems"]],
             layers=layers,
             from_cache=True,
+            sources=data.get("sources", []),
         )
 
 
@@ -283,6 +289,7 @@ class _Compiler:
         self.commands: dict[str, CommandSpec] = {}
         self.skills: dict[str, Skill] = {}
         self.settings_by_layer: list[dict[str, Any]] = []
+        self.sources: list[dict[str, Any]] = []  # highest layer first
 
     def problem(self, path: str, line: int, severity: str, message: str) -> None:
         self.problems.append(Problem(path, line or 1, 1, severity, message))
@@ -326,13 +333,14 @@ class _Compiler:
             settings=merge_settings(list(reversed(self.settings_by_layer))),
             problems=self.problems,
             layers=self.layers,
+            sources=self.sources,
         )
         return registry
 
     # -- one layer --
 
     def _load_layer(self, layer: Layer) -> list[tuple[ToolSpec, Path]]:
-        from mdagent.declarations import SETTINGS_FILE, load_declarations, load_settings
+        from mdagent.declarations import SETTINGS_FILE, load_declarations, read_settings
 
         self.watch(layer.path)
         self.watch(layer.config_dir)
@@ -349,9 +357,10 @@ class _Compiler:
             settings_path = layer.config_dir / SETTINGS_FILE
             if settings_path.exists():
                 self.watch(settings_path)
-                settings, problems = load_settings(settings_path)
+                settings, sources, problems = read_settings(settings_path, layer.kind)
                 self.problems.extend(problems)
                 self.settings_by_layer.append(settings)
+                self.sources[:0] = sources  # layers load lowest first
             for path in sorted(layer.config_dir.glob("*.y*ml")):
                 if path.name == SETTINGS_FILE or path.suffix not in (".yaml", ".yml"):
                     continue

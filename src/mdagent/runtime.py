@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TextIO
 
-from mdagent.errors import ConfigError
+from mdagent.errors import ConfigError, Problem
 from mdagent.layers import find_layers, project_layer, project_root
 from mdagent.registry import Registry, load_registry
 from mdagent.specs import ToolSpec, unmet_requirement
@@ -175,6 +175,30 @@ class Runtime:
     def unavailable(self, spec: ToolSpec) -> str | None:
         """Why ``spec`` cannot run here (its ``requires`` unmet), or None."""
         return unmet_requirement(spec.requires, os.environ)
+
+    def sandbox_problem(self) -> Problem | None:
+        """An ``info`` finding when the ``sandbox:`` settings cannot be enforced on this machine.
+
+        Checked here and now, never cached with the registry: the kernel, not
+        the files, decides. It points at the project's settings file, where
+        ``sandbox:`` is changed. None when the sandbox works or is off.
+        """
+        from mdagent.declarations import SETTINGS_FILE
+        from mdagent.sandbox import SandboxSettings, available, unavailable_note
+
+        try:
+            settings = SandboxSettings.from_mapping(self.settings.get("sandbox"))
+        except ConfigError:
+            return None  # the settings file's own error says what is wrong, at its line
+        reason = available(settings)
+        if not reason:
+            return None
+        if settings.required:
+            message = f"sandbox.required is set but {reason}: model commands will be refused"
+        else:
+            message = unavailable_note(reason)
+        where = self.project_layer / "config" / SETTINGS_FILE
+        return Problem(str(where), 1, 1, "info", message)
 
     def check_settings(self) -> None:
         """Refuse to run with broken settings: a half-read policy is not a policy."""

@@ -50,7 +50,9 @@ is why the child does nothing else. ``preexec_fn`` costs about 1 ms per
 child (fork instead of vfork); an exec wrapper (``python -m ...``) would
 cost 11-25 ms and blur "command not found", so it is not used. If the
 child cannot restrict itself, ``Popen`` raises ``SubprocessError`` and
-nothing runs: the sandbox fails closed.
+nothing runs: the sandbox fails closed. :func:`mdagent.process.run_tool_process`
+(``exec``, ``run:``, ``shell:``) prepares one per call, about 0.2 ms; hooks
+and mdagent's own helpers (``rg`` for ``grep``) do not go through it.
 
 ABI differences: only rights the running kernel knows are handled
 (``REFER`` from ABI 2, ``TRUNCATE`` from 3, ``IOCTL_DEV`` from 5; TCP from
@@ -183,7 +185,8 @@ class SandboxSettings:
 
     def applies(self, caller: str) -> bool:
         """Whether a process started for ``caller`` ("model" or "person") is confined."""
-        return self.mode != "off" and (self.applies_to == "all" or caller == "model")
+        # Anyone but a person (a model, another agent) is confined: fail closed.
+        return self.mode != "off" and (self.applies_to == "all" or caller != "person")
 
 
 @cache
@@ -246,11 +249,15 @@ def available(settings: SandboxSettings | None = None) -> str | None:
 
 
 def unavailable_note(reason: str) -> str:
-    """The once-per-run note for model commands that run unconfined."""
-    return (
-        f"mdagent: no sandbox for model commands: {reason}; they run with your "
-        "user's rights (sandbox.required: true refuses them instead)"
-    )
+    """The once-per-run note for model commands the sandbox cannot (fully) confine.
+
+    ``reason`` is :func:`available`'s. Where Landlock works but lacks network
+    rules, the file rules still hold: the note says only the network is open.
+    """
+    instead = "(sandbox.required: true refuses them instead)"
+    if abi_version():
+        return f"sandbox without network rules: {reason}; model commands can connect {instead}"
+    return f"no sandbox for model commands: {reason}; they run with your user's rights {instead}"
 
 
 def _handled_fs(abi: int) -> int:
@@ -307,14 +314,15 @@ def describe(
     places = [short(p) for p in writable_paths(settings, workspace, extra_writable)]
     where = ", ".join([*places, "/dev/null and terminals"])
     network = "" if settings.network else "; TCP connect and bind are denied"
-    widen = "add the path to sandbox.writable"
+    ways = ["add the path to sandbox.writable"]
     if settings.mode == "read-only":
-        widen += ", set sandbox.mode: workspace-write"
+        ways.append("set sandbox.mode: workspace-write")
     if not settings.network:
-        widen += ", set sandbox.network: on"
+        ways.append("set sandbox.network: on")
+    widen = ", ".join(ways) + " or set sandbox.mode: off"
     return (
         f"sandbox ({settings.mode}): commands may read everything but write only in "
-        f"{where}{network}; to allow more, {widen} or sandbox.mode: off in agent.yaml"
+        f"{where}{network}; to allow more, {widen} in agent.yaml"
     )
 
 
@@ -387,7 +395,7 @@ class Sandbox:
         lowered = output.lower()
         if not any(word in lowered for word in _DENIAL_WORDS):
             return ""
-        return f"mdagent: this command ran in a sandbox and may have been stopped by it: {self.describe()}"
+        return f"the command may have been stopped by mdagent's {self.describe()}"
 
     def close(self) -> None:
         """Release the ruleset's file descriptor. Safe to call twice."""

@@ -62,7 +62,14 @@ class Segment:
     word is literal after quote removal and nothing in it runs text as
     code). ``unchecked`` says why deny rules cannot see what it runs (a
     program named at run time, a wrapper option this module does not know):
-    the policy counts it as matching every deny rule on ``exec``.
+    the policy counts it as matching every deny rule on ``exec``: also a
+    command whose arguments are added at run time (``xargs rm``, ``find
+    -exec``), and one that changes what a command name runs (``alias``,
+    ``hash -p``, ``enable``, ``BASH_CMDS[ls]=``).
+
+    ``chdirs`` holds the folders wrappers change to before running
+    ``core`` (``env -C dir``, ``sudo -D dir``), None where that folder is
+    not knowable (``sudo -i`` goes to a home folder, ``chroot``).
     """
 
     text: str
@@ -71,6 +78,7 @@ class Segment:
     stages: tuple[tuple[str, ...], ...] = ()
     dynamic: str | None = None
     unchecked: str | None = None
+    chdirs: tuple[str | None, ...] = ()
 
     @property
     def plain(self) -> str:
@@ -312,12 +320,24 @@ class _Unwrapped:
     stages: tuple[tuple[str, ...], ...]
     code: str | None = None  # shell code a wrapper runs (flock -c, watch)
     unknown: str | None = None  # why what runs could not be read
+    chdirs: tuple[str | None, ...] = ()  # folders wrappers change to (None: unknown)
+    appends: str | None = None  # the wrapper that adds arguments at run time (xargs)
+
+
+# Wrapper options that change the folder the command runs in; None: to a
+# folder not named on the line (a login shell's home, a new root).
+_CHDIR_OPTIONS = {
+    "env": {"C": "", "chdir": ""},
+    "sudo": {"D": "", "chdir": "", "i": None, "login": None},
+    "chroot": {},
+}
 
 
 def _unwrap(argv: tuple[str, ...], kinds: tuple[str, ...]) -> _Unwrapped:
     words, how = list(argv), list(kinds)
     stages: list[tuple[str, ...]] = []
-    code = None
+    chdirs: list[str | None] = []
+    code = appends = None
 
     def assignments() -> None:
         while words and _ASSIGNMENT.match(words[0]):
@@ -326,7 +346,9 @@ def _unwrap(argv: tuple[str, ...], kinds: tuple[str, ...]) -> _Unwrapped:
     def done(unknown: str | None = None) -> _Unwrapped:
         if words and (not stages or stages[-1] != tuple(words)):
             stages.append(tuple(words))
-        return _Unwrapped(tuple(words), tuple(how), tuple(stages), code, unknown)
+        return _Unwrapped(
+            tuple(words), tuple(how), tuple(stages), code, unknown, tuple(chdirs), appends
+        )
 
     assignments()
     while words:
@@ -344,6 +366,13 @@ def _unwrap(argv: tuple[str, ...], kinds: tuple[str, ...]) -> _Unwrapped:
             return done(f"`{name}` {exc}")
         split = options.get("S") or options.get("split-string")
         del words[:end], how[:end]
+        for option, known in _CHDIR_OPTIONS.get(name, {}).items():
+            if option in options:
+                chdirs.append(options[option] if known is not None else None)
+        if name == "chroot":
+            chdirs.append(None)  # every path is read inside the new root
+        if name == "xargs":
+            appends = name
         if split is not None:
             # env -S: the string is split into words that precede the rest.
             try:
@@ -539,6 +568,10 @@ def _dynamic(argv: tuple[str, ...], kinds: tuple[str, ...], unwrapped: _Unwrappe
     args = core[1:]
     if program in _EVALUATORS:
         return f"`{program}` runs text as code"
+    if program == "parallel":
+        return "`parallel` runs its arguments as shell commands"
+    if program == "git":
+        return _git_runs(args)
     if program in _SHELLS and (not args or args[0].startswith(("-", "+"))):
         return f"`{program}` runs a string or its input as code"
     if program in ("[", "[[", "test", "(("):
@@ -550,6 +583,175 @@ def _dynamic(argv: tuple[str, ...], kinds: tuple[str, ...], unwrapped: _Unwrappe
         if any("[" in w for w in names):
             return f"`{program}` into a subscript, evaluated as arithmetic"
     return None
+
+
+# Words that define what a command name runs: aliases, hashed paths and
+# functions imported from the environment (env 'BASH_FUNC_ls%%=() { rm "$@"; }').
+_RENAMING_WORDS = re.compile(r"BASH_ALIASES|BASH_CMDS|BASH_FUNC_")
+# Programs that run a command once per file they find: the command's own
+# arguments end at `;` or `+` (find) or the end of the line (fd).
+_RUNS_PER_FILE = {
+    "find": {"-exec", "-execdir", "-ok", "-okdir"},
+    "fd": {"-x", "--exec", "-X", "--exec-batch"},
+    "fdfind": {"-x", "--exec", "-X", "--exec-batch"},
+}
+# `read` options that take a value which is not a variable name.
+_READ_VALUED = "dinNptu"
+
+
+def _hidden(argv: tuple[str, ...], unwrapped: _Unwrapped) -> tuple[list[_Unwrapped], str | None]:
+    """What runs that deny rules cannot fully see: the commands a program runs
+    per file it finds (``find -exec rm {} ;``, each unwrapped), and why the
+    segment is unchecked (None: deny rules see everything it runs).
+
+    Unchecked: a command whose arguments are added at run time (``xargs
+    rm``: a deny rule ``exec(rm -rf *)`` cannot tell what ``rm`` gets), and a
+    builtin that changes what a later command name runs (``alias ll=rm``,
+    ``hash -p /bin/rm ls``, ``enable -f``, ``shopt -s expand_aliases``,
+    ``BASH_CMDS[ls]=``, a variable name computed at run time, which may be
+    one of those).
+    """
+    inner: list[_Unwrapped] = []
+    for word in argv:
+        if _RENAMING_WORDS.search(word):
+            return inner, f"`{word}` changes what a command name runs"
+    core = unwrapped.core
+    if not core:
+        return inner, None
+    program = core[0].rsplit("/", 1)[-1]
+    args = core[1:]
+    if unwrapped.appends:
+        return inner, f"`{unwrapped.appends}` adds arguments to `{program}` at run time"
+    starts = _RUNS_PER_FILE.get(program)
+    if starts:
+        kinds = unwrapped.kinds
+        i = 1
+        while i < len(core):
+            if core[i] in starts:
+                end = i + 1
+                while end < len(core) and core[end] not in (";", "+"):
+                    end += 1
+                if end > i + 1:
+                    inner.append(_unwrap(core[i + 1 : end], kinds[i + 1 : end]))
+                i = end
+            i += 1
+        if inner:
+            return inner, f"`{program}` runs a command with file names found at run time"
+    if program == "parallel":
+        return inner, "`parallel` runs its arguments as shell commands"
+    if program in _SHELLS or program in (".", "source"):
+        # `source <(curl …)`, `bash <(…)`, `sh $f`: code that exists only at run time.
+        operands = [
+            (w, k) for w, k in zip(args, unwrapped.kinds[1:], strict=True) if w[:1] not in "-+"
+        ]
+        if operands and operands[0][1] == COMPUTED:
+            return inner, f"`{program}` runs code from `{operands[0][0]}`, computed at run time"
+    return inner, _renames(program, args)
+
+
+def _renames(program: str, args: tuple[str, ...]) -> str | None:
+    """Why ``program args`` may change what a later command name runs, or None."""
+    options = "".join(w[1:] for w in args if w.startswith("-") and not w.startswith("--"))
+    changes = f"`{program}` changes what a command name runs"
+    if program == "alias" and any("=" in w for w in args):
+        return changes
+    if (program == "hash" and "p" in options) or (program == "enable" and args):
+        return changes
+    if program == "shopt" and "expand_aliases" in args:
+        return "`shopt -s expand_aliases` makes aliases run"
+    if (program in ("mapfile", "readarray", "complete", "compgen") and "C" in options) or (
+        program == "bind" and "x" in options
+    ):
+        return f"`{program} -C`/`-x` runs a command given as text"
+    if program == "fc":
+        return "`fc` runs commands from the history"
+    names: tuple[str, ...] = ()
+    if program in ("declare", "typeset", "local", "export", "readonly"):
+        names = tuple(w.split("=", 1)[0] for w in args if not w.startswith(("-", "+")))
+        if "n" in options and any("$" in w or "`" in w for w in args):
+            return f"`{program} -n` refers to a variable named at run time"
+    elif program == "read":
+        names = _read_names(args)
+    elif program in ("mapfile", "readarray") and args:
+        names = args[-1:]
+    elif program == "printf":
+        names = _printf_target(args)
+    elif program == "getopts":
+        names = args[1:2]
+    if any("$" in n or "`" in n for n in names):
+        return f"`{program}` assigns to a variable named at run time"
+    return None
+
+
+# git options that name a program for git to run, or set configuration that
+# does (core.pager, core.fsmonitor, aliases): an allow rule for `git *` or
+# `git fetch *` must not cover `git -c core.pager='rm -rf ~' log` or
+# `git fetch --upload-pack='rm -rf ~'`.
+_GIT_RUNNING = (
+    "--upload-pack", "--receive-pack", "--exec", "--extcmd", "--open-files-in-pager",
+    "--config-env",
+)  # fmt: skip
+_GIT_RUNNING_SHORT = {"grep": "O", "rebase": "x", "difftool": "x", "clone": "u"}
+_GIT_RUNNING_SUB = {"submodule": "foreach", "bisect": "run", "filter-branch": None}
+# Options that name a file a program writes: a write of its own, like `> file`.
+_OUTPUT_OPTIONS = {"--output", "--output-file", "--output-document", "--outfile", "--log-file"}
+
+
+def _git_runs(args: tuple[str, ...]) -> str | None:
+    """Why ``git args`` may run a program named on the line, or None."""
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        word = args[i]
+        if word == "-c" or word.startswith(("-c", "--config-env", "--exec-path=")):
+            return f"`git {word}` sets what git runs"
+        i += 2 if word in ("-C", "--git-dir", "--work-tree", "--namespace") else 1
+    sub = args[i] if i < len(args) else ""
+    rest = args[i + 1 :]
+    letter = _GIT_RUNNING_SHORT.get(sub)
+    for word in rest:
+        cluster = word[1:] if word[:1] == "-" and word[1:2] != "-" else ""
+        if word.startswith(_GIT_RUNNING) or (letter and letter in cluster):
+            return f"`git {sub} {word}` runs a program named on the line"
+    if sub in _GIT_RUNNING_SUB and (_GIT_RUNNING_SUB[sub] is None or _GIT_RUNNING_SUB[sub] in rest):
+        return f"`git {sub}` runs commands given as text"
+    return None
+
+
+def _outputs(core: tuple[str, ...], kinds: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The files ``--output=FILE``-style options of ``core`` name, with their kinds."""
+    out = []
+    for i, word in enumerate(core[1:], start=1):
+        name, eq, value = word.partition("=")
+        if name in _OUTPUT_OPTIONS:
+            if eq:
+                out.append((value, kinds[i]))
+            elif i + 1 < len(core):
+                out.append((core[i + 1], kinds[i + 1]))
+    return out
+
+
+def _read_names(args: tuple[str, ...]) -> tuple[str, ...]:
+    """The variable names ``read args`` assigns to (``-a NAME`` included)."""
+    names: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--":
+            names += args[i + 1 :]
+            break
+        if word.startswith("-") and len(word) > 1:
+            at = next((j for j, c in enumerate(word) if j and c in _READ_VALUED + "a"), None)
+            if at is not None:
+                value = word[at + 1 :]
+                if not value and i + 1 < len(args):
+                    i += 1
+                    value = args[i]
+                if word[at] == "a":
+                    names.append(value)
+        else:
+            names.append(word)
+        i += 1
+    return tuple(names)
 
 
 def _dynamic_test(program: str, args: tuple[str, ...]) -> str | None:
@@ -726,11 +928,20 @@ class _Walker:
         self.check_one_line(words)
         text, argv, kinds = self.joined(words)
         unwrapped = _unwrap(argv, kinds)
-        unchecked = unwrapped.unknown
-        dynamic = unchecked or _dynamic(argv, kinds, unwrapped)
-        segment = Segment(text, argv, unwrapped.core, unwrapped.stages, dynamic, unchecked)
+        inner, hidden = _hidden(argv, unwrapped)
+        unchecked = unwrapped.unknown or hidden
+        dynamic = unwrapped.unknown or _dynamic(argv, kinds, unwrapped)
+        stages = unwrapped.stages + tuple(s for i in inner for s in i.stages)
+        segment = Segment(text, argv, unwrapped.core, stages, dynamic, unchecked, unwrapped.chdirs)
         self.out.insert(index, segment)
-        self.inner_script(unwrapped)
+        for offset, (path, kind) in enumerate(_outputs(unwrapped.core, unwrapped.kinds), 1):
+            # `git log --output=f` writes f: like `> f`, a write a rule for
+            # the command does not cover.
+            words = (">", path)
+            why = f"`{path}` is computed at run time" if kind == COMPUTED else None
+            self.out.insert(index + offset, Segment(f"> {path}", words, words, (words,), why))
+        for nested in (unwrapped, *inner):
+            self.inner_script(nested)
         return segment
 
     def check_one_line(self, nodes: list[Any]) -> None:

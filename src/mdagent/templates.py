@@ -189,7 +189,8 @@ def expand_argv(
 
     ``allow_options``: ``None`` takes every value as meant (a person's);
     otherwise a value that starts an element with ``-`` — after the program
-    (the first element) and before any ``--`` element — raises
+    (the first element), before any ``--`` element, and after only empty
+    values in the same element (``{prefix}{name}``, prefix ``""``) — raises
     :class:`OptionValueError` unless its parameter is in ``allow_options``.
     """
     argv: list[str] = []
@@ -213,14 +214,16 @@ def expand_argv(
             continue
         after_dashes = after_dashes or item == "--"
         pieces = []
-        for position, part in enumerate(parts):
+        for part in parts:
             if isinstance(part, str):
                 pieces.append(part)
                 continue
             value = _lookup(part.name, args, params, required)
             if value is _ABSENT:
                 break
-            first = position == 0 and index > 0 and not after_dashes
+            # The value starts the element when nothing before it in the
+            # element is text: `{prefix}{name}` with an empty prefix.
+            first = not "".join(pieces) and index > 0 and not after_dashes
             _check_option(part.name, value, first, False, False, allow_options)
             pieces.append(as_text(value))
         else:
@@ -426,7 +429,7 @@ class _ShellScanner:
 
     def __init__(self, template: str) -> None:
         self.template = template
-        self.plan: list[str | tuple[str, str, bool, bool]] = []
+        self.plan: list[str | tuple[str, str, bool, bool, tuple[str, ...]]] = []
         self.stack = [_Frame(_TOP, None, _Command())]
         self.escaped = False  # the previous character was an active backslash
         self.comment = False
@@ -450,7 +453,10 @@ class _ShellScanner:
         problem = self.word_problem(command, word)
         if problem:
             raise self.refuse(name, problem)
-        at_start = word.shape == ""
+        # Only values so far (`{prefix}{name}`): this one starts the word
+        # when they are empty, known at expansion time.
+        at_start = word.shape.strip(_VALUE) == ""
+        before = tuple(word.values) if at_start else ()
         index, program = command.program()
         guarded = (
             command.cond
@@ -464,7 +470,7 @@ class _ShellScanner:
         rest = context == _TOP and not guarded
         word.shape += _VALUE
         word.values.append(name)
-        self.plan.append((name, context, first, rest))
+        self.plan.append((name, context, first, rest, before))
         self.dollar = False
 
     def context_problem(self, state: str) -> str | None:
@@ -729,11 +735,15 @@ class _ShellScanner:
 
 
 @lru_cache(maxsize=256)
-def _shell_plan(template: str) -> tuple[str | tuple[str, str, bool, bool], ...]:
-    """Literal text and ``(name, context, first, rest)`` slots, or TemplateError.
+def _shell_plan(
+    template: str,
+) -> tuple[str | tuple[str, str, bool, bool, tuple[str, ...]], ...]:
+    """Literal text and ``(name, context, first, rest, before)`` slots, or TemplateError.
 
-    ``first``: the value starts a word a program may read as an option;
-    ``rest``: each further array item does (see :func:`_check_option`).
+    ``first``: the value starts a word a program may read as an option, if
+    the values of ``before`` (the placeholders earlier in the same word,
+    with no text between) are empty; ``rest``: each further array item
+    starts a word (see :func:`_check_option`).
     """
     scanner = _ShellScanner(template)
     for part in _parse(template):
@@ -789,12 +799,19 @@ def check_argv(template: list[Any]) -> None:
             words.append(_scalar_text(item))
 
 
+def _quote(text: str) -> str:
+    """``text`` as one literal shell word, quoted even where shlex would leave it
+    bare but ``[[ ... ]]`` would read an operator (``-L``, ``==``)."""
+    word = shlex.quote(text)
+    return f"'{text}'" if word == text and text[:1] in "-=" else word
+
+
 def _shell_word(value: Any, context: str) -> str:
     if isinstance(value, list | tuple):
         if context == _TOP:
-            return " ".join(shlex.quote(_scalar_text(v)) for v in value)
+            return " ".join(_quote(_scalar_text(v)) for v in value)
         value = as_text(value)  # inside quotes the author asked for one word
-    word = shlex.quote(_scalar_text(value))
+    word = _quote(_scalar_text(value))
     if context == _SQ:  # close the author's '...', add the quoted value, reopen
         return f"'{word}'"
     if context == _DQ:
@@ -829,10 +846,13 @@ def expand_shell(
     if allow_options is not None:
         for step in plan:
             if not isinstance(step, str):
-                name, context, first, rest = step
+                name, context, first, rest, before = step
                 value = _lookup(name, args, params, required)
-                if value is not _ABSENT:
-                    _check_option(name, value, first, rest, context == _TOP, allow_options)
+                if value is _ABSENT:
+                    continue
+                values = (_lookup(b, args, params, required) for b in before)
+                first = first and all(v is _ABSENT or as_text(v) == "" for v in values)
+                _check_option(name, value, first, rest, context == _TOP, allow_options)
     return _fill(plan, args, params, required, _shell_word)
 
 

@@ -3,11 +3,16 @@
 The toolbox is the one place every call goes through, whoever makes it (a
 person at the shell, a model, another agent over MCP)::
 
-    validate -> policy -> audit row -> global before hooks -> tool before hooks
-             -> handler -> global after hooks -> tool after hooks -> audit outcome -> Result
+    validate -> deny rules -> before hooks (global, then the tool's) -> ask/allow
+             -> audit row -> handler -> after hooks (global, then the tool's)
+             -> audit outcome -> Result
 
-The audit row is written before anything of the call runs: a call that cannot
-be put on the record does not run (it fails with the reason).
+Before hooks run after the deny rules and before the ask/allow rules, so a
+hook may decide (:class:`HookDecision`): refuse the call, let it run without
+a question, ask a person, or rewrite its arguments (which are validated and
+meet the deny rules again). The audit row is written before anything of the
+call runs: a call that cannot be put on the record does not run (it fails
+with the reason).
 
 Semantics follow elelem's toolbox: handlers return dicts, ``{"error": ...}``
 is a failure, a raised exception is a failure that carries what went wrong,
@@ -79,6 +84,24 @@ class Decision(NamedTuple):
 
 
 ALLOWED = Decision(True)
+
+
+class HookDecision(NamedTuple):
+    """What a before hook may return to decide a call; any other return value is ignored.
+
+    ``decision``: ``"deny"`` refuses the call with ``reason``; ``"allow"``
+    lets a model's call run without the ask/allow rules (never past a deny
+    rule, nor past the question about the agent's own configuration);
+    ``"ask"`` has a person asked, whatever the mode; None leaves it to the
+    policy. ``arguments`` replace the call's arguments: they are validated and
+    meet the deny rules again. ``hook`` names the hook in messages and the
+    audit log.
+    """
+
+    decision: str | None = None
+    reason: str = ""
+    arguments: Mapping[str, Any] | None = None
+    hook: str = "hook"
 
 
 class Result(NamedTuple):
@@ -252,6 +275,38 @@ def _normalise_result(raw: Any) -> Result:
     return Result(data, True)
 
 
+def _blocked(reason: str) -> Decision:
+    return Decision(False, reason, code="DENIED", extra={"blocked_by": "hook"})
+
+
+def _deny_rules(policy: Any, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Decision:
+    """The deny rules' verdict (a policy without ``screen`` judges everything in ``check``)."""
+    screen = getattr(policy, "screen", None)
+    decision = screen(tool, args, ctx) if screen is not None else None
+    return decision or ALLOWED
+
+
+def _ask_or_allow(
+    policy: Any, tool: Tool, args: dict[str, Any], ctx: ToolContext, hook: HookDecision | None
+) -> Decision:
+    """The rest of the policy (ask/allow rules, mode, a person), with the before hooks' say."""
+    if policy is not None:
+        if hook is None:  # a policy object need not know about hooks
+            return policy.check(tool, args, ctx)
+        return policy.check(tool, args, ctx, hook=hook)
+    if hook is None or ctx.caller == "person":  # a person's command runs as typed
+        return ALLOWED
+    if hook.decision == "ask":
+        reason = f": {hook.reason}" if hook.reason else ""
+        return Decision(
+            False,
+            f"{tool.name} needs approval: hook {hook.hook} asks for it{reason}; "
+            "no policy here to ask a person with",
+            code="DENIED",
+        )
+    return Decision(True, approved_by=f"hook:{hook.hook}")
+
+
 class Toolbox:
     """A set of tools plus the hooks and policy every call passes through."""
 
@@ -320,7 +375,9 @@ class Toolbox:
         """Decorator: run a hook before ``tool_name`` (``"*"``: every tool).
 
         Per-tool hooks get ``(args)``; global hooks get ``(args, tool_name=)``.
-        Raising stops the call; the exception's message becomes the error.
+        Raising stops the call; the exception's message becomes the error. A
+        hook may return a :class:`HookDecision` to decide the call or change
+        its arguments; any other return value is ignored.
         """
         return self._hook(self._before, tool_name)
 
@@ -384,14 +441,14 @@ class Toolbox:
         args: Mapping[str, Any] | None = None,
         context: ToolContext | None = None,
     ) -> Result:
-        """Run one call: validate, policy, audit, hooks, handler; never raises for tool errors."""
+        """Run one call: admit (validate, deny rules, before hooks, ask/allow), audit,
+        handler, after hooks; never raises for tool errors."""
         tool = self.tool_for(name)
         if isinstance(tool, UnknownTool):
             return tool.run(args)
-        args = dict(args or {})
         ctx = self._context(context)
         started = time.perf_counter()
-        decision, refusal = self._admit(tool, args, ctx)
+        args, decision, refusal = self._admit(tool, dict(args or {}), ctx)
         if refusal is not None:  # never runs, but goes on the record
             return self._observe(None, tool, args, refusal, decision, started, ctx)
         try:
@@ -411,13 +468,54 @@ class Toolbox:
         return self._observe(row, tool, args, result, decision, started, ctx)
 
     def _admit(self, tool: Tool, args: dict[str, Any], ctx: ToolContext):
-        """``(decision, None)`` for a call that may run, else ``(decision, the failure)``."""
+        """``(args, decision, None)`` for a call that may run, else ``(args, decision, failure)``.
+
+        The order: validate -> deny rules -> before hooks -> ask/allow. The
+        arguments returned are those a hook gave, if one did.
+        """
         problems = tool.validate(args)
         if problems:
-            return ALLOWED, Result.failure(", ".join(problems))
+            return args, ALLOWED, Result.failure(", ".join(problems))
         policy = ctx.policy if ctx.policy is not None else self.policy
-        decision = policy.check(tool, args, ctx) if policy is not None else ALLOWED
-        return decision, None if decision.allowed else decision.to_result()
+        decision = _deny_rules(policy, tool, args, ctx)
+        hook = None
+        if decision.allowed:
+            args, hook, decision = self._before_hooks(tool, args, ctx, policy)
+        if decision.allowed:
+            decision = _ask_or_allow(policy, tool, args, ctx, hook)
+        return args, decision, None if decision.allowed else decision.to_result()
+
+    def _before_hooks(self, tool: Tool, args: dict[str, Any], ctx: ToolContext, policy: Any):
+        """Run the before hooks in order: ``(args, the hooks' say, decision)``.
+
+        A hook that raises or answers "deny" refuses the call; arguments a
+        hook gives are validated and meet the deny rules before the next hook
+        sees them. Of "allow" and "ask", "ask" wins.
+        """
+        hooks = [(h, {"tool_name": tool.name}) for h in self._before.get("*", ())]
+        hooks += [(h, {}) for h in self._before.get(tool.name, ())]
+        said: HookDecision | None = None
+        for hook, kw in hooks:
+            try:
+                answer = hook(args, **kw)
+            except Exception as exc:  # a before hook vetoes the call: a refusal, like policy's
+                return args, said, _blocked(str(exc) or type(exc).__name__)
+            if not isinstance(answer, HookDecision):
+                continue
+            if answer.decision == "deny":
+                return args, said, _blocked(answer.reason or f"denied by hook {answer.hook}")
+            if answer.arguments is not None:
+                args = dict(answer.arguments)
+                problems = tool.validate(args)
+                if problems:
+                    why = f"hook {answer.hook} gave invalid arguments: {', '.join(problems)}"
+                    return args, said, _blocked(why)
+                decision = _deny_rules(policy, tool, args, ctx)
+                if not decision.allowed:
+                    return args, said, decision
+            if answer.decision in ("allow", "ask") and (said is None or said.decision != "ask"):
+                said = answer
+        return args, said, ALLOWED
 
     def _record_start(self, tool: Tool, args, decision: Decision, ctx: ToolContext) -> Any:
         return None if self.audit is None else self.audit.start(tool.name, args, decision, ctx)
@@ -453,14 +551,7 @@ class Toolbox:
         return context
 
     def _dispatch(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Result:
-        # The whole hook order, in one place.
-        try:
-            for hook in self._before.get("*", ()):
-                hook(args, tool_name=tool.name)
-            for hook in self._before.get(tool.name, ()):
-                hook(args)
-        except Exception as exc:  # a before hook vetoes the call: a refusal, like policy's
-            return Result.failure(str(exc) or type(exc).__name__, code="DENIED", blocked_by="hook")
+        """The handler, then the after hooks (global, then the tool's)."""
         raw = self._call_handler(tool, args, ctx)
         for hook in self._after.get("*", ()):
             self._run_after(hook, args, raw, tool_name=tool.name)

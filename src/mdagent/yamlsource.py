@@ -25,6 +25,21 @@ class Located(dict):
         self.at: tuple[int, int] = (1, 1)
 
 
+class LocatedList(list):
+    """A list that knows the (line, col) of each of its items (1-based).
+
+    Policy rules are list items: ``agent policy rules`` and a failing
+    ``policy.tests`` entry point at the item's own line, not its list's key.
+    """
+
+    __slots__ = ("at", "items_at")
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.at: tuple[int, int] = (1, 1)
+        self.items_at: list[tuple[int, int]] = []
+
+
 def _loader_class():
     import yaml
 
@@ -59,7 +74,16 @@ def _loader_class():
             mapping.lines[key] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
         return mapping
 
+    def construct_sequence(loader, node, deep=False):
+        items = LocatedList(loader.construct_object(child, deep=True) for child in node.value)
+        items.at = (node.start_mark.line + 1, node.start_mark.column + 1)
+        items.items_at = [(c.start_mark.line + 1, c.start_mark.column + 1) for c in node.value]
+        return items
+
     StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    StrictLoader.add_constructor(
+        yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_sequence
+    )
     return StrictLoader
 
 
@@ -122,8 +146,9 @@ def position(data: Any, pointer: Iterable[Any], offset: int = 0) -> tuple[int, i
             where = node.lines[key]
             node = node[key]
         elif isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node):
+            items_at = getattr(node, "items_at", None)
             node = node[key]
-            where = getattr(node, "at", where)
+            where = items_at[key] if items_at else getattr(node, "at", where)
         else:
             break
     return where[0] + offset, where[1]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from mdagent.errors import ProviderError
 from mdagent.providers.base import (
@@ -12,11 +12,9 @@ from mdagent.providers.base import (
     HTTPProvider,
     Reply,
     ToolCall,
+    error_text,
     usage,
 )
-
-if TYPE_CHECKING:
-    import httpx
 
 API_VERSION = "2023-06-01"
 
@@ -56,60 +54,87 @@ class AnthropicProvider(HTTPProvider):
                 }
                 for t in tools
             ]
+        if self.config.thinking_budget:
+            body["thinking"] = {"type": "enabled", "budget_tokens": self.config.thinking_budget}
         if self.config.stream:
             body["stream"] = True
         return body
 
-    def _read_stream(
-        self, response: httpx.Response, url: str, on_text: Callable[[str], None] | None
+    def read_stream(
+        self,
+        events: Iterator[tuple[str | None, dict | str]],
+        url: str,
+        on_text: Callable[[str], None] | None,
+        on_reasoning: Callable[[str], None] | None,
     ) -> Reply:
+        """The reply from a Messages stream, complete at ``message_stop``.
+
+        Content blocks are rebuilt from their deltas: text, tool input JSON,
+        and thinking with its signature (a ``redacted_thinking`` block comes
+        whole in its start event). An ``error`` event raises the server's words.
+        """
         blocks: dict[int, dict] = {}
+        json_parts: dict[int, list[str]] = {}  # tool_use input, in pieces
         totals = usage()
         stop_reason = None
         done = False
-        for event, data in self._events(response, url):
+        for event, data in events:
             if not isinstance(data, dict):
                 raise ProviderError(f"unexpected data in the stream from {url}: {data[:100]!r}")
             kind = data.get("type") or event
+            if kind == "error" or event == "error":
+                raise ProviderError(f"the model server reported an error: {error_text(data)}")
             if kind == "message_start":
                 totals = _usage((data.get("message") or {}).get("usage") or {}, totals)
             elif kind == "content_block_start":
-                block = dict(data.get("content_block") or {})
-                block["json"] = []
-                blocks[data.get("index", len(blocks))] = block
+                index = data.get("index", len(blocks))
+                blocks[index] = dict(data.get("content_block") or {})
             elif kind == "content_block_delta":
                 index = data.get("index", max(blocks, default=0))
-                block = blocks.setdefault(index, {"type": "text", "text": "", "json": []})
+                block = blocks.setdefault(index, {"type": "text", "text": ""})
                 delta = data.get("delta") or {}
-                if delta.get("type") == "text_delta" and delta.get("text"):
-                    block["text"] = block.get("text", "") + delta["text"]
-                    if on_text:
-                        on_text(delta["text"])
-                elif delta.get("type") == "input_json_delta":
-                    block["json"].append(delta.get("partial_json") or "")
+                _apply(block, delta, json_parts.setdefault(index, []))
+                if delta.get("type") == "text_delta" and delta.get("text") and on_text:
+                    on_text(delta["text"])
+                elif (
+                    delta.get("type") == "thinking_delta" and delta.get("thinking") and on_reasoning
+                ):
+                    on_reasoning(delta["thinking"])
             elif kind == "message_delta":
                 stop_reason = (data.get("delta") or {}).get("stop_reason") or stop_reason
                 totals = _usage(data.get("usage") or {}, totals)
             elif kind == "message_stop":
                 done = True
                 break
-            elif kind == "error":
-                raise ProviderError(f"the model server reported an error: {_error_text(data)}")
-            # ping and content_block_stop carry nothing we need
+            # content_block_stop carries nothing we need; pings never get here
         if not done:
             raise ProviderError(CUT_OFF)
         content = []
-        for _index, block in sorted(blocks.items()):
-            if block.get("type") == "tool_use" and block["json"]:
-                block = block | {"input": "".join(block["json"])}
+        for index, block in sorted(blocks.items()):
+            if block.get("type") == "tool_use" and json_parts.get(index):
+                block = block | {"input": "".join(json_parts[index])}
             content.append(block)
         return _reply(content, totals, stop_reason)
+
+
+def _apply(block: dict, delta: dict, json_parts: list[str]) -> None:
+    """Fold one ``content_block_delta`` into its block."""
+    kind = delta.get("type")
+    if kind == "text_delta":
+        block["text"] = block.get("text", "") + (delta.get("text") or "")
+    elif kind == "input_json_delta":
+        json_parts.append(delta.get("partial_json") or "")
+    elif kind == "thinking_delta":
+        block["thinking"] = block.get("thinking", "") + (delta.get("thinking") or "")
+    elif kind == "signature_delta":
+        # The whole signature comes in one delta (the SDKs assign it, not append).
+        block["signature"] = delta.get("signature") or ""
 
 
 def parse_message(data: dict, url: str = "the server") -> Reply:
     """A non-streamed Messages response as a :class:`Reply`."""
     if data.get("type") == "error" or data.get("error"):
-        raise ProviderError(f"the model server reported an error: {_error_text(data)}")
+        raise ProviderError(f"the model server reported an error: {error_text(data)}")
     if not isinstance(data.get("content"), list):
         raise ProviderError(f"the answer from {url} has no content")
     return _reply(
@@ -117,12 +142,19 @@ def parse_message(data: dict, url: str = "the server") -> Reply:
     )
 
 
+#: Content blocks the API signs: they go back exactly as they came.
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+
+
 def _reply(content: list[dict], totals: dict, stop_reason: str | None) -> Reply:
     text = []
     calls = []
+    thinking = []
     for block in content:
         if block.get("type") == "text":
             text.append(block.get("text") or "")
+        elif block.get("type") in THINKING_BLOCKS:
+            thinking.append(block)
         elif block.get("type") == "tool_use":
             # Streamed input is JSON text; non-streamed input is already an object.
             value = block.get("input")
@@ -131,7 +163,15 @@ def _reply(content: list[dict], totals: dict, stop_reason: str | None) -> Reply:
             )
             call_id = block.get("id") or f"toolu_{len(calls) + 1}"
             calls.append(ToolCall.from_json(call_id, block.get("name") or "", raw))
-    return Reply("".join(text), tuple(calls), totals, stop_reason)
+    reasoning = "".join(b.get("thinking") or "" for b in thinking if b.get("type") == "thinking")
+    return Reply(
+        "".join(text),
+        tuple(calls),
+        totals,
+        stop_reason,
+        thinking=tuple(thinking),
+        reasoning=reasoning,
+    )
 
 
 def _usage(figures: dict, previous: dict) -> dict:
@@ -165,25 +205,33 @@ def to_anthropic_messages(messages: list[dict]) -> list[dict]:
         if role == "user":
             blocks = _text_blocks(content)
         elif role == "assistant":
-            blocks = _text_blocks(content) + [
-                {
-                    "type": "tool_use",
-                    "id": c["id"],
-                    "name": c["name"],
-                    # The API insists on an object; a call with broken arguments goes back as {}.
-                    "input": c["arguments"] if isinstance(c.get("arguments"), dict) else {},
-                }
-                for c in message.get("tool_calls") or []
-            ]
+            # Thinking blocks first, unchanged: the API checks them against their
+            # signatures, and a turn that used tools must start with its thinking.
+            thinking = [dict(b) for b in message.get("thinking") or [] if isinstance(b, dict)]
+            blocks = (
+                thinking
+                + _text_blocks(content)
+                + [
+                    {
+                        "type": "tool_use",
+                        "id": c["id"],
+                        "name": c["name"],
+                        # The API insists on an object: broken arguments go back as {}.
+                        "input": c["arguments"] if isinstance(c.get("arguments"), dict) else {},
+                    }
+                    for c in message.get("tool_calls") or []
+                ]
+            )
         elif role == "tool":
             role = "user"
-            blocks = [
-                {
-                    "type": "tool_result",
-                    "tool_use_id": message["tool_call_id"],
-                    "content": content if isinstance(content, str | list) else json.dumps(content),
-                }
-            ]
+            result = {
+                "type": "tool_result",
+                "tool_use_id": message["tool_call_id"],
+                "content": content if isinstance(content, str | list) else json.dumps(content),
+            }
+            if message.get("is_error"):
+                result["is_error"] = True  # the model is told the call failed, not only shown
+            blocks = [result]
         else:
             raise ProviderError(f"cannot send a message with role {role!r} to an Anthropic model")
         if not blocks:  # the API rejects empty content; an empty turn says nothing anyway
@@ -201,12 +249,3 @@ def _text_blocks(content: Any) -> list[dict]:
     if not content:
         return []
     return [{"type": "text", "text": str(content)}]
-
-
-def _error_text(data: dict) -> str:
-    error = data.get("error")
-    if isinstance(error, dict):
-        kind = error.get("type")
-        message = error.get("message") or json.dumps(error)
-        return f"{kind}: {message}" if kind else str(message)
-    return str(error)

@@ -1,14 +1,20 @@
-"""What every model provider shares: the neutral reply types, the settings, and HTTP retries.
+"""What every model provider shares: the neutral reply types, the settings, HTTP retries and SSE.
 
 The agent loop talks to every backend in one neutral, OpenAI-like message format
 (plain dicts)::
 
     {"role": "user", "content": "text"}
     {"role": "assistant", "content": "text or ''",
-     "tool_calls": [{"id": "call_1", "name": "exec", "arguments": {...}}]}   # tool_calls optional
-    {"role": "tool", "tool_call_id": "call_1", "name": "exec", "content": "<JSON text>"}
+     "tool_calls": [{"id": "call_1", "name": "exec", "arguments": {...}}],  # optional
+     "thinking": [{"type": "thinking", "thinking": "...", "signature": "..."}],  # optional
+     "reasoning": "text"}                                                      # optional
+    {"role": "tool", "tool_call_id": "call_1", "name": "exec", "content": "<JSON text>",
+     "is_error": True}                                                         # on failure
 
 and gets back a :class:`Reply`. Each backend converts to and from its own wire format.
+``thinking`` holds Anthropic's signed thinking blocks exactly as they came (they
+must go back unchanged); ``reasoning`` is an OpenAI-compatible server's
+reasoning text, kept for the record and never sent back.
 
 This module must stay cheap to import: httpx is imported inside the functions that
 send requests, so ``agent --version`` and declared commands never pay for it.
@@ -16,12 +22,15 @@ send requests, so ``agent --version`` and declared commands never pay for it.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field, fields
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from mdagent.errors import ProviderError
@@ -46,13 +55,28 @@ DEFAULTS: dict[str, dict[str, str]] = {
 #: The message every backend raises when a stream ends before its terminator.
 CUT_OFF = "the model's answer was cut off mid-stream"
 
-#: Longest wait a server's Retry-After can impose; a server asking for an hour
-#: should not hang an interactive session for an hour.
+#: Longest wait a server's retry-after(-ms) header can impose; a server asking
+#: for an hour should not hang an interactive session for an hour.
 RETRY_AFTER_CAP = 60.0
 
 #: First backoff delay; doubles on each retry (0.5 s, 1 s, 2 s). No jitter: one
 #: CLI process is not a thundering herd, and fixed delays keep tests exact.
 BACKOFF_BASE = 0.5
+
+#: Statuses worth another try, as the official OpenAI and Anthropic SDKs decide:
+#: request timeout, lock timeout, rate limit, and every 5xx (529: overloaded).
+RETRY_STATUSES = frozenset({408, 409, 429})
+
+#: Each backend's word for an answer that stopped short -> the neutral word.
+#: ``length`` and ``max_tokens`` are the token limit; ``content_filter`` is the
+#: provider's filter; ``refusal`` is Anthropic's (OpenAI's is a ``refusal`` field).
+SHORT_STOPS: dict[str, str] = {
+    "length": "max_tokens",
+    "max_tokens": "max_tokens",
+    "content_filter": "content_filter",
+    "refusal": "refusal",
+    "model_context_window_exceeded": "context_window",
+}
 
 
 @dataclass(frozen=True)
@@ -95,13 +119,30 @@ class Reply:
 
     ``stop_reason`` is the backend's own word (OpenAI ``stop``/``tool_calls``/
     ``length``, Anthropic ``end_turn``/``tool_use``/``max_tokens``); decide whether
-    the turn is over by looking at ``tool_calls``, not at this.
+    the turn is over by looking at ``tool_calls`` and :attr:`cut_short`, not at it.
+    ``text`` is everything the person was shown as the answer, a refusal's words
+    included (``refusal`` holds those alone). ``thinking`` is Anthropic's thinking
+    blocks as received; ``reasoning`` the reasoning text, shown apart from the answer.
     """
 
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
     usage: dict = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
     stop_reason: str | None = None
+    refusal: str = ""
+    thinking: tuple[dict, ...] = ()
+    reasoning: str = ""
+
+    @property
+    def cut_short(self) -> str | None:
+        """Why the answer stopped before the model finished it, or None when it did.
+
+        ``max_tokens`` (the token limit), ``context_window``, ``refusal`` or
+        ``content_filter``.
+        """
+        if self.refusal:
+            return "refusal"
+        return SHORT_STOPS.get(self.stop_reason or "")
 
     def to_message(self) -> dict:
         """This reply as a neutral assistant message, ready to append to the history."""
@@ -112,6 +153,10 @@ class Reply:
                 | ({"raw_arguments": c.raw_arguments} if c.arguments is None else {})
                 for c in self.tool_calls
             ]
+        if self.thinking:
+            message["thinking"] = [dict(block) for block in self.thinking]
+        elif self.reasoning:
+            message["reasoning"] = self.reasoning
         return message
 
 
@@ -125,8 +170,13 @@ class ProviderConfig:
     """Which backend to use and how to reach it.
 
     ``model``, ``base_url`` and ``api_key_env`` left empty mean the backend's
-    default (see :data:`DEFAULTS`). ``max_retries`` counts retries, not attempts:
-    3 means up to 4 requests. ``script`` is the YAML file the ``fake`` backend replays.
+    default (see :data:`DEFAULTS`). ``timeout`` is the idle limit: the longest
+    wait for the next piece of the answer (keep-alives do not count);
+    ``request_timeout`` (None: no limit) bounds a whole request, retries
+    included. ``max_retries`` counts retries, not attempts: 3 means up to 4
+    requests. ``thinking_budget`` turns on Anthropic's extended thinking.
+    ``script`` is the YAML file the ``fake`` backend replays. The numbers
+    match ``DEFAULT_SETTINGS["model"]`` in :mod:`mdagent.declarations`.
     """
 
     provider: str = "openai"
@@ -135,8 +185,10 @@ class ProviderConfig:
     api_key_env: str | None = None
     stream: bool = True
     timeout: float = 120.0
+    request_timeout: float | None = None
     max_retries: int = 3
     max_tokens: int = 4096
+    thinking_budget: int | None = None
     script: str | None = None
 
     @classmethod
@@ -151,9 +203,9 @@ class ProviderConfig:
         Precedence, per field: a CLI override that is not None > ``AGENT_PROVIDER`` /
         ``AGENT_MODEL`` / ``AGENT_BASE_URL`` > ``settings["model"]`` > backend defaults.
         When a flag or env var switches to a different provider than agent.yaml
-        names, agent.yaml's ``name``, ``base_url`` and ``api_key_env`` are ignored:
-        they describe the other provider (a gpt model at an OpenAI URL is no use
-        to Anthropic).
+        names, agent.yaml's ``name``, ``base_url``, ``api_key_env`` and
+        ``thinking`` are ignored: they describe the other provider (a gpt model
+        at an OpenAI URL is no use to Anthropic).
         """
         overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
         environ = os.environ if environ is None else environ
@@ -175,7 +227,9 @@ class ProviderConfig:
         provider = str(provider or "openai")
         if section.get("provider") and section["provider"] != provider:
             section = {
-                k: v for k, v in section.items() if k not in ("name", "base_url", "api_key_env")
+                k: v
+                for k, v in section.items()
+                if k not in ("name", "base_url", "api_key_env", "thinking")
             }
         defaults = DEFAULTS.get(provider, {})
 
@@ -193,11 +247,19 @@ class ProviderConfig:
             or section.get("api_key_env")
             or defaults.get("api_key_env"),
         }
-        for name in ("stream", "timeout", "max_tokens", "max_retries", "script"):
+        for name in ("stream", "timeout", "request_timeout", "max_tokens", "max_retries", "script"):
             if name in overrides:
                 values[name] = overrides[name]
             elif section.get(name) is not None:
                 values[name] = section[name]
+        if "thinking_budget" in overrides:
+            values["thinking_budget"] = overrides["thinking_budget"]
+        elif section.get("thinking") is not None:
+            thinking = section["thinking"]
+            budget = thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None
+            if budget is None:
+                raise ProviderError("model.thinking must be a mapping with budget_tokens: N")
+            values["thinking_budget"] = budget
         config = cls(**values)
         config._check()
         return config
@@ -206,20 +268,43 @@ class ProviderConfig:
         # agent.yaml is schema-checked elsewhere; flags and hand-built configs are not.
         if not isinstance(self.stream, bool):
             raise ProviderError(f"model.stream must be true or false, not {self.stream!r}")
-        number = isinstance(self.timeout, int | float) and not isinstance(self.timeout, bool)
-        if not number or self.timeout <= 0:
-            raise ProviderError(f"model.timeout must be a positive number, not {self.timeout!r}")
+        for name in ("timeout", "request_timeout"):
+            value = getattr(self, name)
+            if value is None and name == "request_timeout":
+                continue
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if not number or value <= 0:
+                raise ProviderError(f"model.{name} must be a positive number, not {value!r}")
         for name, least in (("max_tokens", 1), ("max_retries", 0)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ProviderError(
                     f"model.{name} must be a whole number >= {least}, not {value!r}"
                 )
+        budget = self.thinking_budget
+        if budget is None:
+            return
+        if self.provider not in ("anthropic", "fake"):
+            raise ProviderError(
+                f"model.thinking is an Anthropic setting; provider {self.provider} has no "
+                "thinking budget (remove model.thinking)"
+            )
+        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1024:
+            raise ProviderError(
+                f"model.thinking.budget_tokens must be a whole number >= 1024, not {budget!r}"
+            )
+        if budget >= self.max_tokens:
+            raise ProviderError(
+                f"model.thinking.budget_tokens ({budget}) must be less than "
+                f"model.max_tokens ({self.max_tokens}): the thinking counts toward the limit"
+            )
 
 
 @runtime_checkable
 class Provider(Protocol):
     """A model backend: one call, one complete answer."""
+
+    config: ProviderConfig
 
     def complete(
         self,
@@ -227,12 +312,18 @@ class Provider(Protocol):
         messages: list[dict],
         tools: list[dict],
         on_text: Callable[[str], None] | None = None,
+        *,
+        on_reasoning: Callable[[str], None] | None = None,
+        on_retry: Callable[[str], None] | None = None,
     ) -> Reply:
         """Send the conversation and return the model's reply.
 
         ``on_text`` receives the answer's text as it arrives: each delta when
         streaming, the whole text once otherwise, so a caller can display text
-        from ``on_text`` alone. Failures raise :class:`ProviderError`.
+        from ``on_text`` alone. ``on_reasoning`` receives the model's reasoning
+        (thinking) text the same way, never mixed into the answer. ``on_retry``
+        is told, in one line, each time a failed request is tried again.
+        Failures raise :class:`ProviderError`.
         """
         ...
 
@@ -252,7 +343,36 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
         except (TypeError, ValueError, IndexError):
             return None
         seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds:  # NaN says nothing
+        return None
     return max(0.0, seconds)
+
+
+def retry_wait(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """The wait a response's headers ask for, read as the official SDKs do, or None.
+
+    ``retry-after-ms`` (milliseconds) first, then ``retry-after`` (seconds or
+    an HTTP date). The caller caps it (:data:`RETRY_AFTER_CAP`).
+    """
+    millis = headers.get("retry-after-ms")
+    if millis:
+        with suppress(ValueError):
+            value = float(millis)
+            if value == value:  # not NaN
+                return max(0.0, value / 1000)
+    return retry_after_seconds(headers.get("retry-after"), now)
+
+
+def should_retry(status: int, headers: Mapping[str, str]) -> bool:
+    """Whether an error status is worth another try, as the official SDKs decide.
+
+    A server's ``x-should-retry: true|false`` is obeyed first; otherwise 408,
+    409, 429 and every 5xx (529 "overloaded" included) are retried.
+    """
+    said = (headers.get("x-should-retry") or "").strip().lower()
+    if said in ("true", "false"):
+        return said == "true"
+    return status in RETRY_STATUSES or status >= 500
 
 
 def _retries(n: int) -> str:
@@ -260,7 +380,7 @@ def _retries(n: int) -> str:
 
 
 def _seconds(value: float) -> str:
-    return f"{value:g}"
+    return f"{value:g}" if value < 10 else f"{value:.0f}"
 
 
 def server_message(response: httpx.Response) -> str:
@@ -283,8 +403,32 @@ def server_message(response: httpx.Response) -> str:
             message = error
         elif data.get("message"):
             message = data["message"]
-    message = " ".join(str(message).split())
-    return message[:300] + ("…" if len(message) > 300 else "")
+    return one_line(message)
+
+
+def one_line(message: Any, limit: int = 300) -> str:
+    """``message`` as one line of at most ``limit`` characters (a server's words, quoted)."""
+    text = " ".join(str(message).split())
+    return text[:limit] + ("…" if len(text) > limit else "")
+
+
+@dataclass
+class Answer:
+    """A 2xx response whose body is being read: the bytes come from ``chunks``.
+
+    The first chunk was already read, inside the retry loop (a connection that
+    breaks before any byte of the body is retried). ``sent`` is when the request
+    went out (monotonic clock), where the idle limit starts counting.
+    """
+
+    response: httpx.Response
+    chunks: Iterator[bytes]
+    sent: float
+
+
+#: SSE line ends: CRLF, LF or CR (not str.splitlines, which also splits on
+#: U+2028 and friends that JSON text may carry unescaped).
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 class HTTPProvider:
@@ -312,6 +456,7 @@ class HTTPProvider:
         self._sleep = sleep
         self._environ = os.environ if environ is None else environ
         self._client: httpx.Client | None = None
+        self._deadline: float | None = None  # of the request under way (request_timeout)
 
     @property
     def api_key(self) -> str | None:
@@ -324,21 +469,30 @@ class HTTPProvider:
         messages: list[dict],
         tools: list[dict],
         on_text: Callable[[str], None] | None = None,
+        *,
+        on_reasoning: Callable[[str], None] | None = None,
+        on_retry: Callable[[str], None] | None = None,
     ) -> Reply:
         """Send the conversation; see :meth:`Provider.complete`.
 
         The backends differ only in their endpoint, headers, request body and
         how they read an answer (:meth:`endpoint`, :meth:`headers`,
-        :meth:`request_body`, :meth:`parse_reply`, :meth:`_read_stream`).
+        :meth:`request_body`, :meth:`parse_reply`, :meth:`read_stream`).
         """
         from contextlib import closing
 
+        limit = self.config.request_timeout
+        self._deadline = None if limit is None else time.monotonic() + limit
         url = self.endpoint()
-        response = self._post(url, self.request_body(system, messages, tools), self.headers())
-        with closing(response):  # a stream stays open until read
-            if self.config.stream and is_event_stream(response):
-                return self._read_stream(response, url, on_text)
-            reply = self.parse_reply(self._json(response, url), url)
+        body = self.request_body(system, messages, tools)
+        answer = self._post(url, body, self.headers(), on_retry)
+        with closing(answer.response):  # a stream stays open until read
+            if self.config.stream and is_event_stream(answer.response):
+                events = self._events(answer, url)
+                return self.read_stream(events, url, on_text, on_reasoning)
+            reply = self.parse_reply(self._json(answer, url), url)
+        if on_reasoning and reply.reasoning:
+            on_reasoning(reply.reasoning)
         if on_text and reply.text:
             on_text(reply.text)
         return reply
@@ -357,7 +511,14 @@ class HTTPProvider:
     def parse_reply(self, data: dict, url: str) -> Reply:  # pragma: no cover
         raise NotImplementedError
 
-    def _read_stream(self, response: Any, url: str, on_text: Any) -> Reply:  # pragma: no cover
+    def read_stream(
+        self,
+        events: Iterator[tuple[str | None, dict | str]],
+        url: str,
+        on_text: Callable[[str], None] | None,
+        on_reasoning: Callable[[str], None] | None,
+    ) -> Reply:  # pragma: no cover
+        """The reply from a stream of ``(event name, data)`` (see :meth:`_events`)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -373,56 +534,141 @@ class HTTPProvider:
             self._client = httpx.Client(timeout=httpx.Timeout(self.config.timeout))
         return self._client
 
-    def _post(self, url: str, body: dict, headers: dict[str, str]) -> httpx.Response:
-        """POST ``body`` as JSON, retrying what is worth retrying; a 2xx response.
+    # -- sending, with retries ----------------------------------------------------------
 
-        Retried, at most ``config.max_retries`` times: HTTP 429 and 5xx, and
-        connection failures before the answer started (refused, reset, closed
-        without a response); a non-streamed body that breaks off is retried too,
-        since nobody has seen any of it. Timeouts are not retried: the user has
-        already waited ``timeout`` seconds. When streaming, the returned response
-        is still open: close it when done.
+    def _post(
+        self,
+        url: str,
+        body: dict,
+        headers: dict[str, str],
+        on_retry: Callable[[str], None] | None = None,
+    ) -> Answer:
+        """POST ``body`` as JSON, retrying what is worth retrying; a 2xx :class:`Answer`.
+
+        Retried, at most ``config.max_retries`` times, after the wait the
+        server's ``retry-after-ms``/``retry-after`` asks for (capped) or a
+        doubling backoff: the statuses :func:`should_retry` names, and
+        connection failures before any byte of the answer arrived (refused,
+        reset, closed — also right after the response headers). A body that
+        breaks off is retried only when not streaming, since nobody has seen
+        any of it; a stream that breaks after its first byte is not (part of
+        it may be on the person's screen). Read timeouts are not retried: the
+        person has already waited ``timeout`` seconds. ``on_retry`` hears of
+        each retry. When streaming, the returned response is still open:
+        close it when done.
         """
         import httpx
 
         client = self._http()
         retries = 0
         while True:
-            request = client.build_request("POST", url, json=body, headers=headers)
+            timeout = self._attempt_timeout(url)
+            request = client.build_request(
+                "POST", url, json=body, headers=headers, timeout=httpx.Timeout(timeout)
+            )
+            sent = time.monotonic()
+            response = None
             try:
                 response = client.send(request, stream=True)
-                if not self.config.stream:
-                    try:
-                        response.read()
-                    finally:
-                        response.close()
-            except httpx.TimeoutException:
-                raise self._timed_out(url) from None
+                if response.status_code < 300:
+                    return self._answer(response, sent, url)
+                with suppress(httpx.HTTPError):
+                    response.read()  # the error body carries the server's explanation
             except (httpx.NetworkError, httpx.RemoteProtocolError) as err:
+                if response is not None:
+                    response.close()
                 if retries < self.config.max_retries:
-                    self._sleep(BACKOFF_BASE * 2**retries)
+                    wait = BACKOFF_BASE * 2**retries
+                    self._before_retry(url, wait, retries, _failure(err, url), on_retry)
                     retries += 1
                     continue
                 raise self._connection_error(url, err, retries) from None
+            except httpx.TimeoutException:
+                if response is not None:
+                    response.close()
+                raise self._timed_out(url) from None
             except httpx.HTTPError as err:  # bad URL, unsupported scheme, ...
                 raise ProviderError(f"cannot send a request to {url}: {err}") from None
-            if response.status_code < 300:
-                return response
-            with suppress(httpx.HTTPError):
-                response.read()  # the error body carries the server's explanation
             response.close()
             status = response.status_code
-            if (status == 429 or status >= 500) and retries < self.config.max_retries:
-                wait = retry_after_seconds(response.headers.get("retry-after"))
+            if should_retry(status, response.headers) and retries < self.config.max_retries:
+                wait = retry_wait(response.headers)
                 if wait is None:
                     wait = BACKOFF_BASE * 2**retries
-                self._sleep(min(wait, RETRY_AFTER_CAP))
+                wait = min(wait, RETRY_AFTER_CAP)
+                reason = _reason(status)
+                why = f"the model server answered HTTP {status}" + (
+                    f" ({reason})" if reason else ""
+                )
+                self._before_retry(url, wait, retries, why, on_retry)
                 retries += 1
                 continue
             raise self._status_error(response, url, retries)
 
-    def _timed_out(self, url: str) -> ProviderError:
-        return ProviderError(f"timed out after {_seconds(self.config.timeout)} s waiting for {url}")
+    def _answer(self, response: httpx.Response, sent: float, url: str) -> Answer:
+        """Read the first bytes of a 2xx body — all of it when not streaming —
+        raising what :meth:`_post` retries."""
+        if not self.config.stream:
+            body = []
+            try:
+                for piece in response.iter_bytes():  # a trickle must not outlast the deadline
+                    body.append(piece)
+                    if self._deadline is not None and time.monotonic() >= self._deadline:
+                        raise self._request_timed_out(url)
+            finally:
+                response.close()
+            return Answer(response, iter([b"".join(body)]), sent)
+        chunks = response.iter_bytes()
+        try:
+            first = next(chunks, b"")
+        except BaseException:
+            response.close()
+            raise
+        return Answer(response, chain([first], chunks), sent)
+
+    def _attempt_timeout(self, url: str) -> float:
+        """The httpx timeout of the next attempt: the idle limit, within the request's deadline."""
+        if self._deadline is None:
+            return float(self.config.timeout)
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise self._request_timed_out(url)
+        return min(float(self.config.timeout), left)
+
+    def _before_retry(
+        self,
+        url: str,
+        wait: float,
+        retries: int,
+        why: str,
+        on_retry: Callable[[str], None] | None,
+    ) -> None:
+        if self._deadline is not None and time.monotonic() + wait >= self._deadline:
+            raise self._request_timed_out(url)
+        if on_retry:
+            on_retry(
+                f"{why}; retrying in {_seconds(wait)} s "
+                f"({retries + 1} of {self.config.max_retries})"
+            )
+        self._sleep(wait)
+
+    # -- what went wrong, in one line ------------------------------------------------------
+
+    def _timed_out(self, url: str, pings: bool = False) -> ProviderError:
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            return self._request_timed_out(url)
+        limit = _seconds(self.config.timeout)
+        if pings:
+            return ProviderError(
+                f"timed out: {url} sent only keep-alives, no data, for {limit} s (model.timeout)"
+            )
+        return ProviderError(f"timed out after {limit} s waiting for {url} (model.timeout)")
+
+    def _request_timed_out(self, url: str) -> ProviderError:
+        limit = _seconds(float(self.config.request_timeout or 0))
+        return ProviderError(
+            f"timed out: the request to {url} took longer than {limit} s (model.request_timeout)"
+        )
 
     def _connection_error(self, url: str, err: Exception, retries: int) -> ProviderError:
         import httpx
@@ -453,57 +699,107 @@ class HTTPProvider:
             return ProviderError(f"rate limited (HTTP 429) after {tries}{tail}")
         if status >= 500:
             return ProviderError(f"server error (HTTP {status}) after {tries}{tail}")
+        if should_retry(status, response.headers):
+            return ProviderError(f"request failed (HTTP {status}) after {tries}{tail}")
         return ProviderError(f"request rejected (HTTP {status}) by {url}{tail}")
 
-    def _json(self, response: httpx.Response, url: str) -> dict:
-        """The response body as a JSON object (the body is read if it is not yet)."""
+    # -- reading the answer ------------------------------------------------------------------
+
+    def _json(self, answer: Answer, url: str) -> dict:
+        """The whole body as a JSON object."""
         import httpx
 
         try:
-            response.read()
+            content = b"".join(answer.chunks)
         except httpx.TimeoutException:
             raise self._timed_out(url) from None
         except httpx.HTTPError:
             raise ProviderError(CUT_OFF) from None
         try:
-            data = json.loads(response.content)
+            data = json.loads(content)
         except ValueError as err:
             raise ProviderError(f"the answer from {url} is not valid JSON: {err}") from None
         if not isinstance(data, dict):
             raise ProviderError(f"the answer from {url} is not a JSON object")
         return data
 
-    def _events(
-        self, response: httpx.Response, url: str
-    ) -> Iterator[tuple[str | None, dict | str]]:
+    def _events(self, answer: Answer, url: str) -> Iterator[tuple[str | None, dict | str]]:
         """Server-sent events as ``(event name, data)``; data is decoded JSON unless it is not JSON.
 
-        A connection that breaks mid-stream raises :data:`CUT_OFF`; whether the
-        stream ended properly is for the caller to judge from its terminator.
+        Beyond the standard fields, an ``error:`` field (llama.cpp's stream
+        errors) comes as an event named ``"error"``, and a line that is a bare
+        JSON object (Ollama writes its stream errors so) comes at once as an
+        event named ``"json"``. Keep-alives — ``:`` comments and ``ping``
+        events — are not yielded and do not count as activity: when only they
+        arrive for ``config.timeout`` seconds the stream is given up. A
+        connection that breaks mid-stream raises :data:`CUT_OFF`; whether the
+        stream ended properly is for the caller to judge from what it got.
         """
         import httpx
 
-        event: str | None = None
-        data: list[str] = []
+        parser = _SSEParser()
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        idle = float(self.config.timeout)
+        last_data = answer.sent
         try:
-            for line in response.iter_lines():
-                if not line:
-                    if data:
-                        yield event, _decode("\n".join(data))
-                    event, data = None, []
-                elif not line.startswith(":"):  # ":" lines are keep-alive comments
-                    name, _, value = line.partition(":")
-                    value = value[1:] if value.startswith(" ") else value
-                    if name == "event":
-                        event = value
-                    elif name == "data":
-                        data.append(value)
+            for chunk in answer.chunks:
+                now = time.monotonic()
+                for found in parser.feed(decoder.decode(chunk)):
+                    last_data = now
+                    yield found
+                if now - last_data > idle:
+                    raise self._timed_out(url, pings=True)
+                if self._deadline is not None and now >= self._deadline:
+                    raise self._request_timed_out(url)
         except httpx.TimeoutException:
             raise self._timed_out(url) from None
         except httpx.HTTPError:
             raise ProviderError(CUT_OFF) from None
-        if data:
-            yield event, _decode("\n".join(data))
+        yield from parser.feed(decoder.decode(b"", final=True), final=True)
+
+
+class _SSEParser:
+    """Text in, events out: the SSE framing, plus the two shapes servers send beside it."""
+
+    def __init__(self) -> None:
+        self.pending = ""
+        self.event: str | None = None
+        self.data: list[str] = []
+
+    def feed(self, text: str, final: bool = False) -> Iterator[tuple[str | None, dict | str]]:
+        """The events ``text`` completes; ``final`` says the stream ended (last line and all)."""
+        text = self.pending + text
+        # The last piece has no line end yet; a CR at the very end may be the first
+        # half of a CRLF. Both wait for the next chunk, unless there is none.
+        held = "\r" if text.endswith("\r") and not final else ""
+        lines = _LINE_END.split(text[: len(text) - len(held)])
+        self.pending = "" if final else lines.pop() + held
+        if final:
+            lines.append("")  # the end of the stream ends the event under way
+        for line in lines:
+            if not line:
+                found = (self.event, _decode("\n".join(self.data))) if self.data else None
+                self.event, self.data = None, []
+            elif line.startswith(":"):
+                continue
+            elif line.startswith("{"):
+                found = ("json", _decode(line))
+            else:
+                name, _, value = line.partition(":")
+                value = value[1:] if value.startswith(" ") else value
+                if name == "event":
+                    self.event = value
+                elif name in ("data", "error"):
+                    self.event = "error" if name == "error" else self.event
+                    self.data.append(value)
+                continue
+            if found is not None and not _is_keepalive(*found):
+                yield found
+
+
+def _is_keepalive(event: str | None, data: dict | str) -> bool:
+    # Anthropic: `event: ping` / {"type": "ping"}; others use comments, seen earlier.
+    return event == "ping" or (isinstance(data, dict) and data.get("type") == "ping")
 
 
 def _decode(data: str) -> dict | str:
@@ -512,6 +808,50 @@ def _decode(data: str) -> dict | str:
     except ValueError:
         return data  # "[DONE]", or garbage the caller will complain about
     return value if isinstance(value, dict) else data
+
+
+def _failure(err: Exception, url: str) -> str:
+    import httpx
+
+    if isinstance(err, httpx.ConnectError):
+        return f"cannot connect to {url}"
+    return f"the connection to the model server broke ({str(err) or type(err).__name__})"
+
+
+def _reason(status: int) -> str:
+    from http import HTTPStatus
+
+    if status == 529:
+        return "overloaded"
+    try:
+        return HTTPStatus(status).phrase.lower()
+    except ValueError:
+        return ""
+
+
+def error_text(data: dict | str) -> str:
+    """The message of an error a server put in a stream or a 200 body, on one line.
+
+    Handles ``{"error": {"message", "type"}}`` (OpenAI, OpenRouter, vLLM, Ollama,
+    Anthropic), ``{"error": "text"}``, and a bare ``{"message", "type", "code"}``
+    (llama.cpp's ``error:`` event, vLLM's ``"object": "error"``).
+    """
+    if not isinstance(data, dict):
+        return one_line(data)
+    error = data.get("error", data)
+    if isinstance(error, dict):
+        message = error.get("message") or json.dumps(error)
+        kind = error.get("type")
+        # Anthropic's types (overloaded_error) say what happened; generic ones add nothing.
+        if isinstance(kind, str) and kind.endswith("_error") and kind != "api_error":
+            return one_line(f"{kind}: {message}")
+        return one_line(message)
+    return one_line(error)
+
+
+def is_error_object(data: Any) -> bool:
+    """Whether a decoded stream chunk or 200 body is an error report, not an answer."""
+    return isinstance(data, dict) and (bool(data.get("error")) or data.get("object") == "error")
 
 
 def is_event_stream(response: httpx.Response) -> bool:

@@ -59,8 +59,11 @@ class FakeProvider:
         messages: list[dict],
         tools: list[dict],
         on_text: Callable[[str], None] | None = None,
+        *,
+        on_reasoning: Callable[[str], None] | None = None,
+        on_retry: Callable[[str], None] | None = None,
     ) -> Reply:
-        """The next scripted reply; ``on_text`` gets its whole text."""
+        """The next scripted reply; ``on_text`` gets its whole text (the others nothing)."""
         # A copy: the loop appends to its history after we return.
         self.requests.append(
             {"system": system, "messages": json.loads(json.dumps(messages)), "tools": tools}

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from mdagent.errors import ProviderError
 from mdagent.providers.base import (
@@ -12,11 +12,10 @@ from mdagent.providers.base import (
     HTTPProvider,
     Reply,
     ToolCall,
+    error_text,
+    is_error_object,
     usage,
 )
-
-if TYPE_CHECKING:
-    import httpx
 
 
 class OpenAIProvider(HTTPProvider):
@@ -64,44 +63,83 @@ class OpenAIProvider(HTTPProvider):
             body["stream_options"] = {"include_usage": True}
         return body
 
-    def _read_stream(
-        self, response: httpx.Response, url: str, on_text: Callable[[str], None] | None
+    def read_stream(
+        self,
+        events: Iterator[tuple[str | None, dict | str]],
+        url: str,
+        on_text: Callable[[str], None] | None,
+        on_reasoning: Callable[[str], None] | None,
     ) -> Reply:
+        """The reply from a Chat Completions stream.
+
+        The stream is complete at ``data: [DONE]``, or when it ends cleanly
+        after a ``finish_reason`` (some llama.cpp forks never send ``[DONE]``).
+        An error inside the stream — an ``error:`` event (llama.cpp), a bare
+        JSON error line (Ollama), a chunk carrying ``error`` (OpenAI,
+        OpenRouter, vLLM) or ``"object": "error"`` (older vLLM), a
+        ``finish_reason`` of ``error`` — raises it with the server's words.
+        """
         text: list[str] = []
+        refusal: list[str] = []
+        thoughts: list[str] = []
         calls: dict[int, dict] = {}  # by the delta's "index": arguments arrive in pieces
         totals = usage()
         stop_reason = None
         done = False
-        for _event, chunk in self._events(response, url):
+        for event, chunk in events:
             if chunk == "[DONE]":
                 done = True
                 break
+            if event == "error" or is_error_object(chunk):
+                raise ProviderError(f"the model server reported an error: {error_text(chunk)}")
             if not isinstance(chunk, dict):
                 raise ProviderError(f"unexpected data in the stream from {url}: {chunk[:100]!r}")
-            if chunk.get("error"):
-                raise ProviderError(f"the model server reported an error: {_error_text(chunk)}")
             if chunk.get("usage"):
                 u = chunk["usage"]
                 totals = usage(u.get("prompt_tokens"), u.get("completion_tokens"))
             for choice in chunk.get("choices") or []:
                 if choice.get("index", 0) != 0:
                     continue
-                stop_reason = choice.get("finish_reason") or stop_reason
+                finish = choice.get("finish_reason")
+                if finish == "error":
+                    raise ProviderError(
+                        "the model server reported an error: "
+                        + (error_text(choice) if choice.get("error") else "finish_reason error")
+                    )
+                stop_reason = finish or stop_reason
                 delta = choice.get("delta") or {}
-                piece = delta.get("content")
-                if piece:
-                    text.append(piece)
-                    if on_text:
-                        on_text(piece)
+                for pieces, piece, show in (
+                    (thoughts, _reasoning(delta), on_reasoning),
+                    (text, delta.get("content"), on_text),
+                    (refusal, delta.get("refusal"), on_text),
+                ):
+                    if isinstance(piece, str) and piece:
+                        pieces.append(piece)
+                        if show:
+                            show(piece)
                 for part in delta.get("tool_calls") or []:
                     _accumulate(calls, part)
-        if not done:
+        if not done and stop_reason is None:
             raise ProviderError(CUT_OFF)
         tool_calls = tuple(
             ToolCall.from_json(c["id"] or f"call_{n}", c["name"], "".join(c["arguments"]))
             for n, (_index, c) in enumerate(sorted(calls.items()), start=1)
         )
-        return Reply("".join(text), tool_calls, totals, stop_reason)
+        return Reply(
+            "".join(text + refusal),
+            tool_calls,
+            totals,
+            stop_reason,
+            refusal="".join(refusal),
+            reasoning="".join(thoughts),
+        )
+
+
+def _reasoning(delta: dict) -> Any:
+    """The reasoning text of a delta or message: ``reasoning_content`` (DeepSeek, vLLM,
+    llama.cpp) or ``reasoning`` (Ollama, OpenRouter, newer vLLM); one, never both."""
+    value = delta.get("reasoning_content")
+    return value if value else delta.get("reasoning")
 
 
 def _accumulate(calls: dict[int, dict], part: dict) -> None:
@@ -127,11 +165,13 @@ def _accumulate(calls: dict[int, dict], part: dict) -> None:
 
 def parse_completion(data: dict, url: str = "the server") -> Reply:
     """A non-streamed Chat Completions response as a :class:`Reply`."""
-    if data.get("error"):
-        raise ProviderError(f"the model server reported an error: {_error_text(data)}")
+    if is_error_object(data):
+        raise ProviderError(f"the model server reported an error: {error_text(data)}")
     choices = data.get("choices") or []
     if not choices or not isinstance(choices[0], dict):
         raise ProviderError(f"the answer from {url} has no choices")
+    if choices[0].get("finish_reason") == "error":
+        raise ProviderError("the model server reported an error: finish_reason error")
     message = choices[0].get("message") or {}
     tool_calls = []
     for n, call in enumerate(message.get("tool_calls") or [], start=1):
@@ -142,11 +182,15 @@ def parse_completion(data: dict, url: str = "the server") -> Reply:
             ToolCall.from_json(call.get("id") or f"call_{n}", function.get("name") or "", raw)
         )
     u = data.get("usage") or {}
+    refusal = message.get("refusal") if isinstance(message.get("refusal"), str) else ""
+    thought = _reasoning(message)
     return Reply(
-        message.get("content") or "",
+        (message.get("content") or "") + (refusal or ""),
         tuple(tool_calls),
         usage(u.get("prompt_tokens"), u.get("completion_tokens")),
         choices[0].get("finish_reason"),
+        refusal=refusal or "",
+        reasoning=thought if isinstance(thought, str) else "",
     )
 
 
@@ -185,10 +229,3 @@ def _arguments_text(call: dict) -> str:
     if call.get("arguments") is None and call.get("raw_arguments") is not None:
         return str(call["raw_arguments"])
     return json.dumps(call.get("arguments") or {})
-
-
-def _error_text(data: dict) -> str:
-    error = data.get("error")
-    if isinstance(error, dict):
-        return str(error.get("message") or json.dumps(error))
-    return str(error)
