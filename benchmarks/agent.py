@@ -16,7 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from mdagent.agent import Agent, Conversation, Display, model_tools
+from mdagent.conversation import Conversation
+from mdagent.display import Display
+from mdagent.loop import Agent
+from mdagent.prompts import model_tools
 from mdagent.providers import ProviderConfig, get_provider
 from mdagent.toolbox import Toolbox
 

@@ -19,14 +19,27 @@ CORPUS = SHARED / "corpus" / "openclaw-skills"
 
 @pytest.fixture(autouse=True)
 def hermetic(tmp_path_factory, monkeypatch):
-    """Point the user layer and the state dir at fresh temporary folders."""
+    """Point the user layer, the state dir and HOME at fresh temporary folders.
+
+    HOME too: skills in the developer's own ``~/.claude/skills`` or
+    ``~/.codex/skills`` are layers, and must never leak into a test.
+    """
     home = tmp_path_factory.mktemp("agent-home")
     state = tmp_path_factory.mktemp("agent-state")
+    user_home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("AGENT_HOME", str(home))
     monkeypatch.setenv("AGENT_STATE_DIR", str(state))
-    for var in ("AGENT_PATH", "AGENT_PROVIDER", "AGENT_MODEL", "AGENT_BASE_URL"):
+    monkeypatch.setenv("HOME", str(user_home))
+    for var in (
+        "AGENT_PATH",
+        "AGENT_PROVIDER",
+        "AGENT_MODEL",
+        "AGENT_BASE_URL",
+        "CODEX_HOME",
+        "OPENCLAW_STATE_DIR",
+    ):
         monkeypatch.delenv(var, raising=False)
-    yield {"home": home, "state": state}
+    yield {"home": home, "state": state, "user_home": user_home}
 
 
 def agent_executable() -> str:

@@ -13,21 +13,12 @@ import time
 
 import pytest
 
-from mdagent.agent import (
-    Agent,
-    Conversation,
-    Display,
-    capped,
-    find_agents_md,
-    model_tools,
-    repair_history,
-    run_ask,
-    run_prompt_skill,
-    short_arguments,
-    skill_index,
-    system_prompt,
-)
+from mdagent.ask import run_ask, run_prompt_skill
+from mdagent.conversation import Conversation, capped, repair_history
+from mdagent.display import Display, short_arguments
 from mdagent.errors import Interrupted, ProviderError, UsageError
+from mdagent.loop import Agent
+from mdagent.prompts import find_agents_md, model_tools, skill_index, system_prompt
 from mdagent.providers.base import Reply, ToolCall
 from mdagent.runtime import Options, Runtime
 from mdagent.toolbox import Decision, Toolbox
@@ -514,11 +505,11 @@ def scripted(monkeypatch):
         holder["model"] = ScriptedModel(*replies)
         return holder["model"]
 
-    from mdagent import agent as agent_module
+    from mdagent import ask
     from mdagent.providers import ProviderConfig
 
     monkeypatch.setattr(
-        agent_module,
+        ask,
         "make_provider",
         lambda runtime: (holder["model"], ProviderConfig(provider="openai", model="scripted")),
     )

@@ -1,51 +1,96 @@
-"""The skill tool: a skill's body on demand."""
+"""The skill tool: a skill's body, folder and files on demand, for the skills the model may use."""
 
 from __future__ import annotations
 
 import pytest
 
+from conftest import write
 from mdagent.builtins import register_builtins
+from mdagent.builtins.skill import MAX_FILES, skill_files
+from mdagent.specs import Skill
 from mdagent.toolbox import Toolbox, ToolContext
 
 
 class FakeRegistry:
-    """Just what the skill tool needs from a registry."""
+    """Just what the skill tool needs from a registry: its skills."""
 
-    def __init__(self, bodies):
-        self.skills = dict(bodies)
+    def __init__(self, skills):
+        self.skills = {s.name: s for s in skills}
 
-    def skill_body(self, name):
-        return self.skills[name]  # KeyError for an unknown name, like the real one
+
+def make_skill(root, name, body="Body.", **fields):
+    path = write(root / name / "SKILL.md", f"---\nname: {name}\ndescription: d\n---\n{body}\n")
+    return Skill(name=name, description="d", path=str(path), **fields)
 
 
 @pytest.fixture
-def call():
+def skills(tmp_path):
+    pdf = make_skill(
+        tmp_path, "pdf-tools", "# PDF\nRun {baseDir}/scripts/x.sh, see ${SKILL_DIR}/r.md"
+    )
+    write(tmp_path / "pdf-tools" / "scripts" / "x.sh", "echo\n")
+    write(tmp_path / "pdf-tools" / "references" / "guide.md", "guide\n")
+    write(tmp_path / "pdf-tools" / ".hidden", "no\n")
+    return [
+        pdf,
+        make_skill(tmp_path, "git-flow", "Branch first."),
+        make_skill(tmp_path, "deploy", "Ship it.", disable_model_invocation=True),
+        make_skill(tmp_path, "mac-only", "Mac.", requires={"os": ["no-such-os"]}),
+    ]
+
+
+@pytest.fixture
+def call(skills):
     tb = Toolbox()
     register_builtins(tb, ["skill"])
-    registry = FakeRegistry({"pdf-tools": "# PDF\nUse pdftotext.", "git-flow": "Branch first."})
 
-    def call(name, registry=registry):
+    def call(name, registry=FakeRegistry(skills)):
         return tb.run("skill", {"name": name}, ToolContext(registry=registry))
 
     return call
 
 
-def test_returns_the_body(call):
+def test_returns_body_folder_and_files_with_the_folder_filled_in(call, tmp_path):
     result = call("pdf-tools")
     assert result.ok
-    assert result.data == {"name": "pdf-tools", "output": "# PDF\nUse pdftotext."}
+    folder = str(tmp_path / "pdf-tools")
+    assert result.data["name"] == "pdf-tools" and result.data["path"] == folder
+    assert result.data["output"].startswith(
+        f"# PDF\nRun {folder}/scripts/x.sh, see {folder}/r.md\n\nSkill folder: {folder}"
+    )
+    assert result.data["files"] == ["references/guide.md", "scripts/x.sh"]
+    assert "files_truncated" not in result.data
 
 
 def test_case_and_underscores_do_not_matter(call):
     assert call("PDF_Tools").data["name"] == "pdf-tools"
-    assert call("/git-flow").data["output"] == "Branch first."
+    assert call("/git-flow").data["output"].startswith("Branch first.")
+
+
+def test_a_skill_kept_from_the_model_is_not_returned(call):
+    result = call("deploy")
+    assert not result.ok and result.error.startswith("unknown skill: deploy. Available: ")
+    assert "deploy" not in result.error.partition("Available: ")[2]
+
+
+def test_an_unavailable_skill_says_why(call):
+    result = call("mac-only")
+    assert not result.ok and "needs os no-such-os" in result.error
 
 
 def test_unknown_skill_lists_the_available_ones(call):
     result = call("nope")
     assert not result.ok
-    assert result.error == "unknown skill: nope. Available: git-flow, pdf-tools"
+    assert result.error == "unknown skill: nope. Available: git-flow, mac-only, pdf-tools"
 
 
 def test_no_registry(call):
     assert call("pdf-tools", registry=None).error == "no skills are loaded"
+
+
+def test_the_file_list_is_capped_and_says_so(tmp_path):
+    for i in range(MAX_FILES + 5):
+        write(tmp_path / "many" / "assets" / f"f{i:03}.txt", "x")
+    files, total = skill_files(str(tmp_path / "many"))
+    assert len(files) == MAX_FILES and total == MAX_FILES + 5
+    assert files[0] == "assets/f000.txt"

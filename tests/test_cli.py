@@ -1,11 +1,13 @@
 """End-to-end: the real ``agent`` executable in a temporary workspace (DESIGN §6)."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+import tty
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -289,6 +291,121 @@ def test_json_prints_the_whole_result(workspace, run_agent):
     data = json.loads(run_agent("--json", "/t", "echo hi; echo err >&2; exit 3").stdout)
     assert data["stdout"] == "hi\n" and data["stderr"] == "err\n"
     assert data["exit_code"] == 3 and data["ok"] is False and data["error"] == "exit status 3"
+
+
+# -- output: the child's bytes, exactly ------------------------------------------------
+
+
+def test_binary_output_to_a_file_is_byte_for_byte(workspace):
+    # `agent /t cat image.png > copy.png`: nothing decoded, nothing replaced.
+    skill(workspace, "t", "exec")
+    data = os.urandom(20 << 20)
+    (workspace / "random.bin").write_bytes(data)
+    with open(workspace / "copy.bin", "wb") as out:
+        done = subprocess.run(
+            [agent_executable(), "/t", "cat random.bin"], cwd=workspace, stdout=out, timeout=60
+        )
+    assert done.returncode == 0
+    assert (workspace / "copy.bin").read_bytes() == data
+
+
+def test_binary_output_through_a_pipe_is_byte_for_byte(workspace):
+    skill(workspace, "t", "exec")
+    data = os.urandom(1 << 20) + b"\xff\xfe no newline at the end \xc3"
+    (workspace / "random.bin").write_bytes(data)
+    done = subprocess.run(
+        [agent_executable(), "/t", "cat random.bin; echo err >&2"],
+        cwd=workspace,
+        capture_output=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, data, b"err\n")
+
+
+def test_binary_output_to_a_terminal_is_byte_for_byte(workspace):
+    # A terminal still gets the child's output through mdagent's pipe (so
+    # programs do not start pagers): the bytes are copied as they are. Raw
+    # mode turns off the terminal's own newline translation.
+    skill(workspace, "t", "exec")
+    data = os.urandom(256 << 10)
+    (workspace / "random.bin").write_bytes(data)
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    proc = subprocess.Popen(
+        [agent_executable(), "/t", "cat random.bin"],
+        cwd=workspace,
+        stdout=slave,
+        stderr=subprocess.PIPE,
+    )
+    os.close(slave)
+    received = bytearray()
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every writer of the terminal is gone
+                break
+            if not chunk:
+                break
+            received += chunk
+    finally:
+        os.close(master)
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()
+        proc.stderr.close()
+    assert bytes(received) == data
+
+
+def test_output_that_is_not_utf8_is_decoded_for_the_json_result_and_says_so(workspace, run_agent):
+    skill(workspace, "t", "exec")
+    data = json.loads(run_agent("--json", "/t", r"printf 'caf\xc3\xa9 \xff!'").stdout)
+    assert data["stdout"] == "caf\u00e9 \ufffd!"
+    assert "not UTF-8" in data["undecodable"] and "U+FFFD" in data["undecodable"]
+    assert "undecodable" not in json.loads(run_agent("--json", "/t", "echo café").stdout)
+
+
+# -- what start-up imports ----------------------------------------------------------------
+
+PROBE = (
+    "import sys\n"
+    "from mdagent.cli import main\n"
+    "try:\n    status = main(sys.argv[1:])\nexcept SystemExit as exc:\n    status = exc.code\n"
+    "watched = ('jsonschema', 'pydantic', 'typer', 'rich', 'yaml', 'httpx')\n"
+    "print(status, *[m for m in watched if m in sys.modules], file=sys.stderr)\n"
+)
+
+
+def imported(workspace, *args: str) -> list[str]:
+    """The exit status and which expensive modules ``agent ARGS`` imported."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.stderr.strip().splitlines()[-1].split()
+
+
+def test_a_typed_command_with_valid_arguments_imports_no_jsonschema(workspace):
+    config(
+        workspace,
+        "hi.yaml",
+        "tools:\n  hi:\n    description: Say hi\n"
+        "    params: {name: {type: string, description: Who}}\n"
+        '    required: [name]\n    run: [echo, "hi {name}"]\n'
+        "commands:\n  hi: {tool: hi, arg-mode: parsed}\n",
+    )
+    imported(workspace, "/hi", "world")  # the first run compiles the registry (with jsonschema)
+    assert imported(workspace, "/hi", "world") == ["0"]
+    # A missing one is jsonschema's to describe (exit 2, the usage line).
+    assert imported(workspace, "/hi") == ["2", "jsonschema"]
+
+
+def test_ask_and_check_do_not_import_pydantic(workspace):
+    (workspace / "script.yaml").write_text("- Hello.\n")
+    assert "pydantic" not in imported(workspace, "check")
+    ask = imported(workspace, "--provider", "fake", "--script", "script.yaml", "ask", "hi")
+    assert ask[0] == "0" and "pydantic" not in ask
 
 
 # -- help and completion ---------------------------------------------------------------

@@ -64,7 +64,11 @@ commands:
         ("tools:\n  a:\n    description: d\n    security: unsafe\n    run: [x]\n", 4, "security"),
         ("tools:\n  a:\n    description: d\n    category: nope\n    run: [x]\n", 4, "category"),
         ("tools:\n  a:\n    description: d\n    tier: huge\n    run: [x]\n", 4, "tier"),
-        ("tools:\n  a:\n    description: d\n    runn: [x]\n", 2, "unknown key"),
+        (
+            "tools:\n  a:\n    description: d\n    runn: [x]\n",
+            4,
+            "unknown key (did you mean 'run'?)",
+        ),
         ("tools:\n  a:\n    params: {}\n    run: [x]\n", 2, "description"),
         ("tools:\n  a:\n    description: d\n    run: x\n", 4, "run"),
         ("commands:\n  c:\n    tool: x\n    arg-mode: shell\n", 4, "arg-mode"),
@@ -258,3 +262,94 @@ def test_agent_check_fails_where_every_command_would(workspace, run_agent, text,
     result = run_agent("check")
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"agent.yaml:{line}:" in result.stdout + result.stderr
+
+
+# -- issue 14: every mistake at its key's line, as providers and jsonschema will judge ----
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("polcy:\n  deny: [x]\n", [(1, 1, "polcy: unknown key (did you mean 'policy'?)")]),
+        ("exec: {timeout: 3}\nagent:\n  max_step: 3\n", [(3, 3, "agent.max_step: unknown key (did you mean 'max_steps'?)")]),
+        ("policy:\n  deny: []\n  alow: [x]\n  zzz: 1\n", [(3, 3, "policy.alow: unknown key (did you mean 'allow'?)"), (4, 3, "policy.zzz: unknown key")]),
+        ("skills:\n  interop: nope\n", [(2, 3, "skills.interop: 'nope' is not of type 'boolean'")]),
+    ],
+)  # fmt: skip
+def test_settings_mistakes_at_their_key_with_did_you_mean(tmp_path, text, expected):
+    settings, problems = load_settings(write(tmp_path / "agent.yaml", text))
+    assert settings == {}  # refused whole: a typo'd key never drops a deny list silently
+    assert [(p.line, p.col, p.message) for p in problems] == expected
+
+
+def test_skills_interop_is_a_setting(tmp_path):
+    settings, problems = load_settings(write(tmp_path / "agent.yaml", "skills: {interop: false}\n"))
+    assert problems == [] and settings == {"skills": {"interop": False}}
+    assert merge_settings([])["skills"] == {"interop": True}
+
+
+@pytest.mark.parametrize(
+    ("params", "line", "col", "needle"),
+    [
+        ("a: {type: strng}", 5, 11, "params.a.type: 'strng' is not a JSON Schema type (did you mean 'string'?)"),
+        ("a: {type: int}", 5, 11, "(did you mean 'integer'?)"),
+        ("a: {type: [str, 'null']}", 5, 11, "'str' is not a JSON Schema type (did you mean 'string'?)"),
+        ("a: {type: dict}", 5, 11, "(did you mean 'object'?)"),
+        ("a: {type: string, maxLength: -1}", 5, 25, "params.a.maxLength: -1 is less than the minimum of 0"),
+        ("'a b': {type: string}", 5, 7, "'a b' is not a parameter name providers accept"),
+        ("'a': {type: object, properties: {x: {$ref: '#/defs/y'}}}", 5, 44, "params.a.properties.x.$ref: '#/defs/y' cannot be resolved"),
+    ],
+)  # fmt: skip
+def test_param_schemas_are_checked_against_the_metaschema(tmp_path, params, line, col, needle):
+    text = f"tools:\n  t:\n    description: d\n    params:\n      {params}\n    run: [x]\n"
+    tools, _, problems = load_declarations(write(tmp_path / "t.yaml", text))
+    assert tools == []
+    assert [(p.line, p.col, p.severity) for p in problems][:1] == [(line, col, "error")], problems
+    assert needle in problems[0].message
+
+
+def test_good_params_pass_the_metaschema(tmp_path):
+    text = (
+        "tools:\n  t:\n    description: d\n    params:\n"
+        "      path.name: {type: [string, 'null'], description: x}\n"
+        "      n: {type: integer, minimum: 0}\n"
+        "      o: {type: object, $defs: {s: {type: string}}, properties: {s: {$ref: '#/properties/o/$defs/s'}}}\n"
+        "    run: [x]\n"
+    )
+    tools, _, problems = load_declarations(write(tmp_path / "t.yaml", text))
+    assert problems == [] and len(tools) == 1
+
+
+def test_a_schema_that_escaped_the_checks_fails_the_call_never_the_agent():
+    from mdagent.toolbox import Toolbox
+
+    box = Toolbox()
+    box.add("odd", description="d", params={"x": {"$ref": "#/nope"}}, handler=lambda a: {})
+    result = box.run("odd", {"x": 1})
+    assert not result.ok and result.error.startswith("cannot check arguments against the schema")
+
+
+LAUGHS = "".join(
+    f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9) if i else 'lol'}]\n" for i in range(9)
+)
+
+
+def test_alias_bombs_and_huge_files_are_refused(tmp_path):
+    _, _, problems = load_declarations(write(tmp_path / "bomb.yaml", LAUGHS))
+    assert [p.severity for p in problems] == ["error"]
+    assert "YAML aliases expand this document" in problems[0].message
+    _, problems = load_settings(write(tmp_path / "agent.yaml", "x: &a [1]\n" + LAUGHS))
+    assert "YAML aliases" in problems[0].message
+    big = write(tmp_path / "big.yaml", "tools: {}\n" + "#" * (2 << 20))
+    _, _, problems = load_declarations(big)
+    assert problems[0].message == "file too large: 2.0 MiB (a YAML file may be at most 1.0 MiB)"
+
+
+def test_a_few_aliases_are_fine(tmp_path):
+    text = (
+        "tools:\n  a: {description: d, params: &p {path: {type: string}}, run: [x]}\n"
+        "  b: {description: d, params: *p, run: [y]}\n"
+    )
+    tools, _, problems = load_declarations(write(tmp_path / "t.yaml", text))
+    assert problems == [] and [t.name for t in tools] == ["a", "b"]
+    assert tools[1].params == {"path": {"type": "string"}}

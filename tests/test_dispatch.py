@@ -1,6 +1,13 @@
 import pytest
 
-from mdagent.dispatch import build_call, help_text, parse_words, usage
+from mdagent.dispatch import (
+    build_call,
+    check_command_with,
+    help_text,
+    parse_words,
+    template_arguments,
+    usage,
+)
 from mdagent.errors import UsageError
 from mdagent.specs import CommandSpec, ToolSpec
 
@@ -145,3 +152,87 @@ def test_complete_argument_files_and_lists(tmp_path):
     listed = CommandSpec(name="l", completions=["alpha", "beta"])
     assert complete_argument(listed, "b") == ["beta"]
     assert complete_argument(CommandSpec(name="n"), "x") == []
+
+
+# -- command-with: templates over the typed words (issue 14, item 11) -------------------
+
+EXEC = ToolSpec(
+    name="exec",
+    description="run",
+    params={"command": {"type": "string"}, "timeout": {"type": "number"}},
+    required=["command"],
+)
+FETCH = ToolSpec(
+    name="fetch", description="get", params={"url": {"type": "string"}}, required=["url"]
+)
+
+
+def wrap(with_, arguments=(), tool=EXEC, **kw):
+    return CommandSpec(
+        name="w", tool=tool.name, command_with=with_, arguments=list(arguments), **kw
+    )
+
+
+@pytest.mark.parametrize(
+    "word", ["a b", "x; rm -rf /", "$(id)", "`id`", "'quote", '"dq"', "-rf", "{0}", "*", "~"]
+)
+def test_every_word_reaches_the_command_as_one_literal_word(word):
+    import subprocess
+
+    args = template_arguments(
+        wrap({"command": "printf '[%s]' {ARGUMENTS}"}), EXEC, ["x", word], None
+    )
+    out = subprocess.run(["sh", "-c", args["command"]], capture_output=True, text=True).stdout
+    assert out == f"[x][{word}]"
+
+
+def test_positions_names_and_a_typed_line():
+    command = wrap({"command": "cp {src} {1}", "timeout": 5}, arguments=["src"])
+    assert template_arguments(command, EXEC, ["a b", "c"], None) == {
+        "command": "cp 'a b' c",
+        "timeout": 5,
+    }
+    assert template_arguments(command, EXEC, None, "'a b' c")["command"] == "cp 'a b' c"
+
+
+def test_other_tools_get_the_words_as_text():
+    command = wrap({"url": "https://example.org/api/{0}?q={{x}}"}, tool=FETCH)
+    assert template_arguments(command, FETCH, ["items"], None) == {
+        "url": "https://example.org/api/items?q={x}"
+    }
+
+
+@pytest.mark.parametrize(
+    ("words", "needle"),
+    [([], "needs 2 arguments, got 0"), (["a", "b", "c"], "too many arguments: c")],
+)
+def test_word_counts_are_usage_errors_with_the_usage_line(words, needle):
+    command = wrap({"command": "cp {0} {1}"})
+    with pytest.raises(UsageError) as err:
+        template_arguments(command, EXEC, words, None)
+    assert needle in str(err.value) and "usage: /w <0> <1>" in str(err.value)
+
+
+def test_all_words_take_any_count():
+    command = wrap({"command": "ls {ARGUMENTS}"})
+    assert template_arguments(command, EXEC, [], None)["command"] == "ls "
+    assert usage(command, EXEC) == "usage: /w [args...]"
+    named = wrap({"command": "echo {who} {ARGUMENTS}"}, arguments=["who"])
+    assert usage(named, EXEC) == "usage: /w <who> [args...]"
+    assert help_text(named, EXEC).splitlines()[2:4] == [
+        "Runs tool exec with:",
+        "  command: echo {who} {ARGUMENTS}",
+    ]
+
+
+def test_check_command_with():
+    assert check_command_with(wrap({"command": "du -sh {ARGUMENTS}"}), EXEC) == []
+    problems = dict(check_command_with(wrap({"comand": "x", "timeout": "{n}"}), EXEC))
+    assert (
+        problems["comand"]
+        == "command-with: 'exec' has no parameter 'comand' (did you mean 'command'?)"
+    )
+    assert "{n} is not a typed word" in problems["timeout"]
+    assert "no command, which it requires" in problems[""]
+    (unsafe,) = check_command_with(wrap({"command": "sh -c {0}"}), EXEC)
+    assert unsafe[0] == "command" and "sh -c" in unsafe[1]

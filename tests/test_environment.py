@@ -78,3 +78,29 @@ def test_env_for_uses_the_context_env_else_scrubs_by_its_settings(monkeypatch):
     scrubbed = env_for(ToolContext(settings=settings))
     assert scrubbed["MY_API_KEY"] == "sk-1" and "OTHER_TOKEN" not in scrubbed
     assert "MY_API_KEY" not in env_for(object())  # no env, no settings: the defaults
+
+
+def test_a_policy_or_env_block_of_the_wrong_shape_means_the_defaults():
+    # A layer with `policy: [..]` or `env: "..."` must not crash start-up nor
+    # drop the default secret patterns.
+    for settings in ({"policy": ["env"]}, {"policy": {"env": ["*KEY*"]}}, {"policy": {"env": "x"}}):
+        assert env_rules(settings) == (DEFAULT_EXCLUDE, [])
+        assert "MY_API_KEY" not in child_env(settings, ENV)
+
+
+def test_each_default_pattern_scrubs_on_its_own():
+    # Every name below matches exactly one default pattern: dropping any one
+    # pattern from the defaults lets its variable through.
+    only = {
+        "*KEY*": "STRIPE_KEY",
+        "*SECRET*": "CLIENT_SECRET",
+        "*TOKEN*": "slack_token",
+        "*PASSWORD*": "PGPASSWORD",
+        "*CREDENTIAL*": "AZURE_CREDENTIALS_FILE",
+    }
+    assert set(only) == set(DEFAULT_EXCLUDE)
+    for pattern, name in only.items():
+        others = [p for p in DEFAULT_EXCLUDE if p != pattern]
+        assert name not in scrubbed_env({name: "v"})
+        assert scrubbed_env({name: "v"}, exclude=others) == {name: "v"}, pattern
+        assert is_secret_name(name, {})

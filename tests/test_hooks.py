@@ -512,7 +512,7 @@ def test_a_failing_prompt_hook_blocks_unless_told_to_warn(tmp_path, capsys):
 
 
 def test_stop_hooks_see_how_the_turn_ended_and_cannot_block(tmp_path, capsys):
-    from mdagent.agent import Outcome
+    from mdagent.loop import Outcome
 
     hooks = hooks_for(tmp_path, stop=[{"run": "cat > stop.json"}, {"run": "echo no >&2; exit 2"}])
     hooks.close_turn(Outcome(answer="done", steps=2, session="s1"))

@@ -13,7 +13,7 @@ import yaml
 from mdagent.errors import ConfigError
 from mdagent.policy import Policy, Rule
 from mdagent.shellparse import try_parse
-from mdagent.toolbox import Toolbox, ToolContext
+from mdagent.toolbox import Decision, Toolbox, ToolContext
 
 MODEL = "model"
 PERSON = "person"
@@ -879,3 +879,561 @@ def test_a_malformed_rule_or_hook_run_says_what_is_expected(tmp_path):
             "hooks.stop.0.run: expected a command (run with sh -c) or a list of words (run without a shell)",
         ),
     ]
+
+
+# -- decisions the mutation tests found unguarded (docs/mutation.md) -----------------
+
+
+def test_file_rules_in_folder_trailing_slash_and_exact_forms(root, box):
+    (root / "docs" / "deep").mkdir(parents=True)
+    exact = make_policy(root, {"mode": "allowlist", "allow": ["read_file(./docs)"]})
+    # An anchored literal allow rule names that path only, not what the folder holds.
+    assert check(exact, box, "read_file", {"path": "docs"}).allowed
+    assert not check(exact, box, "read_file", {"path": "docs/a.md"}).allowed
+    for rule in ("read_file(./docs/)", "read_file(./docs/**)", "read_file(docs/)"):
+        folder = make_policy(root, {"mode": "allowlist", "allow": [rule]})
+        assert check(folder, box, "read_file", {"path": "docs/deep/a.md"}).allowed, rule
+        assert not check(folder, box, "read_file", {"path": "src/a.md"}).allowed, rule
+    # A deny rule always covers what a folder holds, anchored and literal or not.
+    for rule in ("read_file(./docs)", "read_file(docs)", f"read_file({root}/docs)"):
+        deny = make_policy(root, {"mode": "full", "deny": [rule]})
+        for path in ("docs/deep/a.md", str(root / "docs" / "a.md"), "./docs"):
+            assert check(deny, box, "read_file", {"path": path}).code == "DENIED", (rule, path)
+        assert check(deny, box, "read_file", {"path": "src/docs.md"}).allowed, rule
+    # An escaped wildcard is a literal character: the rule stays exact.
+    star = make_policy(root, {"mode": "allowlist", "allow": [r"read_file(./a\*b)"]})
+    assert check(star, box, "read_file", {"path": "a*b"}).allowed
+    assert not check(star, box, "read_file", {"path": "a*b/c"}).allowed
+    assert not check(star, box, "read_file", {"path": "axb"}).allowed
+
+
+def test_the_workspace_root_rule(root, box):
+    whole = make_policy(root, {"mode": "allowlist", "allow": ["read_file(./)"]})
+    assert check(whole, box, "read_file", {"path": "a/b.txt"}).allowed
+    assert not check(whole, box, "read_file", {"path": "/etc/hosts"}).allowed
+    dot = make_policy(root, {"mode": "allowlist", "allow": ["read_file(.)"]})
+    assert check(dot, box, "read_file", {"path": "."}).allowed
+    assert not check(dot, box, "read_file", {"path": "a/b.txt"}).allowed  # exact: the folder
+    deny = make_policy(root, {"mode": "full", "deny": ["write_file(.)"]})
+    assert check(deny, box, "write_file", {"path": "a/b.txt"}).code == "DENIED"
+    assert check(deny, box, "write_file", {"path": "/tmp/x.txt"}).allowed
+
+
+def test_home_rules(root, box, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    deny = make_policy(root, {"mode": "full", "deny": ["read_file(~/.ssh)", "write_file(~)"]})
+    for path in ("~/.ssh/id_rsa", str(home / ".ssh" / "id_rsa"), "~/.ssh"):
+        assert check(deny, box, "read_file", {"path": path}).code == "DENIED", path
+    assert check(deny, box, "read_file", {"path": "~/notes.txt"}).allowed
+    assert check(deny, box, "write_file", {"path": "~/x/y.txt"}).code == "DENIED"
+    allow = make_policy(root, {"mode": "allowlist", "allow": ["read_file(~/notes.txt)"]})
+    assert check(allow, box, "read_file", {"path": "~/notes.txt"}).allowed
+    assert check(allow, box, "read_file", {"path": str(home / "notes.txt")}).allowed
+    assert not check(allow, box, "read_file", {"path": "~/other.txt"}).allowed
+    assert not check(allow, box, "read_file", {"path": "notes.txt"}).allowed
+
+
+def test_path_rules_judged_from_another_working_folder(root, box, tmp_path):
+    (root / "sub").mkdir()
+    policy = make_policy(
+        root,
+        {
+            "mode": "allowlist",
+            "allow": ["read_file(./docs/**)", "read_file(*.md)"],
+            "deny": ["read_file(.env)", "read_file(/etc/shadow)"],
+        },
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    ctx = {"workdir": str(elsewhere)}
+
+    def run(path, workdir):
+        return policy.check(
+            box.tool_for("read_file"), {"path": path}, ToolContext(caller=MODEL, workdir=workdir)
+        )
+
+    # Anchored rules are relative to the call's workspace, not the policy's.
+    assert run("docs/a.txt", str(elsewhere)).allowed
+    assert not run(str(root / "docs" / "a.txt"), str(elsewhere)).allowed
+    # Outside the call's workspace a relative allow rule covers nothing…
+    assert not run(str(root / "x.md"), str(elsewhere)).allowed
+    # …but a relative deny rule still matches at any depth, and absolute ones anywhere.
+    assert run(str(root / "sub" / ".env"), str(elsewhere)).code == "DENIED"
+    assert run("/etc/shadow", ctx["workdir"]).code == "DENIED"
+    assert run("../elsewhere/.env", str(root)).code == "DENIED"
+
+
+def test_absolute_path_rules_match_the_path_and_its_folders(root, box):
+    (root / "data").mkdir()
+    deny = make_policy(root, {"mode": "full", "deny": [f"write_file({root}/data)"]})
+    assert check(deny, box, "write_file", {"path": "data/x/y.csv"}).code == "DENIED"
+    assert check(deny, box, "write_file", {"path": "data2/y.csv"}).allowed
+    exact = make_policy(root, {"mode": "allowlist", "allow": [f"write_file({root}/data/a.csv)"]})
+    assert check(exact, box, "write_file", {"path": "data/a.csv"}).allowed
+    assert not check(exact, box, "write_file", {"path": "data/a.csv/b"}).allowed
+
+
+def test_deny_path_rules_ignore_case_and_allow_rules_do_not(root, box):
+    deny = make_policy(root, {"mode": "full", "deny": ["read_file(*.pem)", "read_file(./Keys/)"]})
+    for path in ("a/KEY.PEM", "keys/x", "KEYS/x"):
+        assert check(deny, box, "read_file", {"path": path}).code == "DENIED", path
+    allow = make_policy(root, {"mode": "allowlist", "allow": ["read_file(./docs/**)"]})
+    assert not check(allow, box, "read_file", {"path": "DOCS/a.md"}).allowed
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1/",
+        "http://127.1/",
+        "http://0x7f.0.0.1/",
+        "http://0177.0.0.1/",
+        "http://2130706433/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://[::ffff:7f00:1]/",
+        "http://127.0.0.1./",
+        "http://%31%32%37.0.0.1/",
+    ],
+)
+def test_a_domain_rule_on_an_address_sees_every_spelling(root, box, url):
+    deny = make_policy(root, {"mode": "full", "deny": ["fetch(domain:127.0.0.1)"]})
+    assert check(deny, box, "fetch", {"url": url}).code == "DENIED", url
+    allow = make_policy(root, {"mode": "allowlist", "allow": ["fetch(domain:127.1)"]})
+    assert check(allow, box, "fetch", {"url": url}).allowed, url
+
+
+def test_domain_rules_on_ipv6_and_names(root, box):
+    v6 = make_policy(root, {"mode": "full", "deny": ["fetch(domain:fe80::1)"]})
+    for url in ("http://[fe80::1]/", "http://[fe80:0::1%25eth0]/", "http://[FE80::0:1]:8/"):
+        assert check(v6, box, "fetch", {"url": url}).code == "DENIED", url
+    assert check(v6, box, "fetch", {"url": "http://[fe80::2]/"}).allowed
+    loop = make_policy(root, {"mode": "full", "deny": ["fetch(domain:[::1])"]})
+    assert check(loop, box, "fetch", {"url": "http://[0:0::1]/"}).code == "DENIED"
+    # An address matches only itself: never as the tail of a name or a longer address.
+    ip = make_policy(root, {"mode": "allowlist", "allow": ["fetch(domain:10.0.0.1)"]})
+    for url in ("http://evil.10.0.0.1/", "http://110.0.0.1/", "http://10.0.0.12/"):
+        assert not check(ip, box, "fetch", {"url": url}).allowed, url
+    tail = make_policy(root, {"mode": "allowlist", "allow": ["fetch(domain:0.0.1)"]})
+    assert not check(tail, box, "fetch", {"url": "http://127.0.0.1/"}).allowed
+    # Names: case, trailing dots and internationalised spellings are one host.
+    name = make_policy(root, {"mode": "full", "deny": ["fetch(domain: Example.ORG. )"]})
+    for url in ("https://EXAMPLE.org/", "https://a.b.example.org./x"):
+        assert check(name, box, "fetch", {"url": url}).code == "DENIED", url
+    assert check(name, box, "fetch", {"url": "https://example.org.evil/"}).allowed
+    idn = make_policy(root, {"mode": "full", "deny": ["fetch(domain:bücher.example)"]})
+    for url in ("https://xn--bcher-kva.example/", "https://www.BÜCHER.example/"):
+        assert check(idn, box, "fetch", {"url": url}).code == "DENIED", url
+    empty = make_policy(root, {"mode": "allowlist", "allow": ["fetch(domain:.)"]})
+    assert not check(empty, box, "fetch", {"url": "https://example.org/"}).allowed
+
+
+def test_a_url_httpx_refuses_is_judged_by_the_host_a_lenient_client_would_use(root, box):
+    deny = make_policy(root, {"mode": "full", "deny": ["fetch(domain:evil.example)"]})
+    for url in ("http://evil.example:99999/", "http://evil.example/\x00"):
+        assert check(deny, box, "fetch", {"url": url}).code == "DENIED", url
+    allow = make_policy(root, {"mode": "allowlist", "allow": ["fetch(domain:example.org)"]})
+    assert not check(allow, box, "fetch", {"url": "http://[::1/"}).allowed
+
+
+def test_keyed_argument_rules_match_any_value_type(root, box):
+    box.add("scale", description="s", params={"n": {"type": "integer"}}, handler=dict)
+    policy = make_policy(
+        root,
+        {"mode": "allowlist", "allow": ["scale(n=1*)", "weather(city=*\nx)", "weather(when=*)"]},
+    )
+    assert check(policy, box, "scale", {"n": 12}).allowed
+    assert not check(policy, box, "scale", {"n": 21}).allowed
+    # `=` patterns span lines; an argument the call lacks falls back to the JSON.
+    assert check(policy, box, "weather", {"city": "a\nx"}).allowed
+    assert not check(policy, box, "weather", {"city": "Oslo"}).allowed
+    lower = make_policy(root, {"mode": "allowlist", "allow": ["weather(city=Oslo)"]})
+    assert check(lower, box, "weather", {"city": "Oslo"}).allowed
+    assert not check(lower, box, "weather", {"city": "oslo"}).allowed
+    dated = make_policy(root, {"mode": "allowlist", "allow": ["scale(n=*)"]})
+    assert check(dated, box, "scale", {"n": Path("x")}).allowed  # any JSON-able value
+
+
+def test_explain_says_why_for_each_segment(root, box):
+    from mdagent.policy import SegmentVerdict
+
+    rules = {
+        "allow": ["exec(git status*)", "exec(ls)"],
+        "ask": ["exec(git push*)"],
+        "deny": ["exec(rm *)"],
+    }
+    policy = make_policy(root, rules)
+    deny, ask, allow = (policy.deny[0], policy.ask[0], policy.allow[0])
+    got = policy.explain(box.tool_for("exec"), cmd("rm x; git push; git status; echo $(id)"))
+    assert got.segments == (
+        SegmentVerdict("rm x", "deny", "policy rule `exec(rm *)`", deny),
+        SegmentVerdict("git push", "ask", "policy rule `exec(git push*)`", ask),
+        SegmentVerdict("git status", "allow", "policy rule `exec(git status*)`", allow),
+        SegmentVerdict("echo $(id)", "ask", "`$(id)` is computed at run time"),
+        SegmentVerdict("id", "ask", "no rule in policy.allow covers it"),
+    )
+    full = make_policy(root, {"mode": "full", "allow": ["exec"]})
+    (only,) = full.explain(box.tool_for("exec"), cmd("make")).segments
+    assert only == SegmentVerdict("make", "allow", "policy.mode is full")
+    bare = make_policy(root, {"mode": "allowlist", "allow": ["exec(git *)", "bash"]})
+    (only,) = bare.explain(box.tool_for("exec"), cmd("make")).segments
+    assert only == SegmentVerdict("make", "allow", "policy rule `bash`", bare.allow[1])
+    strict = make_policy(root, {"mode": "deny"})
+    (only,) = strict.explain(box.tool_for("exec"), cmd("make")).segments
+    assert only == SegmentVerdict("make", "deny", "no rule in policy.allow covers it")
+
+
+def test_explain_a_segment_that_cannot_be_checked_under_a_rule(root, box):
+
+    policy = make_policy(root, {"deny": ["exec(rm *)", "exec(shred *)"], "ask": ["exec(dd *)"]})
+    got = policy.explain(box.tool_for("exec"), cmd('"$prog" x'))
+    assert got.decision == "deny"
+    (seg,) = got.segments
+    assert seg.text == '"$prog" x' and seg.decision == "deny"
+    assert seg.why.startswith("could not be checked (") and seg.rule is policy.deny[0]
+    asking = make_policy(root, {"ask": ["exec(dd *)", "exec(cp *)"]})
+    (seg,) = asking.explain(box.tool_for("exec"), cmd('"$prog" x')).segments
+    assert seg.decision == "ask" and seg.rule is asking.ask[0]
+    assert seg.why.startswith("could not be checked (")
+
+
+PROTECTED = ".agents/config/agent.yaml (the project layer)"
+PROTECTED_REFUSAL = (
+    f"write_file would change {PROTECTED}, part of the agent's own configuration: a model may"
+    " do that only with a person's approval at a terminal (allow rules, policy.mode, hooks,"
+    ' "always" and --yes do not cover it)'
+)
+
+
+def test_a_layer_file_without_a_terminal_is_refused_saying_why(root, box):
+    policy = make_policy(root, {"mode": "full"}, approve_all=True)
+    decision = check(policy, box, "write_file", {"path": ".agents/config/agent.yaml"})
+    assert decision == Decision(
+        False,
+        PROTECTED_REFUSAL,
+        code="DENIED",
+        extra={"protected": PROTECTED, "needs_approval": True},
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "allowed"), [("y", True), ("yes", True), ("always", True), ("n", False)]
+)
+def test_a_layer_file_at_a_terminal_is_the_persons_call_each_time(root, box, answer, allowed):
+    asked = []
+    policy = make_policy(root, interactive=True, prompt=lambda *a: asked.append(a) or answer)
+    args = {"path": ".agents/config/agent.yaml"}
+    for _ in range(2):  # "always" is never saved for these: asked again
+        decision = check(policy, box, "write_file", args)
+        if allowed:
+            assert decision == Decision(True, approved_by="user")
+        else:
+            assert decision == Decision(
+                False, "the user declined this write_file call; do not retry it", code="DENIED"
+            )
+    assert asked == [("write_file", args)] * 2
+    assert not (root / ".agents" / "config" / "agent.yaml").exists()
+
+
+def test_the_terminal_question_says_what_is_asked_and_offers_always_only_where_it_saves(
+    root, box, monkeypatch
+):
+    import mdagent.approval
+
+    questions = []
+
+    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None):
+        questions.append((tool_name, args, always, note))
+        return "n"
+
+    monkeypatch.setattr(mdagent.approval, "ask_terminal", ask_terminal)
+    rules = {"ask": [{"rule": "exec(git push*)", "reason": "shared"}], "allow": []}
+    policy = make_policy(root, rules, interactive=True)
+    check(policy, box, "write_file", {"path": ".agents/config/agent.yaml"})
+    check(policy, box, "exec", cmd("git push"))
+    check(policy, box, "exec", cmd("make"))
+    check(policy, box, "deploy", {})
+    assert questions == [
+        (
+            "write_file",
+            {"path": ".agents/config/agent.yaml"},
+            False,
+            f"This changes {PROTECTED}, part of the agent's own configuration.",
+        ),
+        (
+            "exec",
+            {"command": "git push"},
+            False,
+            "Asked because of policy rule `exec(git push*)`: shared",
+        ),
+        ("exec", {"command": "make"}, True, None),
+        ("deploy", {}, True, None),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        (
+            "input closed",
+            "the user closed the approval prompt for this {tool} call; do not retry it",
+        ),
+        ("no terminal", None),
+    ],
+)
+def test_a_closed_prompt_is_a_refusal_never_a_yes(root, box, message, reason):
+    def closed(*a):
+        raise EOFError(message)
+
+    policy = make_policy(root, interactive=True, prompt=closed)
+    for tool, args in (
+        ("exec", cmd("make")),
+        ("write_file", {"path": ".agents/config/agent.yaml"}),
+    ):
+        decision = check(policy, box, tool, args)
+        assert not decision.allowed and decision.code == "DENIED"
+        if reason:
+            assert decision.reason == reason.format(tool=tool)
+        else:
+            assert "no terminal to ask on" in decision.reason or "would change" in decision.reason
+
+
+def test_refusals_without_a_terminal_say_how_to_allow(root, box):
+    policy = make_policy(
+        root, {"ask": [{"rule": "exec(git push*)", "reason": "shared"}, "exec(git tag*)"]}
+    )
+    got = check(policy, box, "exec", cmd("git push"))
+    assert got == Decision(
+        False,
+        "exec needs approval: policy rule `exec(git push*)` asks for it: shared; no terminal to"
+        " ask on; rerun with --yes (allow rules do not cover a call an ask rule matches)",
+        code="DENIED",
+        extra={"needs_approval": True, "rule": "exec(git push*)", "reason": "shared"},
+    )
+    got = check(policy, box, "exec", cmd("git tag v1"))
+    assert got.reason.startswith("exec needs approval: policy rule `exec(git tag*)` asks for it;")
+    assert got.extra == {"needs_approval": True, "rule": "exec(git tag*)"}
+    assert check(policy, box, "deploy", {}) == Decision(
+        False,
+        "deploy needs approval: no terminal to ask on; rerun with --yes (it is declared"
+        " `approval: true`, so allow rules do not skip the question)",
+        code="DENIED",
+        extra={"needs_approval": True, "allow_rule": "deploy"},
+    )
+    assert check(policy, box, "exec", cmd("make")) == Decision(
+        False,
+        "exec needs approval: no terminal to ask on; rerun with --yes or add `exec(make)` to"
+        " policy.allow in .agents/config/agent.yaml",
+        code="DENIED",
+        extra={"needs_approval": True, "allow_rule": "exec(make)"},
+    )
+    computed = check(policy, box, "exec", cmd("echo $(id)"))
+    assert computed.reason.startswith(
+        "exec needs approval (`$(id)` is computed at run time): no terminal to ask on;"
+    )
+
+
+def test_a_hook_that_asks(root, box):
+    from types import SimpleNamespace
+
+    hook = SimpleNamespace(decision="ask", hook="guard", reason="check first")
+    policy = make_policy(root, {"mode": "full"})
+    ctx = ToolContext(caller=MODEL, workdir=str(root))
+    got = policy.check(box.tool_for("exec"), cmd("make"), ctx, hook=hook)
+    assert got == Decision(
+        False,
+        "exec needs approval: hook guard asks for it: check first; no terminal to ask on;"
+        " rerun with --yes",
+        code="DENIED",
+        extra={"needs_approval": True, "reason": "check first"},
+    )
+    asked = []
+    interactive = make_policy(root, {"mode": "full"}, interactive=True, prompt=lambda *a: "always")
+    interactive._prompt = lambda *a: asked.append(a) or "always"
+    got = interactive.check(box.tool_for("exec"), cmd("make"), ctx, hook=hook)
+    assert got == Decision(True, approved_by="user")  # "always" saves nothing for a hook
+    assert not (root / ".agents" / "config" / "agent.yaml").exists()
+    yes = ToolContext(caller=MODEL, workdir=str(root), approve_all=True)
+    assert policy.check(box.tool_for("exec"), cmd("make"), yes, hook=hook) == Decision(
+        True, approved_by="--yes"
+    )
+
+
+def test_the_screen_is_the_deny_rules_refusal(root, box):
+    policy = make_policy(root, {"deny": [{"rule": "exec(rm *)", "reason": "no deleting"}]})
+    ctx = ToolContext(caller=PERSON, workdir=str(root))
+    got = policy.screen(box.tool_for("exec"), cmd("rm -rf x"), ctx)
+    assert got == Decision(
+        False,
+        "denied by policy rule `exec(rm *)` (rm -rf x): no deleting",
+        code="DENIED",
+        extra={"rule": "exec(rm *)", "reason": "no deleting"},
+    )
+    assert policy.screen(box.tool_for("exec"), cmd("ls"), ctx) is None
+    long = "rm " + "x" * 200
+    shown = policy.screen(box.tool_for("exec"), cmd(long), ctx).reason
+    assert f"({long[:119]}…)" in shown
+
+
+def test_withheld_reads_any_policy_shape_and_names_bad_rules(box):
+    from mdagent.policy import withheld
+
+    assert not any(withheld({"policy": ["fetch"]})(t) for t in box)
+    assert not any(withheld({})(t) for t in box)
+    with pytest.raises(ConfigError, match=r"^policy\.deny"):
+        withheld({"policy": {"deny": 5}})
+
+
+def test_a_relative_allow_rule_never_covers_a_path_outside_the_workspace(root, box):
+    for rule in ("read_file(*)", "read_file(**)"):
+        policy = make_policy(root, {"mode": "allowlist", "allow": [rule]})
+        assert check(policy, box, "read_file", {"path": "a.txt"}).allowed, rule
+        assert not check(policy, box, "read_file", {"path": "/etc/hosts"}).allowed, rule
+
+
+def test_rules_judged_with_the_filesystem_root_as_workspace(box):
+    policy = make_policy(Path("/"), {"mode": "allowlist", "allow": ["read_file(./etc/**)"]})
+    assert check(policy, box, "read_file", {"path": "/etc/hosts"}).allowed
+    assert check(policy, box, "read_file", {"path": "etc/hosts"}).allowed
+    assert not check(policy, box, "read_file", {"path": "/usr/x"}).allowed
+
+
+def test_a_deny_rule_naming_a_program_by_path_sees_it_behind_a_wrapper(root, box):
+    policy = make_policy(root, {"mode": "full", "deny": ["exec(/bin/rm *)"]})
+    for command in ("/bin/rm x", "sudo /bin/rm x", "nice -n 1 /bin/rm x"):
+        assert check(policy, box, "exec", cmd(command)).code == "DENIED", command
+    assert check(policy, box, "exec", cmd("rm x")).allowed
+
+
+def test_keyed_rules_name_arguments_in_any_case_and_lists(root, box):
+    box.add("region", description="r", params={"Region": {"type": "string"}}, handler=dict)
+    box.add("tags", description="t", params={"tags": {"type": "array"}}, handler=dict)
+    policy = make_policy(
+        root, {"mode": "allowlist", "allow": ["region(Region=EU)", 'tags(tags=["a", *)']}
+    )
+    assert check(policy, box, "region", {"Region": "EU"}).allowed
+    assert not check(policy, box, "region", {"Region": "US"}).allowed
+    assert check(policy, box, "tags", {"tags": ["a", "b"]}).allowed
+    assert not check(policy, box, "tags", {"tags": ["b", "a"]}).allowed
+
+
+@pytest.mark.parametrize(("typed", "saved"), [(" A ", True), ("Always", True), ("Y", False)])
+def test_answers_are_read_in_any_case_and_short_form(root, box, typed, saved):
+    policy = make_policy(root, interactive=True, prompt=lambda *a: typed)
+    policy.notify = lambda message: None
+    assert check(policy, box, "exec", cmd("make")).allowed
+    rules = root / ".agents" / "config" / "agent.yaml"
+    assert rules.exists() is saved
+
+
+def test_the_terminal_question_gets_the_calls_cancel_event(root, box, monkeypatch):
+    import threading as th
+
+    import mdagent.approval
+
+    seen = []
+
+    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None):
+        seen.append(cancel)
+        return "no"
+
+    monkeypatch.setattr(mdagent.approval, "ask_terminal", ask_terminal)
+    policy = make_policy(root, interactive=True)
+    event = th.Event()
+    check(policy, box, "exec", cmd("make"), cancel=event)
+    assert seen == [event]
+
+
+def test_what_the_registry_declares_is_protected_from_a_models_writes(root, box, tmp_path):
+    from types import SimpleNamespace
+
+    (root / "guard.sh").write_text("#!/bin/sh\n")
+    (root / "handlers").mkdir()
+    (root / "handlers" / "mod.py").write_text("def run(): pass\n")
+    elsewhere = tmp_path / "team-layer"
+    elsewhere.mkdir()
+    registry = SimpleNamespace(
+        layers=[SimpleNamespace(kind="team", path=elsewhere)],
+        settings={"hooks": {"before": [{"run": "./guard.sh"}]}},
+        tools={"t": SimpleNamespace(implementation={"handler": "handlers/mod.py:run"})},
+    )
+    policy = make_policy(root, {"mode": "full"})
+    plain = ToolContext(caller=MODEL, workdir=str(root))
+    declared = plain.replace(registry=registry)
+    for path, what in (
+        (str(elsewhere / "x.yaml"), "a layer folder (team)"),
+        ("guard.sh", "a hook script"),
+        ("handlers/mod.py", "a handler module"),
+    ):
+        args = {"path": path}
+        assert policy.check(box.tool_for("write_file"), args, plain).allowed, path
+        refused = policy.check(box.tool_for("write_file"), args, declared)
+        assert not refused.allowed and what in refused.reason, (path, refused.reason)
+    # The call's own settings name the hooks when it has them.
+    other = SimpleNamespace(layers=[], settings=registry.settings, tools={})
+    own = plain.replace(registry=other, settings={"hooks": {}})
+    assert policy.check(box.tool_for("write_file"), {"path": "guard.sh"}, own).allowed
+
+
+def test_the_rule_always_would_save_names_exactly_this_call(root, box, tmp_path):
+    (root / "real").mkdir()
+    (root / "link").symlink_to(root / "real")
+    policy = make_policy(root)
+    rule_for = policy.rule_for
+    assert rule_for(box.tool_for("exec"), cmd("  ls *.py  ")) == "exec(ls [*].py)"
+    assert rule_for(box.tool_for("exec"), {}) == "exec()"
+    assert rule_for(box.tool_for("write_file"), {"path": "a/b[1].txt"}) == r"write_file(./a/b\[1].txt)"
+    assert rule_for(box.tool_for("write_file"), {"path": "."}) == "write_file(.)"
+    assert rule_for(box.tool_for("write_file"), {"path": "/etc/x"}) == "write_file(/etc/x)"
+    # The path as written (through the link), relative to the call's own folder.
+    assert rule_for(box.tool_for("read_file"), {"path": "link/f"}) == "read_file(./link/f)"
+    other = tmp_path / "other"
+    assert rule_for(box.tool_for("read_file"), {"path": "f"}, str(other)) == "read_file(./f)"
+    assert rule_for(box.tool_for("read_file"), {}) == "read_file"
+    assert rule_for(box.tool_for("weather"), {"path": "x"}) == "weather"
+    assert rule_for(box.tool_for("fetch"), {"url": "https://A.example.org/x"}) == (
+        "fetch(domain:a.example.org)"
+    )
+    assert rule_for(box.tool_for("fetch"), {"url": ""}) == "fetch"
+
+
+def test_an_allowlist_refusal_says_which_rule_would_allow_it(root, box):
+    policy = make_policy(root, {"mode": "allowlist"})
+    assert check(policy, box, "exec", cmd("make")) == Decision(
+        False,
+        "exec is not allowed: policy.mode is allowlist and no rule in policy.allow covers this"
+        " call; add `exec(make)` to policy.allow in .agents/config/agent.yaml",
+        code="DENIED",
+        extra={"allow_rule": "exec(make)"},
+    )
+
+
+def test_always_that_cannot_be_saved_allows_for_the_session_and_warns(root, box, caplog):
+    (root / ".agents" / "config").write_text("not a folder")
+    told = []
+    policy = make_policy(root, interactive=True, prompt=lambda *a: "always")
+    policy.notify = told.append
+    with caplog.at_level("WARNING"):
+        assert check(policy, box, "exec", cmd("make")).allowed
+        assert check(policy, box, "exec", cmd("make")).allowed  # not asked again
+    assert len(told) == 1 and told[0].startswith("warning: could not add `exec(make)` to ")
+    assert told[0].endswith("; allowed for this session only")
+    assert [r.text for r in policy.allow].count("exec(make)") == 1
+    assert "could not save allow rule 'exec(make)': " in caplog.text
+    layerless = make_policy(root, interactive=True, prompt=lambda *a: "always", project_layer=None)
+    layerless.notify = told.append
+    assert check(layerless, box, "exec", cmd("make test")).allowed
+    assert told[-1] == (
+        "note: no project layer (.agents/); `exec(make test)` is allowed for this session only"
+    )
+
+
+def test_a_domain_rule_written_with_a_leading_dot_covers_the_domain(root, box):
+    deny = make_policy(root, {"mode": "full", "deny": ["fetch(domain:.evil.example)"]})
+    for url in ("https://evil.example/", "https://x.evil.example/"):
+        assert check(deny, box, "fetch", {"url": url}).code == "DENIED", url
+    assert check(deny, box, "fetch", {"url": "https://notevil.example/"}).allowed
+    box_domain = make_policy(root, {"mode": "full", "deny": ["fetch(domain:mail.box)"]})
+    assert check(box_domain, box, "fetch", {"url": "https://mail.box/"}).code == "DENIED"
+    assert check(box_domain, box, "fetch", {"url": "https://mail.bo/"}).allowed

@@ -209,6 +209,70 @@ def test_other_output_errors_only_stop_the_echo():
     assert result.exit_code == 0 and result.stdout == "one\ntwo\n"
 
 
+# -- bytes out, text only for the result ------------------------------------------
+
+
+def test_output_that_is_not_utf8_is_replaced_in_the_text_and_said():
+    result = sh(r"printf 'caf\xc3\xa9 \xff'; printf '\xfe' >&2")
+    assert (result.stdout, result.stderr) == ("caf\u00e9 \ufffd", "\ufffd")
+    assert result.replaced == ("stdout", "stderr")
+    note = result_dict(result, streamed=False, timeout=10)["undecodable"]
+    assert note.startswith("stdout and stderr had bytes that are not UTF-8")
+    clean = sh("printf 'caf\\303\\251'")
+    assert clean.stdout == "caf\u00e9" and clean.replaced == ()
+    assert "undecodable" not in result_dict(clean, streamed=False, timeout=10)
+
+
+def test_a_cut_in_binary_output_is_said_too():
+    result = sh("head -c 100000 /dev/urandom", max_output=1000)
+    assert result.truncated and result.replaced == ("stdout",)
+
+
+def test_live_output_to_a_descriptor_is_the_childs_bytes(tmp_path):
+    path = tmp_path / "live.bin"
+    data = bytes(range(256)) * 64 + b"\xe2\x82"  # a character cut at the end, too
+    (tmp_path / "data.bin").write_bytes(data)
+    with open(path, "w") as watcher, open(os.devnull, "w") as errors:
+        watcher.write("before:")  # what Python printed first stays first
+        result = run_process(
+            ["cat", str(tmp_path / "data.bin")], output=watcher, error_output=errors, timeout=10
+        )
+    assert path.read_bytes() == b"before:" + data
+    assert not result.passed_through and result.stdout.startswith("\x00\x01")
+
+
+def test_pass_through_lets_the_child_write_the_file_itself(tmp_path):
+    path = tmp_path / "out.bin"
+    with open(path, "w") as watcher:
+        result = run_process(
+            ["bash", "-c", r"readlink /proc/self/fd/1; printf '\xff'; echo err >&2"],
+            output=watcher,
+            error_output=io.StringIO(),
+            pass_through=True,
+            timeout=10,
+        )
+    assert path.read_bytes() == f"{path}\n".encode() + b"\xff"
+    assert result.passed_through and result.stdout == "" and result.stderr == "err\n"
+    assert result_dict(result, streamed=True, timeout=10)["stdout_passed_through"] is True
+
+
+def test_pass_through_never_hands_over_a_terminal():
+    # A program that sees a terminal may start a pager or ask questions.
+    master, slave = os.openpty()
+    with os.fdopen(slave, "w") as terminal:
+        result = run_process(
+            ["bash", "-c", "if [ -t 1 ]; then echo terminal; else echo pipe; fi"],
+            output=terminal,
+            error_output=io.StringIO(),
+            pass_through=True,
+            timeout=10,
+        )
+    shown = os.read(master, 1024)
+    os.close(master)
+    assert not result.passed_through and result.stdout == "pipe\n"
+    assert shown.replace(b"\r", b"") == b"pipe\n"
+
+
 # -- result_dict: the one tool result for a process ----------------------------
 
 

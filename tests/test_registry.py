@@ -276,3 +276,98 @@ def test_raw_mode_on_a_tool_that_needs_other_parameters_is_an_error(tmp_path):
     assert registry.command("greet") is None and registry.command("opt") is not None
     found = {(p.severity, p.message.split(":")[0]) for p in registry.problems}
     assert ("error", "/greet") in found and ("warning", "/opt") in found
+
+
+# -- issue 14: broken command parts, interop layers, command-with ---------------------
+
+
+def test_a_skill_whose_command_is_broken_stays_for_the_model(tmp_path):
+    high, low = tmp_path / "high", tmp_path / "low"
+    skill(high, "ghost", "command-dispatch: tool\ncommand-tool: exce\n")
+    skill(low, "ghost", "command-dispatch: tool\ncommand-tool: exec\n")
+    skill(high, "help")
+    registry, _ = compile_registry(only(tmp_path, high, low))
+    errors = {p.message.split(";")[0]: p.line for p in registry.errors}
+    assert errors == {
+        "/ghost: command-tool 'exce' names no tool (did you mean 'exec'?)": 5,
+        "/help: 'help' is the name of a built-in command": 1,
+    }
+    # The skill loads; its /name does not, and the lower layer's never answers instead.
+    assert registry.skills["ghost"].path.startswith(str(high))
+    assert registry.skills["ghost"].command_error.startswith("/ghost: command-tool 'exce'")
+    assert registry.command("ghost") is None and "help" in registry.skills
+    assert registry.skills["help"].command_error
+
+
+def test_unknown_command_tool_in_a_yaml_command_suggests_the_nearest(tmp_path):
+    layer = tmp_path / "l"
+    write(layer / "config" / "c.yaml", "commands:\n  x:\n    tool: reed_file\n")
+    registry, _ = compile_registry(only(tmp_path, layer))
+    assert [(p.line, p.message) for p in registry.errors] == [
+        (2, "/x: tool 'reed_file' names no tool (did you mean 'read_file'?)")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("with_", "needle", "line"),
+    [
+        ("{comand: 'x'}", "'exec' has no parameter 'comand' (did you mean 'command'?)", 6),
+        ("{timeout: 5}", "gives 'exec' no command, which it requires", 6),
+        ("\n  command: 'echo {who}'", "{who} is not a typed word", 7),
+        ("\n  command: 'echo ${0}'", "command-with.command:", 7),
+        ("\n  command: 'echo {0'", "unclosed", 7),
+    ],
+)
+def test_command_with_mistakes_refuse_the_command_at_their_line(tmp_path, with_, needle, line):
+    layer = tmp_path / "l"
+    skill(layer, "w", f"command-dispatch: tool\ncommand-tool: exec\ncommand-with: {with_}\n")
+    registry, _ = compile_registry(only(tmp_path, layer))
+    assert registry.errors, registry.problems
+    first = registry.errors[0]
+    assert needle in first.message and first.line == line, registry.errors
+    assert registry.command("w") is None and registry.skills["w"].command_error
+
+
+def test_command_with_compiles_into_the_command(tmp_path):
+    layer = tmp_path / "l"
+    skill(
+        layer,
+        "w",
+        "command-dispatch: tool\ncommand-tool: exec\narguments: [a]\n"
+        "command-with: {command: 'echo {a} {ARGUMENTS}'}\n",
+    )
+    registry, _ = compile_registry(only(tmp_path, layer))
+    assert registry.errors == []
+    command = registry.command("w")
+    assert command.command_with == {"command": "echo {a} {ARGUMENTS}"} and command.arguments == [
+        "a"
+    ]
+
+
+def test_interop_layers_load_skills_only_and_can_be_turned_off(tmp_path):
+    project, claude = tmp_path / "p" / ".agents", tmp_path / "p" / ".claude" / "skills"
+    write(claude / "group" / "lint" / "SKILL.md", "---\nname: lint\ndescription: d\n---\n")
+    write(
+        claude / "config" / "agent.yaml", "policy: {mode: full}\n"
+    )  # a skill folder, not settings
+    layers = [Layer(project, "project"), Layer(claude, "project-claude")]
+    registry, _ = compile_registry(layers)
+    assert "lint" in registry.skills and registry.settings["policy"]["mode"] == "ask"
+    assert any(
+        p.severity == "info" and "1 skill(s) read from project .claude/skills" in p.message
+        for p in registry.problems
+    )
+    write(project / "config" / "agent.yaml", "skills:\n  interop: false\n")
+    registry, _ = compile_registry(layers)
+    assert "lint" not in registry.skills and registry.errors == []
+
+
+def test_a_skill_added_to_a_group_folder_is_noticed_by_the_cache(tmp_path):
+    layer = tmp_path / "l"
+    skill(layer, "one", folder="group/one")
+    layers = only(tmp_path, layer)
+    assert "one" in load_registry(layers, tmp_path / "cache").skills
+    time.sleep(0.01)
+    skill(layer, "two", folder="group/two")
+    registry = load_registry(layers, tmp_path / "cache")
+    assert not registry.from_cache and "two" in registry.skills

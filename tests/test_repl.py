@@ -130,3 +130,43 @@ def test_an_unavailable_skill_is_refused_as_from_the_shell(declared, monkeypatch
     out, err = capsys.readouterr()
     assert "ran" not in out
     assert "/needs is unavailable: needs no-such-binary-xyz on PATH" in err
+
+
+def test_unknown_builtin_suggests_the_nearest_and_help_shows_one_command(
+    declared, monkeypatch, capsys
+):
+    repl_session(declared, monkeypatch, ["/hlep", "/help shout", "/help context"])
+    captured = capsys.readouterr()
+    assert "unknown command /hlep" in captured.err and "did you mean /help?" in captured.err
+    assert "usage: /shout <word>" in captured.out
+    assert "/context - What the conversation holds" in captured.out
+
+
+def test_context_history_sessions_and_resume(declared, monkeypatch, capsys, server):
+    server.add({"text": "First answer."}, {"text": "Second answer."})
+    lines = ["a question", "/context", "/history", "/clear", "/sessions", "/resume", "again"]
+    repl_session(declared, monkeypatch, lines, provider="openai", base_url=server.url)
+    out = capsys.readouterr().out
+    assert "messages: 2 (1 user, 1 assistant)" in out
+    assert "[user] a question\n[assistant] First answer." in out
+    assert "(resumed session " in out and ": 2 messages)" in out
+    # /resume picked the conversation up: the model sees the first exchange again.
+    assert "a question" in json.dumps(server.requests[1]["json"]["messages"])
+
+
+def test_a_declaration_changed_on_disk_is_picked_up_before_the_next_line(
+    declared, monkeypatch, capsys
+):
+    runtime = Runtime(Options(), cwd=declared)
+    repl = Repl(runtime)
+    repl.reload()
+    tools = declared / ".agents" / "config" / "tools.yaml"
+    tools.write_text(tools.read_text().replace("Shout a word", "Shout it loud"))
+    assert repl.step("/commands") is True
+    assert "Shout it loud" in capsys.readouterr().out
+    tools.write_text("tools: [unclosed\n")
+    repl.step("/commands")
+    captured = capsys.readouterr()
+    assert f"{tools}:2:1: error: invalid YAML" in captured.err  # the file at its line, once
+    repl.step("/help")
+    assert str(tools) not in capsys.readouterr().err

@@ -117,6 +117,9 @@ FED_TO_A_SHELL = [
     ("while sh; do break; done <<< 'rm {victim}'", "exec(rm *)"),
     ("if true; then sh; fi <<< 'rm {victim}'", ""),
     ("{ bash; } <<EOF\nrm {victim}\nEOF", ""),
+    # ...and to the code a command runs in turn (eval, sh -c)
+    ("eval sh <<< 'rm {victim}'", "exec(rm *)"),
+    ("sh -c sh <<< 'rm {victim}'", "exec(rm *)"),
     # a shell reading a pipe runs whatever comes before it: not checkable
     ("echo 'rm {victim}' | sh", ""),
     ("sed 's/^/r/' <<EOF | sh\nm {victim}\nEOF", "could not be checked"),

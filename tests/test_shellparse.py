@@ -492,3 +492,324 @@ def test_an_output_option_is_a_write_of_its_own():
     assert parse("git diff --output=$f")[1].dynamic  # a file named at run time
     assert segments("stdbuf --output=L ls") == ["stdbuf --output=L ls"]  # a wrapper's option
     assert segments("git grep -o x") == ["git grep -o x"]
+
+
+# -- decisions the mutation tests found unguarded (docs/mutation.md) -----------------
+
+
+def _wrapper_forms():
+    """`WRAPPER [one of its options] [operands] rm x` for every option of every wrapper."""
+    from mdagent.shellparse import _WRAPPERS
+
+    for name, spec in _WRAPPERS.items():
+        forms = [[]]
+        forms += [[f"-{c}"] for c in spec.flags]
+        forms += [[f"-{c}", "1"] for c in spec.valued] + [[f"-{c}1"] for c in spec.valued]
+        forms += [[f"-{c}1"] for c in spec.optional] + [[f"-{c}"] for c in spec.optional]
+        forms += [[f"--{o}"] for o in sorted(spec.long_flags)]
+        forms += [[f"--{o}", "1"] for o in sorted(spec.long_valued)]
+        forms += [[f"--{o}=1"] for o in sorted(spec.long_valued)]
+        forms += [[f"--{o}"] for o in sorted(spec.long_optional)]
+        forms += [[f"--{o}=1"] for o in sorted(spec.long_optional)]
+        for form in forms:
+            yield " ".join([name, *form, *(["1"] * spec.operands), "rm", "x"])
+
+
+@pytest.mark.parametrize("command", list(_wrapper_forms()))
+def test_every_option_of_every_wrapper_is_read_to_the_program(command):
+    seg = parse(command)[0]  # watch runs its words as shell code too: more segments
+    # env -S splits its value into the command line: the value runs first.
+    split = command.startswith(("env -S", "env --split-string"))
+    assert seg.core == (("1", "rm", "x") if split else ("rm", "x")), command
+    assert seg.stages[-1] == seg.core and seg.stages[0][0] == command.split()[0]
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["env -Z rm x", "sudo --frobnicate rm x", "nice -Q rm x", "timeout --nope 5 rm x"],
+)
+def test_an_unknown_wrapper_option_makes_the_segment_unchecked(command):
+    seg = parse(command)[0]
+    assert seg.unchecked and seg.dynamic
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "while sh; do :; done <<< 'rm -rf /'",
+        "{ bash; } <<EOF\nrm -rf /\nEOF",
+        "if true; then sh; fi <<< 'rm -rf /'",
+        "sh <<< 'rm -rf /'",
+        "bash -s <<< 'rm -rf /'",
+        "bash /proc/self/fd/0 <<< 'rm -rf /'",
+        "bash /dev/stdin <<< 'rm -rf /'",
+        "source /proc/self/fd/0 <<< 'rm -rf /'",
+        ". /dev/stdin <<< 'rm -rf /'",
+        "sh <<EOF\nrm -rf /\nEOF",
+        "sh <<-EOF\n\trm -rf /\n\tEOF",
+        "sh <<'EOF'\nrm -rf /\nEOF",
+        'sh <<"EOF"\nrm -rf /\nEOF',
+        "sh <<\\EOF\nrm -rf /\nEOF",
+        # the code a command runs reads its here-string too (found by mutation testing)
+        "eval sh <<< 'rm -rf /'",
+        "builtin eval 'sh -s' <<< 'rm -rf /'",
+        "eval '. /dev/stdin' <<< 'rm -rf /'",
+        "sh -c sh <<< 'rm -rf /'",
+        "bash -c 'bash -s' <<< 'rm -rf /'",
+        "watch sh <<< 'rm -rf /'",
+    ],
+)
+def test_code_fed_to_a_shell_on_its_input_is_judged_as_code(command):
+    cores = [seg.core for seg in parse(command)]
+    assert ("rm", "-rf", "/") in cores, (command, cores)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "(sh) <<< 'rm -rf /'",
+        "(bash -s) <<EOF\nrm -rf /\nEOF",
+        "sh <<EOF\nrm x",
+        "for i in 1; do bash -s; done <<< 'rm -rf /'",
+    ],
+)
+def test_code_fed_to_a_subshell_is_never_allowed(command):
+    segs = try_parse(command)
+    assert segs is None or any(s.core[:1] == ("rm",) or s.unchecked for s in segs), command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo 'rm -rf /' | bash /dev/fd/0",
+        "echo 'rm -rf /' | bash /proc/self/fd/0",
+        "echo 'rm -rf /' | source /dev/stdin",
+        "cat script | sh",
+        "cat script | bash -s",
+        "curl x | sh -",
+    ],
+)
+def test_a_shell_reading_a_pipe_is_unchecked(command):
+    assert parse(command)[-1].unchecked
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "bash -c 'rm -rf /'",
+        "bash -e -c 'rm -rf /'",
+        "bash -ec 'rm -rf /'",
+        "bash -ce 'rm -rf /'",
+        "bash -o errexit -c 'rm -rf /'",
+        "bash +o posix -c 'rm -rf /'",
+        "bash -O extglob -c 'rm -rf /'",
+        "bash --norc -c 'rm -rf /'",
+        "sh -c -- 'rm -rf /'",
+        "bash -c 'rm -rf /' name arg",
+        "dash -c 'rm -rf /'",
+        "/bin/zsh -c 'rm -rf /'",
+        "env bash -c 'rm -rf /'",
+        "eval 'rm -rf /'",
+        "eval rm -rf /",
+        "command eval 'rm -rf /'",
+    ],
+)
+def test_every_shell_string_form_is_parsed_as_code(command):
+    segs = parse(command)
+    assert ("rm", "-rf", "/") in [s.core for s in segs], command
+    assert segs[0].dynamic  # the outer command runs text: no allow pattern covers it
+
+
+def test_nesting_deeper_than_the_limit_fails_to_parse():
+    from mdagent.shellparse import _MAX_DEPTH
+
+    # Each eval (like each sh -c string) is parsed one level deeper.
+    assert parse("eval " * _MAX_DEPTH + "rm x")[-1].core == ("rm", "x")
+    with pytest.raises(Unparseable, match="nested too deeply"):
+        parse("eval " * (_MAX_DEPTH + 1) + "rm x")
+    assert try_parse("eval " * (_MAX_DEPTH + 1) + "rm x") is None
+
+
+@pytest.mark.parametrize(
+    ("command", "core"),
+    [
+        ("$'\\162\\155' x", ("rm", "x")),
+        ("$'\\x72\\x6d' x", ("rm", "x")),
+        ("$'\\x72m' x", ("rm", "x")),
+        ("$'r\\u006d' x", ("rm", "x")),
+        ("$'r\\U0000006d' x", ("rm", "x")),
+        ("$'\\162m' $'a\\tb'", ("rm", "a\tb")),
+        ("$'rm' $'a\\nb'", ("rm", "a\nb")),
+        ("$'rm' $'\\'q\\''", ("rm", "'q'")),
+        ("$'rm' $'\\\\'", ("rm", "\\")),
+        ("r$'m' x", ("rm", "x")),
+    ],
+)
+def test_ansi_c_quoting_is_decoded(command, core):
+    (seg,) = parse(command)
+    assert seg.core == core
+
+
+def test_locale_quoting_is_named_at_run_time():
+    (seg,) = parse('$"rm" x')
+    assert seg.core == ("rm", "x") and seg.unchecked and seg.dynamic
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "export A=$(rm -rf /)",
+        "declare -x B=`rm -rf /`",
+        "local C=$(rm -rf /)",
+        "readonly D=$(rm -rf /)",
+        "typeset E=$(rm -rf /)",
+        "F=$(rm -rf /) true",
+    ],
+)
+def test_assignments_carrying_substitutions_run_them(command):
+    segs = parse(command)
+    assert ("rm", "-rf", "/") in [s.core for s in segs], command
+    assert segs[0].dynamic
+
+
+@pytest.mark.parametrize(
+    ("command", "cores"),
+    [
+        ("ls # ; rm x", [("ls",)]),
+        ("echo a#b; rm x", [("echo", "a#b"), ("rm", "x")]),
+        ("rm x #", [("rm", "x")]),
+        ("echo $( (rm x) )", [("echo", "$( (rm x) )"), ("rm", "x")]),
+        ("echo $(ls; (rm x))", [("echo", "$(ls; (rm x))"), ("ls",), ("rm", "x")]),
+    ],
+)
+def test_comments_and_subshells_in_substitutions(command, cores):
+    assert [s.core for s in parse(command)] == cores
+
+
+@pytest.mark.parametrize(
+    ("command", "named_at_run_time"),
+    [
+        ("read -p '$x' y", False),  # a prompt, not a name
+        ("read -rp '$x' y", False),
+        ("read -rp'$x' y", False),
+        ("read -p p '$x'", True),
+        ("read -a '$x'", True),
+        ("read -a'$x'", True),
+        ("read -ar x '$y'", True),
+        ("read -ra '$x'", True),
+        ("read -- '$x'", True),
+        ("read -- -p '$x'", True),
+        ("read -n1 '$x'", True),
+        ("read -n 1 '$x'", True),
+        ("read -d '' y '$x'", True),
+        ("read '$x'", True),
+        ("read -r '$x'", True),
+        ("read -p", False),
+        ("printf -v '$x' y", True),
+        ("printf -v'$x' y", True),
+        ("printf -x -v '$x' y", True),
+        ("printf -- '$x'", False),
+        ("printf '$x'", False),
+        ("printf -v x '$y'", False),
+        ("getopts ab '$x'", True),
+        ("getopts '$x' y", False),
+        ("mapfile '$x'", True),
+        ("declare '$x'=1", True),
+        ("declare -n 'r=$x'", True),
+    ],
+)
+def test_assigning_to_a_variable_named_at_run_time_is_unchecked(command, named_at_run_time):
+    (seg,) = parse(command)
+    assert bool(seg.unchecked) is named_at_run_time, command
+
+
+@pytest.mark.parametrize(
+    ("command", "arithmetic"),
+    [
+        ("read 'a[1]'", True),
+        ("read -aa[1]", True),
+        ("read -- 'a[1]'", True),
+        ("read x", False),
+        ("read -r -a arr x", False),
+        ("printf -v 'a[1]' x", True),
+        ("printf -va[1] x", True),
+        ("printf -- 'a[1]'", False),
+        ("printf 'a[1]'", False),
+        ("printf -v x 'a[1]'", False),
+        ("[ 1 -eq 2 ]", False),
+        ("[ 1 -eq x ]", True),
+        ("[ x -eq 1 ]", True),
+        ("[ 1 -lt 2 -a 3 -gt y ]", True),
+        ("test 1 -ge ' 2 '", False),
+        ("test -v 'a[1]'", True),
+        ("[[ -v x ]]", True),
+        ("(( 1 + 2 ))", False),
+        ("(( x ))", True),
+        ("(( a[1] ))", True),
+        ("[ a = b ]", False),
+        ("[ a == b ]", False),
+        ("[ a != b ]", False),
+        ("[ ! a ]", False),
+        ("[ -n a ]", False),
+        ("[ a -nt b ]", False),
+    ],
+)
+def test_words_read_as_arithmetic_are_never_covered_by_an_allow_rule(command, arithmetic):
+    (seg,) = parse(command)
+    assert bool(seg.dynamic) is arithmetic, (command, seg.dynamic)
+
+
+@pytest.mark.parametrize(
+    ("command", "cores"),
+    [
+        ("cat <<EOF && rm y\nx\nEOF", [("cat",), ("rm", "y")]),
+        ("cat <<EOF |& sh\nrm x\nEOF", [("cat",), ("sh",), ("rm", "x")]),
+        ("cat <<EOF | sh\nrm x\nEOF", [("cat",), ("sh",), ("rm", "x")]),
+        ("cat <<EOF > out\nx\nEOF", [("cat",), (">", "out")]),
+        ("cat 2<<EOF\nx\nEOF", [("cat",)]),
+        ("cat <<EOF >&2\nx\nEOF", [("cat",)]),
+        ("cat <<-EOF\n\tx\n\tEOF", [("cat",)]),
+        ("cat <<'EOF'\n$(rm x)\nEOF", [("cat",)]),
+        ('cat <<"EOF"\n$(rm x)\nEOF', [("cat",)]),
+        ("cat <<EOF\n$(rm x)\nEOF", [("cat",), ("rm", "x")]),
+        ("sh <<EOF\nrm \\$x\nEOF", [("sh",), ("rm", "$x")]),
+    ],
+)
+def test_what_follows_a_here_document_on_its_line_is_walked(command, cores):
+    assert [s.core for s in parse(command)] == cores
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ("cat <<E\\OF\nx\nEOF", "unusual here-document delimiter"),
+        ("cat <<'E F'\nx\nE F", "unusual here-document delimiter"),
+        ("cat <<EOF", "cannot parse command"),
+        ("[ a < b ]", "'<' inside \\[ \\]"),
+    ],
+)
+def test_here_documents_and_tests_read_differently_fail_closed_saying_why(command, message):
+    with pytest.raises(Unparseable, match=message):
+        parse(command)
+
+
+@pytest.mark.parametrize(
+    ("command", "cores"),
+    [
+        ("[ a -a b ]", [("[", "a", "-a", "b", "]")]),
+        ("[ ! -f x ]", [("[", "!", "-f", "x", "]")]),
+        ("[ a == b ]", [("[", "a", "==", "b", "]")]),
+        ("[ a != b ]", [("[", "a", "!=", "b", "]")]),
+        ("[ a =~ b ]", [("[", "a", "=~", "b", "]")]),
+        ("[ a = $(rm x) ]", [("[", "a", "=", "$(rm x)", "]"), ("rm", "x")]),
+        ("[ $(rm x) ]", [("[", "$(rm x)", "]"), ("rm", "x")]),
+        ("[ -f x ] > out", [("[", "-f", "x", "]"), (">", "out")]),
+    ],
+)
+def test_single_bracket_tests_are_segments_of_their_own(command, cores):
+    assert [s.core for s in parse(command)] == cores
+
+
+@pytest.mark.parametrize("command", ["echo hi <<< 'rm -rf /'", "eval echo <<< 'rm -rf /'"])
+def test_a_here_string_nothing_runs_as_code_is_data(command):
+    assert ("rm", "-rf", "/") not in [s.core for s in parse(command)]

@@ -12,6 +12,11 @@ def write_skill(root: Path, folder: str, text: str | bytes) -> Path:
     return write(root / folder / "SKILL.md", text)
 
 
+def loud(problems):
+    """The problems an author must look at: warnings and errors, not info."""
+    return [p for p in problems if p.severity != "info"]
+
+
 def test_dispatch_skill_keys(tmp_path):
     path = write_skill(
         tmp_path,
@@ -35,7 +40,7 @@ def test_underscore_spelling_of_dispatch_is_accepted(tmp_path):
         tmp_path, "x", "---\ndescription: d\ncommand_dispatch: tool\ncommand_tool: exec\n---\n"
     )
     skill, problems = load_skill(path)
-    assert skill.dispatch == "tool" and skill.tool == "exec" and problems == []
+    assert skill.dispatch == "tool" and skill.tool == "exec" and loud(problems) == []
 
 
 def test_folder_name_used_when_name_absent(tmp_path):
@@ -52,9 +57,7 @@ def test_name_differing_from_folder_is_a_warning(tmp_path):
     assert "differs from its folder" in problems[0].message
 
 
-@pytest.mark.parametrize(
-    "bad", ["Upper", "-lead", "trail-", "dou--ble", "sp ace", "x" * 65, "un_der"]
-)
+@pytest.mark.parametrize("bad", ["Upper", "-lead", "trail-", "dou--ble", "sp ace", "un_der", ""])
 def test_bad_names_are_errors(tmp_path, bad):
     skill, problems = load_skill(
         write_skill(tmp_path, "f", f"---\nname: '{bad}'\ndescription: d\n---\n")
@@ -69,13 +72,14 @@ def test_name_rules():
     assert name_problem("") is not None
 
 
-def test_dispatch_without_tool_is_an_error(tmp_path):
+def test_dispatch_without_tool_refuses_only_the_command(tmp_path):
     skill, problems = load_skill(
         write_skill(tmp_path, "x", "---\ndescription: d\ncommand-dispatch: tool\n---\n")
     )
-    assert skill is None
-    assert problems[0].severity == "error" and "command-tool" in problems[0].message
-    assert problems[0].line == 3
+    (error,) = [p for p in problems if p.severity == "error"]
+    assert "command-tool" in error.message and error.line == 3
+    assert error.message.startswith("/x: ") and "/x is refused" in error.message
+    assert skill.name == "x" and skill.command_error == error.message
 
 
 def test_unknown_arg_mode_is_an_error(tmp_path):
@@ -86,15 +90,16 @@ def test_unknown_arg_mode_is_an_error(tmp_path):
             "---\ndescription: d\ncommand-dispatch: tool\ncommand-tool: exec\ncommand-arg-mode: shell\n---\n",
         )
     )
-    assert skill is None
-    assert problems[0].line == 5 and "command-arg-mode" in problems[0].message
+    (error,) = [p for p in problems if p.severity == "error"]
+    assert error.line == 5 and "command-arg-mode" in error.message
+    assert skill.command_error == error.message and skill.description == "d"
 
 
 def test_unknown_keys_are_kept(tmp_path):
     skill, problems = load_skill(
         write_skill(tmp_path, "x", "---\ndescription: d\nemoji: 🦀\nversion: 2\n---\n")
     )
-    assert skill.extra == {"emoji": "🦀", "version": 2} and problems == []
+    assert skill.extra == {"emoji": "🦀", "version": 2} and loud(problems) == []
 
 
 def test_flags_and_allowed_tools(tmp_path):
@@ -133,7 +138,7 @@ def test_long_description_loads_with_a_warning(tmp_path):
         write_skill(tmp_path, "x", f"---\ndescription: {'a' * 1100}\n---\n")
     )
     assert skill is not None
-    assert [p.severity for p in problems] == ["warning"]
+    assert [p.severity for p in loud(problems)] == ["warning"]
 
 
 def test_missing_description_loads_with_a_warning(tmp_path):
@@ -149,7 +154,7 @@ def test_missing_description_loads_with_a_warning(tmp_path):
         ("", 1, "empty"),
         ("---\ndescription: d\n\tname: x\n---\n", 3, "tab"),
         ("---\nname: x\nname: y\n---\n", 3, "duplicate key"),
-        ("---\ndescription: [unclosed\n---\n", 3, "invalid YAML"),
+        ('---\ndescription: "unclosed\n---\n', 3, "invalid YAML"),
         ("---\n- a list\n---\n", 2, "mapping"),
         ("---\ndescription: 5\n---\n", 2, "description"),
     ],
@@ -233,7 +238,9 @@ def test_generated_input_never_raises(tmp_path, data):
     else:
         content = data
     skill, problems = load_skill(write_skill(tmp_path, "gen", content))
-    assert (skill is None) == any(p.severity == "error" for p in problems)
+    errors = [p for p in problems if p.severity == "error"]
+    # No skill means an error says why; a skill with errors has only its command refused.
+    assert errors if skill is None else (not errors or skill.command_error == errors[0].message)
     for p in problems:
         assert p.path.endswith("SKILL.md") and p.line >= 1 and p.message
 
@@ -257,7 +264,7 @@ def test_a_string_requirement_is_a_one_item_list(tmp_path):
             "---\ndescription: d\nmetadata: {requires: {bins: no-such-bin, os: linux}}\n---\n",
         )
     )
-    assert problems == [] and skill.requires == {"bins": ["no-such-bin"], "os": ["linux"]}
+    assert loud(problems) == [] and skill.requires == {"bins": ["no-such-bin"], "os": ["linux"]}
 
 
 def test_allowed_tools_become_rules_keeping_parentheses_whole(tmp_path):
@@ -290,3 +297,189 @@ def test_an_allowed_tools_entry_covering_every_command_is_a_warning_at_its_line(
     assert (warning.line, warning.col, warning.severity) == (6, 5, "warning")
     assert "pre-approves every command" in warning.message
     assert skill is not None
+
+
+# -- issue 14: leniency, gating parity, the command part, pathological input ----------
+
+
+def test_a_bom_and_crlf_line_ends_load_and_leave_the_body_clean(tmp_path):
+    text = "\ufeff---\r\nname: win\r\ndescription: From Windows\r\n---\r\nLine one.\r\nTwo.\r\n"
+    path = write_skill(tmp_path, "win", text.encode())
+    skill, problems = load_skill(path)
+    assert problems == [] and skill.description == "From Windows"
+    assert read_body(path) == "Line one.\nTwo.\n"
+
+
+def test_an_unquoted_colon_in_a_one_line_value_is_read_as_text_with_a_warning(tmp_path):
+    path = write_skill(
+        tmp_path,
+        "x",
+        "---\nname: x\ndescription: Use when: the user asks\nargument-hint: [file] [mode]\n---\n",
+    )
+    skill, problems = load_skill(path)
+    assert skill.description == "Use when: the user asks"
+    assert skill.argument_hint == "[file] [mode]"
+    assert [(p.line, p.col, p.severity) for p in problems] == [
+        (3, 14, "warning"),
+        (4, 16, "warning"),
+    ]
+    assert "unquoted ': '" in problems[0].message and "quotes" in problems[0].message
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["---\nname: x\nname: y\n---\n", "---\nname: x\nmetadata: {a: [1, 2}\n---\n"],
+)
+def test_the_fallback_never_hides_a_real_mistake(tmp_path, text):
+    skill, problems = load_skill(write_skill(tmp_path, "x", text))
+    assert skill is None and [p.severity for p in problems] == ["error"]
+
+
+def test_quoted_booleans_and_enum_case_read_as_openclaw_reads_them(tmp_path):
+    skill, problems = load_skill(
+        write_skill(
+            tmp_path,
+            "x",
+            "---\nname: x\ndescription: d\nuser-invocable: 'no'\ndisable-model-invocation: 'True'\n"
+            "command-dispatch: Tool\ncommand-tool: exec\ncommand-arg-mode: PARSED\n"
+            "argument-hint: [file]\n---\n",
+        )
+    )
+    assert problems == []
+    assert (skill.user_invocable, skill.disable_model_invocation) == (False, True)
+    assert (skill.dispatch, skill.arg_mode, skill.argument_hint) == ("tool", "parsed", "[file]")
+
+
+def test_cosmetic_limits_warn_and_load(tmp_path):
+    long_name = "n" * 70
+    skill, problems = load_skill(
+        write_skill(
+            tmp_path,
+            long_name,
+            f"---\nname: {long_name}\ndescription: d\ncompatibility: {'c' * 501}\n"
+            "license: 3\nhomepage: [a]\n---\n",
+        )
+    )
+    assert skill.name == long_name and skill.compatibility == "c" * 501
+    assert (skill.license, skill.homepage) == ("3", '["a"]')
+    assert [(p.line, p.severity) for p in problems] == [
+        (2, "warning"),
+        (4, "warning"),
+        (5, "warning"),
+        (6, "warning"),
+    ]
+    assert "70 characters" in problems[0].message and "500" in problems[1].message
+
+
+def test_a_missing_name_is_the_folders_with_an_info_line(tmp_path):
+    skill, problems = load_skill(write_skill(tmp_path, "from-folder", "---\ndescription: d\n---\n"))
+    assert skill.name == "from-folder"
+    assert [(p.severity, p.message) for p in problems] == [
+        ("info", "no name: loaded as 'from-folder', the folder's name")
+    ]
+
+
+def test_unknown_keys_close_to_a_known_one_warn_others_are_kept_quietly(tmp_path):
+    skill, problems = load_skill(
+        write_skill(
+            tmp_path,
+            "x",
+            "---\nname: x\ndescription: d\ncommand_tools: exec\nuser-invokable: false\n"
+            "version: 1.2.0\ntags: [a]\n---\n",
+        )
+    )
+    assert [(p.line, p.message) for p in problems] == [
+        (4, "unknown key 'command_tools' (did you mean 'command-tool'?); ignored"),
+        (5, "unknown key 'user-invokable' (did you mean 'user-invocable'?); ignored"),
+    ]
+    assert skill.extra == {
+        "command_tools": "exec",
+        "user-invokable": False,
+        "version": "1.2.0",
+        "tags": ["a"],
+    }
+    assert skill.user_invocable is True  # the misspelt key changes nothing
+
+
+@pytest.mark.parametrize(
+    ("metadata", "requires"),
+    [
+        ('{"openclaw": {"requires": {"bins": "git, gh", "anyBins": "a,b"}}}', {"bins": ["git", "gh"], "anyBins": ["a", "b"]}),
+        ('{"openclaw": {"always": true, "os": ["linux"], "requires": {"bins": ["x"], "env": ["Y"], "config": ["c"]}}}', {"os": ["linux"]}),
+        ('{"openclaw": {"always": "true", "requires": {"bins": ["x"]}}}', {}),
+        ('{"clawdbot": {"requires": {"env": ["TOKEN"]}, "os": ["darwin"]}}', {"env": ["TOKEN"], "os": ["darwin"]}),
+        ('{"openclaw": {"requires": {"bins": ["new"]}}, "clawdbot": {"requires": {"bins": ["old"]}}}', {"bins": ["new"]}),
+        ("'{\"openclaw\": {\"requires\": {\"bins\": [\"jq\"]}}}'", {"bins": ["jq"]}),
+        ("'{\"openclaw\": {\"requires\": {\"bins\": [\"jq\"],},},}'", {"bins": ["jq"]}),
+        ('{"requires": {"config": ["browser.enabled"]}}', {"config": ["browser.enabled"]}),
+    ],
+)  # fmt: skip
+def test_openclaw_gating(tmp_path, metadata, requires):
+    skill, problems = load_skill(
+        write_skill(tmp_path, "x", f"---\nname: x\ndescription: d\nmetadata: {metadata}\n---\n")
+    )
+    assert skill.requires == requires
+    assert isinstance(skill.metadata, dict) and skill.metadata
+    infos = [p for p in problems if p.severity == "info"]
+    assert [p.line for p in loud(problems)] == []
+    assert bool(infos) == ("config" in requires), problems
+
+
+def test_metadata_that_is_no_mapping_is_a_warning(tmp_path):
+    skill, problems = load_skill(
+        write_skill(tmp_path, "x", "---\nname: x\ndescription: d\nmetadata: 'not json'\n---\n")
+    )
+    assert skill.metadata == {} and [(p.line, p.severity) for p in problems] == [(4, "warning")]
+
+
+def test_a_broken_command_part_keeps_the_skill(tmp_path):
+    skill, problems = load_skill(
+        write_skill(
+            tmp_path,
+            "x",
+            "---\nname: x\ndescription: d\ncommand-dispatch: model\ncommand-tool: exec\n---\n",
+        )
+    )
+    (error,) = loud(problems)
+    assert error.line == 4 and error.message.startswith("/x: command-dispatch: 'model'")
+    assert skill.command_error == error.message and skill.description == "d"
+
+
+def test_command_with_and_arguments_are_read(tmp_path):
+    skill, problems = load_skill(
+        write_skill(
+            tmp_path,
+            "x",
+            "---\nname: x\ndescription: d\ncommand-dispatch: tool\ncommand-tool: exec\n"
+            "arguments: [who, mood]\ncommand-with:\n  command: 'echo {who} {1}'\n---\n",
+        )
+    )
+    assert problems == []
+    assert skill.command_with == {"command": "echo {who} {1}"}
+    assert skill.arguments == ["who", "mood"]
+    assert skill.lines["command-with.command"] == 8 and skill.lines["command-tool"] == 5
+
+
+def test_command_with_without_dispatch_is_ignored_with_a_warning(tmp_path):
+    skill, problems = load_skill(
+        write_skill(tmp_path, "x", "---\nname: x\ndescription: d\ncommand-with: {a: b}\n---\n")
+    )
+    assert skill.dispatch is None and [(p.line, p.severity) for p in problems] == [(4, "warning")]
+
+
+def test_huge_files_and_alias_bombs_are_refused_before_they_cost_anything(tmp_path):
+    huge = write_skill(tmp_path, "huge", "---\nname: huge\ndescription: d\n---\n" + "x" * (2 << 20))
+    skill, problems = load_skill(huge)
+    assert skill is None and problems[0].message.startswith("file too large: 2.0 MiB")
+    fat = write_skill(
+        tmp_path, "fat", "---\nname: fat\ndescription: " + "d" * (70 << 10) + "\n---\n"
+    )
+    skill, problems = load_skill(fat)
+    assert skill is None and "front-matter too large" in problems[0].message
+    laughs = "".join(
+        f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9) if i else 'lol'}]\n" for i in range(9)
+    )
+    bomb = write_skill(tmp_path, "bomb", "---\nname: bomb\ndescription: d\n" + laughs + "---\n")
+    skill, problems = load_skill(bomb)
+    assert skill is None and "YAML aliases expand this document" in problems[0].message
+    assert problems[0].line >= 4

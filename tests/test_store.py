@@ -76,10 +76,10 @@ def test_sessions_round_trip(store):
     again.close()
 
 
-def test_session_ids_sort_by_creation_and_resolve_by_prefix(store):
+def test_session_ids_are_distinct_at_a_glance_and_resolve_by_prefix(store):
     first = store.new_session("/a", "m")
     second = store.new_session("/b", "m", title="second")
-    assert first < second and len(first) == 12
+    assert len(first) == len(second) == 12
     assert store.session(second[:-1] + "?") is None
     assert store.session(first)["id"] == first
     assert store.session("no-such") is None
@@ -89,12 +89,18 @@ def test_session_ids_sort_by_creation_and_resolve_by_prefix(store):
     assert store.latest_session("/c") is None
     assert [s["id"] for s in store.sessions()] == [first, second]
     assert store.sessions(limit=1)[0]["messages"] == 1
-    common = 0
-    while first[common] == second[common]:
-        common += 1
+    by_start: dict[str, str] = {}
+    while True:  # two ids that start alike (pigeonhole: at most 37 sessions)
+        sid = store.new_session("/e", "m")
+        if sid[0] in by_start:
+            break
+        by_start[sid[0]] = sid
     with pytest.raises(UsageError, match="ambiguous"):
-        store.session(first[:common])
-    assert store.session(second[: common + 1])["id"] == second
+        store.session(sid[0])
+    assert store.session(sid)["id"] == sid
+    # Not from the clock: ids made moments apart do not share a prefix.
+    starts = {store.new_session("/d", "m")[:3] for _ in range(20)}
+    assert len(starts) >= 18
 
 
 def test_add_message_to_an_unknown_session(store):
@@ -260,7 +266,7 @@ THINKING = {
 
 
 def test_messages_are_stored_redacted_except_provider_signed_blocks(store, monkeypatch):
-    from mdagent.agent import Conversation
+    from mdagent.conversation import Conversation
 
     monkeypatch.setenv("MY_API_KEY", SECRET)
     conversation = Conversation.start(store, cwd="/w", model="m")

@@ -518,3 +518,155 @@ def test_a_value_that_looks_like_a_test_operator_stays_an_operand(value):
     script = expand_shell("[[ {v} == {v} ]] && printf ok", {"v": value}, PROPERTY_PARAMS)
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=20)
     assert done.stdout == "ok", done.stderr
+
+
+# -- decisions the mutation tests found unguarded (docs/mutation.md) -----------------
+
+
+def test_url_array_items_encode_slashes_too():
+    url = expand_url("https://h.test/{files}", {"files": ["../admin", "a/b"]}, PARAMS)
+    assert url == "https://h.test/..%2Fadmin,a%2Fb"
+
+
+def test_an_array_value_starting_a_word_is_checked_item_by_item():
+    with pytest.raises(OptionValueError, match="'files'"):
+        expand_argv(["grep", "{files}", "f"], {"files": ["-r", "x"]}, PARAMS, allow_options=())
+    # The program itself may be anything, even from an array whose first item starts with -.
+    assert expand_argv(["{files}", "x"], {"files": ["-p", "a"]}, PARAMS, allow_options=()) == [
+        "-p",
+        "a",
+        "x",
+    ]
+    assert expand_argv(["{opt}tool", "x"], {"opt": "-"}, PARAMS, allow_options=()) == [
+        "-tool",
+        "x",
+    ]
+    # After `--` nothing is an option.
+    assert expand_argv(
+        ["grep", "--", "{files}"], {"files": ["-r", "-x"]}, PARAMS, allow_options=()
+    ) == ["grep", "--", "-r", "-x"]
+
+
+def test_a_value_after_several_empty_values_still_starts_the_word():
+    args = {"path": "", "opt": "", "files": ["-rf"]}
+    with pytest.raises(OptionValueError, match="'files'"):
+        expand_argv(["rm", "{path}{opt}{files}"], args, PARAMS, allow_options=())
+
+
+def test_non_string_items_keep_their_place():
+    got = expand_argv(["head", "-n", 5, "{path}", True], {"path": "f"}, PARAMS, allow_options=())
+    assert got == ["head", "-n", "5", "f", "true"]
+
+
+def test_the_option_refusal_says_how_to_allow_it():
+    with pytest.raises(OptionValueError) as caught:
+        expand_argv(["rm", "{path}"], {"path": "-rf"}, PARAMS, allow_options=())
+    assert str(caught.value) == (
+        "the value of 'path' starts with '-', so the program would read it as an option;"
+        " refused for a model's call. The tool's declaration can allow it with"
+        " `option: true` on the parameter 'path', or by putting `--` before {path} in its"
+        " template"
+    )
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        ["timeout", "{secs}", "sh", "-c", "echo {x}"],
+        ["env", "{var}", "bash", "-c", "{x}"],
+        ["ssh", "-p", 2222, "example.org", "ls {x}"],
+        ["nice", "-n", 5, "sh", "-c", "{x}"],
+    ],
+)
+def test_code_positions_after_a_value_or_a_number_are_still_refused(template):
+    with pytest.raises(TemplateError, match="cannot be used"):
+        check_argv(template)
+
+
+@pytest.mark.parametrize(
+    ("template", "out"),
+    [
+        # the outer $(...) is unquoted: its output is split into words, and only that
+        ("printf %s $( (printf %s {v}) )", "ab'c;$(id)"),
+        ("printf %s $( ( printf %s '{v}' ) )", "ab'c;$(id)"),
+        ("printf %s $( (printf x) ){v}", "xa b'c;$(id)"),
+        ("printf %s a#{v}", "a#a b'c;$(id)"),
+        ("printf %s {v} # it is quoted\n", "a b'c;$(id)"),
+        ("printf %s {v};", "a b'c;$(id)"),
+        ("printf %s {v}&&true", "a b'c;$(id)"),
+        ("printf %s {v}|cat", "a b'c;$(id)"),
+    ],
+)
+def test_values_in_subshells_comments_and_before_operators_arrive_literally(template, out):
+    check_shell(template)
+    script = expand_shell(template, {"v": "a b'c;$(id)"}, {"v": {"type": "string"}})
+    ran = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=10)
+    assert ran.stdout == out, script
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["echo {v} # it's {v}", "echo x # {v}", "#{v}\necho", "echo $((1+{v}))", "(( {v} ))"],
+)
+def test_placeholders_in_comments_or_arithmetic_are_refused(template):
+    with pytest.raises(TemplateError, match=r"cannot be used (in a comment|inside arithmetic)"):
+        check_shell(template)
+
+
+def test_a_template_ending_in_an_operator_expands():
+    params = {"v": {"type": "string"}}
+    assert expand_shell("echo {v}&", {"v": "a b"}, params) == "echo 'a b'&"
+    assert expand_shell("ls {v}>", {"v": "x"}, params) == "ls x>"
+    assert expand_shell("echo {v};", {"v": "x"}, params) == "echo x;"
+
+
+@pytest.mark.parametrize(
+    ("template", "refused"),
+    [
+        # a redirection's target is a file name, never an option
+        ("echo x >{path}", False),
+        ("echo x >> {path}", False),
+        ("echo x &> {path}", False),
+        ("echo x&>{path}", False),
+        ("echo x &>> {path}", False),
+        ("echo x 2> {path}", False),
+        ("echo x 2>>{path}", False),
+        ("echo x >| {path}", False),
+        ("echo x >& {path}", False),
+        ("echo x >&{path}", False),
+        ("cat <> {path}", False),
+        ("cat < {path}", False),
+        ("cat <<< {path}", False),
+        ("cat <<<{path}", False),
+        # …but after the redirection, the command's words go on
+        ("echo x 2>&1 {path}", True),
+        ("echo x > y {path}", True),
+        ("echo x >&2 {path}", True),
+        ("echo x 2>y {path}", True),
+        ("cat <(ls) {path}", True),
+        # a new command starts after an operator: the value is its program
+        ("echo x|{path}", False),
+        ("echo x |& {path}", False),
+        ("echo x&{path}", False),
+        ("echo x;{path}", False),
+        ("echo x&&{path}", False),
+        ("echo x||{path}", False),
+    ],
+)
+def test_redirections_and_operators_decide_where_an_option_can_start(template, refused):
+    args = {"path": "-rf"}
+    if refused:
+        with pytest.raises(OptionValueError):
+            expand_shell(template, args, PARAMS, allow_options=())
+    else:
+        expand_shell(template, args, PARAMS, allow_options=())
+
+
+def test_a_placeholder_is_known_by_its_name():
+    from mdagent.templates import _parse, _Slot
+
+    assert _parse("cat {path}.txt") == ("cat ", _Slot("path"), ".txt")
+    assert _Slot("a") == _Slot("a") and _Slot("a") != _Slot("b") and _Slot("a") != "a"
+    assert len({_Slot("a"), _Slot("a"), _Slot("b")}) == 2
+    assert hash(_Slot("a")) == hash(_Slot("a")) != hash(_Slot("b"))
+    assert repr(_Slot("a")) == "_Slot('a')"

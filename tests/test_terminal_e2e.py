@@ -31,7 +31,7 @@ from conftest import agent_executable
 from model_server import ModelServer
 
 PROMPT = "Run it? [y]es / [n]o / [a]lways: "
-SESSION_PROMPT = "› "
+SESSION_PROMPT = "›"  # prompt_toolkit draws the space as a cursor move
 BANNER = "mdagent — /help for commands, /exit to leave"
 
 # Takes the pty on fd 0 as the controlling terminal, then becomes ``agent``.
@@ -53,9 +53,47 @@ def plain(text: str) -> str:
     return ANSI.sub("", text).replace("\r\n", "\n")
 
 
+# What screen_lines follows: erase in line (K), erase line (2K), cursor forward (C).
+_LINE_CONTROL = re.compile(r"\x1b\[([0-9]*)([KC])|\r|\x08")
+_LINE_SPLIT = re.compile(r"(\x1b\[[0-9]*[KC]|\r|\x08)")
+
+
 def screen_lines(text: str) -> list[str]:
-    """What each line shows once carriage returns have overwritten it (spinner frames)."""
-    return [line.rsplit("\r", 1)[-1] for line in plain(text).split("\n")]
+    """What each line shows once carriage returns, erases and backspaces have acted.
+
+    A small model of one terminal line at a time: ``\\r`` moves to column 0
+    and later text overwrites (spinner frames), ``ESC[K`` erases to the end
+    (the spinner's last frame), ``ESC[2K`` the whole line; other escapes are
+    dropped. Cursor moves up (prompt_toolkit's redraws) are not followed: what
+    is drawn there shows as a later line.
+    """
+    lines = []
+    for raw_line in text.replace("\r\n", "\n").split("\n"):
+        cells: list[str] = []
+        column = 0
+        for piece in _LINE_SPLIT.split(raw_line):
+            if not piece:
+                continue
+            control = _LINE_CONTROL.fullmatch(piece)
+            if control is None:
+                for char in ANSI.sub("", piece):
+                    if column < len(cells):
+                        cells[column] = char
+                    else:
+                        cells += [" "] * (column - len(cells)) + [char]
+                    column += 1
+            elif piece == "\r":
+                column = 0
+            elif piece == "\x08":
+                column = max(0, column - 1)
+            elif control.group(2) == "C":
+                column += int(control.group(1) or 1)
+            elif control.group(1) == "2":
+                cells = []
+            else:
+                del cells[column:]
+        lines.append("".join(cells))
+    return lines
 
 
 class Terminal:
@@ -67,15 +105,20 @@ class Terminal:
     block kills the process group if it still runs and closes the pty.
     """
 
-    def __init__(self, *args: str, cwd: Path, columns: int = 200) -> None:
+    def __init__(
+        self, *args: str, cwd: Path, columns: int = 200, env: dict[str, str] | None = None
+    ) -> None:
         self.raw = b""
         self.pos = 0  # where in ``text`` the next ``expect`` starts looking
+        self.stream_pos = 0  # where in ``stream`` the next ``expect_stream`` starts looking
         self.eof = False
         master, slave = os.openpty()
         try:
             # Wide enough that no line (readline's echo, /help) wraps.
             fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-            env = dict(os.environ, TERM="xterm")
+            # This pty answers no cursor-position request (a real terminal does):
+            # without NO_CPR, prompt_toolkit waits for the answer, then warns.
+            env = dict(os.environ, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", **(env or {}))
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", CTTY_WRAPPER, agent_executable(), *args],
                 stdin=slave,
@@ -147,6 +190,31 @@ class Terminal:
                 )
             self._pump(min(deadline, time.monotonic() + 0.05))
 
+    @property
+    def stream(self) -> str:
+        """Everything shown so far, escapes removed, carriage returns kept as ``\r``.
+
+        For prompt_toolkit's screen, which redraws with cursor moves that
+        :func:`screen_lines` cannot follow: match text, not whole lines.
+        """
+        return ANSI.sub("", self.raw.decode("utf-8", errors="replace")).replace("\r\n", "\n")
+
+    def expect_stream(self, pattern: str, timeout: float = 5.0) -> re.Match[str]:
+        """Wait for ``pattern`` in :attr:`stream` after the last ``expect_stream`` match."""
+        regex = re.compile(pattern, re.MULTILINE)
+        deadline = time.monotonic() + timeout
+        while True:
+            match = regex.search(self.stream, self.stream_pos)
+            if match:
+                self.stream_pos = match.end()
+                return match
+            if self.eof or time.monotonic() >= deadline:
+                raise AssertionError(
+                    f"no {pattern!r} within {timeout} s on the terminal; it shows:\n"
+                    f"{self.stream[self.stream_pos :]!r}"
+                )
+            self._pump(min(deadline, time.monotonic() + 0.05))
+
     def expect_prompt(self, timeout: float = 5.0) -> str:
         """Wait for the approval question; returns the text since the last match."""
         start = self.pos
@@ -154,8 +222,8 @@ class Terminal:
         return self.text[start : self.pos]
 
     def type(self, line: str) -> None:
-        """Type ``line`` and Enter."""
-        os.write(self.master, line.encode() + b"\n")
+        """Type ``line`` and Enter (a terminal sends Enter as a carriage return)."""
+        os.write(self.master, line.encode() + b"\r")
 
     def press(self, keys: bytes) -> None:
         """Send raw keys (``b"\\x03"`` is Ctrl-C)."""
@@ -284,16 +352,16 @@ def test_ctrl_c_at_the_approval_prompt_ends_ask_at_once(workspace):
 
 def test_interactive_session_help_a_declared_command_and_exit(workspace):
     with Terminal(cwd=workspace) as term:
-        term.expect(rf"^{re.escape(BANNER)}$")
-        term.expect(rf"^{SESSION_PROMPT}$")
+        term.expect_stream(re.escape(BANNER))
+        term.expect_stream(SESSION_PROMPT)
         term.type("/help")
-        listing = term.expect(r"^Anything else is a message to the model\.$").string
+        listing = term.expect_stream(r"Anything else is a message to the model\.").string
         names = {line.split()[0] for line in listing.splitlines() if line.startswith("/")}
         assert {"/help", "/exit", "/quit", "/tools", "/term"} <= names
-        term.expect(rf"^{SESSION_PROMPT}$")
+        term.expect_stream(SESSION_PROMPT)
         term.type("/term echo hi")
-        term.expect(r"^hi$")
-        term.expect(rf"^{SESSION_PROMPT}$")
+        term.expect_stream(r"\nhi\n")
+        term.expect_stream(SESSION_PROMPT)
         term.type("/exit")
         assert term.wait() == 0
         assert "Traceback" not in term.text
@@ -305,17 +373,18 @@ def test_interactive_session_asks_and_always_holds_for_the_session(workspace):
         ModelServer(script) as server,
         Terminal("--provider", "openai", "--base-url", server.url, cwd=workspace) as term,
     ):
-        term.expect(rf"^{SESSION_PROMPT}$")
+        term.expect_stream(SESSION_PROMPT)
         term.type("write it")
         term.expect_prompt()
         term.type("a")
-        term.expect(r"^one$")
-        term.expect(rf"^{SESSION_PROMPT}$")
+        term.expect_stream(r"\bone\b")
+        term.expect_stream(SESSION_PROMPT)
         assert (workspace / "a.txt").read_text() == "first"
+        start = term.stream_pos
         term.type("write it again")
-        term.expect(r"^two$")
-        term.expect(rf"^{SESSION_PROMPT}$")
-        assert PROMPT not in term.text[term.text.index("write it again") :]
+        term.expect_stream(r"\btwo\b")
+        term.expect_stream(SESSION_PROMPT)
+        assert PROMPT not in term.stream[start:]
         assert (workspace / "a.txt").read_text() == "second"
         term.type("/exit")
         assert term.wait() == 0
@@ -330,15 +399,15 @@ def test_ctrl_c_at_an_approval_prompt_in_the_session_drops_the_question(workspac
         ModelServer(script) as server,
         Terminal("--provider", "openai", "--base-url", server.url, cwd=workspace) as term,
     ):
-        term.expect(rf"^{SESSION_PROMPT}$")
+        term.expect_stream(SESSION_PROMPT)
         term.type("write it")
         term.expect_prompt()
         term.press(b"\x03")
-        term.expect(r"interrupted$", timeout=6)  # after the 3 s grace, see the test above
-        term.expect(rf"^{SESSION_PROMPT}$")
+        term.expect_stream(r"interrupted", timeout=6)  # after the 3 s grace, see the test above
+        term.expect_stream(SESSION_PROMPT)
         term.type("y")  # a message to the model now, not an answer to the old question
-        term.expect(r"^ok$", timeout=2)
-        term.expect(rf"^{SESSION_PROMPT}$")
+        term.expect_stream(r"\bok\b", timeout=2)
+        term.expect_stream(SESSION_PROMPT)
         assert not (workspace / "a.txt").exists()
         term.type("/exit")
         assert term.wait() == 0

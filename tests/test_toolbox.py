@@ -98,7 +98,9 @@ def test_extra_arguments_are_allowed(tb, tmp_path, monkeypatch):
     assert tb.run("wc", {"path": "f", "extra": True}).ok
 
 
-def test_validator_is_compiled_once_per_tool(tb, monkeypatch, tmp_path):
+def test_plainly_valid_calls_need_no_jsonschema_and_invalid_ones_compile_it_once(
+    tb, monkeypatch, tmp_path
+):
     import jsonschema
 
     monkeypatch.chdir(tmp_path)
@@ -112,7 +114,10 @@ def test_validator_is_compiled_once_per_tool(tb, monkeypatch, tmp_path):
 
     monkeypatch.setattr(jsonschema, "Draft202012Validator", counting)
     for _ in range(5):
-        tb.run("wc", {"path": "f"})
+        assert tb.run("wc", {"path": "f"}).ok
+    assert built == []  # the simple schema was checked without jsonschema
+    for _ in range(3):
+        assert "is not of type 'string'" in tb.run("wc", {"path": 5}).error
     assert len(built) == 1
 
 

@@ -9,7 +9,14 @@ import pytest
 
 from mdagent.errors import PolicyDenied
 from mdagent.toolbox import ToolContext
-from mdagent.workspace import confine, display_path, open_entry, open_parent, roots_from
+from mdagent.workspace import (
+    confine,
+    confine_for,
+    display_path,
+    open_entry,
+    open_parent,
+    roots_from,
+)
 
 
 @pytest.fixture
@@ -111,10 +118,10 @@ def test_open_parent_refuses_a_component_that_became_a_symlink(ws, tmp_path):
     path = confine("src/a.py", ws)
     (ws / "src").rename(ws / "src.moved")
     (ws / "src").symlink_to(tmp_path / "outside")
-    refused = pytest.raises(PolicyDenied, match="'src' in .* became a symlink")
+    refused = pytest.raises(PolicyDenied, match=f"'src' in {path} became a symlink")
     with refused, open_parent(path, ws, create=True):
         pass
-    with pytest.raises(PolicyDenied), open_parent(path, ws):
+    with pytest.raises(PolicyDenied, match=f"'src' in {path} became"), open_parent(path, ws):
         pass
     assert sorted(os.listdir(tmp_path / "outside")) == ["secret.txt"]
 
@@ -130,3 +137,145 @@ def test_open_parent_missing_folder_or_file_in_the_way(ws):
 def test_open_parent_refuses_a_path_outside_every_root(ws, tmp_path):
     with pytest.raises(PolicyDenied), open_parent(tmp_path / "outside" / "secret.txt", ws):
         pass
+
+
+def test_confine_for_judges_a_call_by_its_workdir_and_extra_roots(ws, tmp_path):
+    ctx = ToolContext(workdir=str(ws), settings={"policy": {"paths": [str(tmp_path / "outside")]}})
+    assert confine_for(ctx, "src/a.py") == (ws / "src" / "a.py").resolve()
+    secret = tmp_path / "outside" / "secret.txt"
+    assert confine_for(ctx, str(secret)) == secret.resolve()
+    with pytest.raises(PolicyDenied, match="escapes the workspace"):
+        confine_for(ToolContext(workdir=str(ws)), str(secret))
+
+
+def test_roots_from_any_object_and_any_policy_shape(ws, tmp_path, monkeypatch):
+    monkeypatch.chdir(ws)
+    # A context without workdir or settings: the current folder, no extra root.
+    assert roots_from(object()) == (ws.resolve(), ())
+    # A policy that is not a mapping grants nothing (and does not crash).
+    assert roots_from(ToolContext(workdir=str(ws), settings={"policy": ["paths"]})) == (
+        ws.resolve(),
+        (),
+    )
+    # A lone string is one extra root, not a list of characters.
+    one = ToolContext(workdir=str(ws), settings={"policy": {"paths": "../outside"}})
+    assert roots_from(one) == (ws.resolve(), ((tmp_path / "outside").resolve(),))
+
+
+def test_open_entry_refuses_a_symlink_at_the_last_component(ws, tmp_path):
+    (ws / "src" / "evil").symlink_to(tmp_path / "outside" / "secret.txt")
+    path = ws.resolve() / "src" / "evil"
+    with open_parent(path, ws) as (folder, name):
+        with pytest.raises(PolicyDenied, match=f"'evil' in {path} became a symlink"):
+            open_entry(folder, name, os.O_RDONLY, path)
+        with pytest.raises(PolicyDenied, match=f"in {path} became a symlink"):
+            open_entry(folder, name, os.O_WRONLY | os.O_TRUNC, path)
+    assert (tmp_path / "outside" / "secret.txt").read_text() == "s\n"
+
+
+def test_open_entry_creates_with_the_mode_and_keeps_the_descriptor_from_children(ws):
+    path = ws.resolve() / "src" / "new.txt"
+    old = os.umask(0)
+    try:
+        with open_parent(path, ws) as (folder, name):
+            fd = open_entry(folder, name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, path)
+            try:
+                assert not os.get_inheritable(fd)
+                os.write(fd, b"x")
+            finally:
+                os.close(fd)
+            private = path.with_name("private.txt")
+            fd = open_entry(folder, "private.txt", os.O_WRONLY | os.O_CREAT, private, 0o600)
+            os.close(fd)
+    finally:
+        os.umask(old)
+    assert path.read_bytes() == b"x"
+    assert path.stat().st_mode & 0o777 == 0o666
+    assert private.stat().st_mode & 0o777 == 0o600
+
+
+def test_folders_made_on_the_way_get_the_usual_mode(ws):
+    old = os.umask(0o022)
+    try:
+        new = confine("made/deeper/f.txt", ws)
+        with open_parent(new, ws, create=True):
+            pass
+    finally:
+        os.umask(old)
+    for folder in (ws / "made", ws / "made" / "deeper"):
+        assert folder.stat().st_mode & 0o7777 == 0o755
+
+
+def test_a_folder_made_meanwhile_is_entered_like_any_other(ws, monkeypatch):
+    # Another process makes the folder between the failed open and mkdir.
+    real_mkdir = os.mkdir
+
+    def racing_mkdir(name, mode=0o777, *, dir_fd=None):
+        real_mkdir(name, mode, dir_fd=dir_fd)
+        real_mkdir(name, mode, dir_fd=dir_fd)  # raises FileExistsError, as the race would
+
+    monkeypatch.setattr(os, "mkdir", racing_mkdir)
+    path = confine("raced/f.txt", ws)
+    with open_parent(path, ws, create=True) as (folder, name):
+        assert name == "f.txt" and os.listdir(folder) == []
+
+
+def test_a_folder_swapped_for_a_link_right_after_mkdir_is_refused(ws, tmp_path, monkeypatch):
+    def swapping_mkdir(name, mode=0o777, *, dir_fd=None):
+        os.symlink(tmp_path / "outside", name, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "mkdir", swapping_mkdir)
+    path = confine("swapped/f.txt", ws)
+    refused = pytest.raises(PolicyDenied, match=f"'swapped' in {path} became a symlink")
+    with refused, open_parent(path, ws, create=True):
+        pass
+    assert sorted(os.listdir(tmp_path / "outside")) == ["secret.txt"]
+
+
+def test_a_path_that_cannot_be_resolved_is_refused_with_the_reason(ws, monkeypatch):
+    real_resolve = Path.resolve
+
+    def failing_resolve(self, strict=False):
+        if self.name == "a.py":  # a link swapped while it was read gives EINVAL
+            raise OSError(22, "Invalid argument")
+        return real_resolve(self, strict)
+
+    monkeypatch.setattr(Path, "resolve", failing_resolve)
+    with pytest.raises(PolicyDenied) as err:
+        confine("src/a.py", ws)
+    assert str(err.value) == "cannot check src/a.py: Invalid argument"
+
+
+def test_skill_read_roots_asks_the_registry_about_the_resolved_path(ws, monkeypatch):
+    import mdagent.skills
+    from mdagent.workspace import skill_read_roots
+
+    asked = []
+
+    def folders(skills, near):
+        asked.append((skills, near))
+        return [Path("/skills/one")]
+
+    monkeypatch.setattr(mdagent.skills, "model_skill_folders", folders)
+
+    class Registry:
+        skills = {"one": object()}
+
+    ctx = ToolContext(workdir=str(ws))
+    root = ws.resolve()
+    assert skill_read_roots(ctx, "x", root) == ()  # no registry: no skill folder
+    ctx = ctx.replace(registry=Registry())
+    assert skill_read_roots(ctx, "refs/../a.md", root) == (Path("/skills/one"),)
+    assert skill_read_roots(ctx, "/abs/b.md", root) == (Path("/skills/one"),)
+    assert asked == [
+        (Registry.skills, root / "a.md"),
+        (Registry.skills, Path("/abs/b.md")),
+    ]
+    Registry.skills = {}
+    assert skill_read_roots(ctx, "x", root) == ()
+
+
+def test_skill_read_roots_of_a_context_without_a_registry(ws):
+    from mdagent.workspace import skill_read_roots
+
+    assert skill_read_roots(object(), "x", ws.resolve()) == ()

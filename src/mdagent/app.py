@@ -122,6 +122,12 @@ def root(
     version: bool = typer.Option(
         False, "--version", "-V", callback=_version, is_eager=True, help="Show the version."
     ),
+    continue_: bool = typer.Option(
+        False,
+        "--continue",
+        "-c",
+        help="Open the session on the latest conversation of this workspace.",
+    ),
 ) -> None:
     """Global options go before the subcommand or /NAME."""
     ctx.obj = Options(
@@ -138,7 +144,7 @@ def root(
     if ctx.invoked_subcommand is None:
         from mdagent.repl import run_repl
 
-        raise typer.Exit(run_repl(Runtime(ctx.obj)))
+        raise typer.Exit(run_repl(Runtime(ctx.obj), continue_=continue_))
 
 
 def _options(ctx: typer.Context) -> Options:
@@ -179,6 +185,13 @@ def check(
 
     failed, tests = policy_tests(runtime)  # policy.tests: each failing one at its line
     problems = [*problems, *failed]
+    mcp_errors: list = []
+    if runtime.settings.get("mcp_servers"):  # each server started: its status, its tools
+        from mdagent.mcptools import check_problems
+
+        found = check_problems(runtime)
+        problems = [*problems, *found]
+        mcp_errors = [p for p in found if p.severity == "error"]
     if _wants_json(ctx, json_out):
         _print_json(
             [
@@ -195,7 +208,7 @@ def check(
     else:
         for problem in problems:
             typer.echo(str(problem))
-        errors = len(registry.errors) + len(failed)
+        errors = len(registry.errors) + len(failed) + len(mcp_errors)
         warnings = sum(1 for p in problems if p.severity == "warning")
         summary = (
             f"{len(registry.tools)} tools, {len(registry.commands)} commands, "
@@ -204,7 +217,7 @@ def check(
         if tests:
             summary += f"; {tests - len(failed)} of {_count(tests, 'policy test')} passed"
         typer.echo(summary, err=True)
-    raise typer.Exit(1 if registry.errors or failed else 0)
+    raise typer.Exit(1 if registry.errors or failed or mcp_errors else 0)
 
 
 @app.command()
@@ -221,8 +234,10 @@ def tools(
     runtime = _runtime(ctx)
     registry = runtime.registry
     specs = list(registry.tools.values())
+    if registry.settings.get("mcp_servers") and name is None:
+        specs += [s for server in runtime.mcp.configs for s in runtime.mcp.specs(server)]
     if name is not None:
-        spec = registry.tool(name)
+        spec = runtime.tool_spec(name)
         if spec is None:
             raise UsageError(
                 f"unknown tool: {name}. Available: {', '.join(sorted(registry.tools))}"
@@ -234,7 +249,7 @@ def tools(
     if fmt is not None:
         if fmt not in ("openai", "anthropic"):
             raise UsageError("--format must be openai or anthropic")
-        from mdagent.agent import model_tools
+        from mdagent.prompts import model_tools
         from mdagent.toolbox import Toolbox
 
         box = Toolbox()
@@ -323,7 +338,8 @@ def commands(
 def skills(
     ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")
 ) -> None:
-    """List skills: name, kind, whether a model may load it, source."""
+    """List skills: name, kind, whether a model may load it, layer, source."""
+    from mdagent.layers import INTEROP_KINDS
     from mdagent.specs import unmet_requirement
 
     registry = _runtime(ctx).registry
@@ -335,8 +351,10 @@ def skills(
         return
     rows = []
     for s in items:
-        kind = f"command -> {s.tool}" if s.dispatch == "tool" else "prompt"
+        kind = f"command -> {s.tool or '?'}" if s.dispatch == "tool" else "prompt"
         flags = []
+        if s.command_error:
+            flags.append("command-refused")  # agent check says why
         if s.disable_model_invocation:
             flags.append("no-model")
         if not s.user_invocable:
@@ -344,8 +362,9 @@ def skills(
         reason = unmet_requirement(s.requires)
         if reason:
             flags.append(f"unavailable: {reason}")
-        rows.append([s.name, kind, ",".join(flags), _short_source(s.path)])
-    typer.echo(table(rows, ["SKILL", "KIND", "FLAGS", "SOURCE"]))
+        layer = INTEROP_KINDS.get(s.layer, s.layer)
+        rows.append([s.name, kind, ",".join(flags), layer, _short_source(s.path)])
+    typer.echo(table(rows, ["SKILL", "KIND", "FLAGS", "LAYER", "SOURCE"]))
 
 
 # -- new skill ------------------------------------------------------------------
@@ -363,6 +382,12 @@ def new_skill(
     arg_mode: str = typer.Option(
         "raw", "--arg-mode", metavar="MODE", help="raw, parsed or json (with --tool)."
     ),
+    run: str | None = typer.Option(
+        None,
+        "--run",
+        metavar="COMMAND",
+        help="Wrap a program: /NAME ARGS runs COMMAND with ARGS, each quoted (exec).",
+    ),
 ) -> None:
     """Write a valid SKILL.md skeleton into the project layer (never overwrites)."""
     from mdagent.registry import RESERVED_NAMES
@@ -376,6 +401,13 @@ def new_skill(
         raise UsageError(f"{name!r} is a built-in command name; choose another")
     if arg_mode not in ARG_MODES:
         raise UsageError(f"--arg-mode must be one of {', '.join(ARG_MODES)}")
+    if run is not None:
+        if tool not in (None, "exec") or arg_mode != "raw":
+            raise UsageError(
+                "--run makes /NAME run a command with exec: leave out --tool and --arg-mode"
+            )
+        run_template(run)  # a command the templates refuse is refused before anything
+        tool = "exec"
     runtime = _runtime(ctx)
     if tool is not None and runtime.registry.tool(tool) is None:
         raise UsageError(
@@ -392,7 +424,7 @@ def new_skill(
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with open(target, "x", encoding="utf-8") as fh:
-            fh.write(skill_skeleton(name, tool, arg_mode))
+            fh.write(skill_skeleton(name, tool, arg_mode, run=run))
     except FileExistsError:
         raise MdagentError(f"{target} already exists; not overwriting it") from None
     except OSError as err:
@@ -401,8 +433,38 @@ def new_skill(
     typer.echo(f"try: agent /{name} --help")
 
 
-def skill_skeleton(name: str, tool: str | None, arg_mode: str) -> str:
+def run_template(run: str) -> str:
+    """The ``command-with`` template for ``agent new skill --run COMMAND``.
+
+    The command is kept as written (braces escaped) and the typed words
+    follow it, each quoted on its own; a command the template checks refuse
+    (a word where the shell reads code) is a usage error, before anything
+    is written.
+    """
+    from mdagent.templates import TemplateError, check_shell
+
+    if not run.strip():
+        raise UsageError("--run needs a command, e.g. --run 'du -sh'")
+    template = run.strip().replace("{", "{{").replace("}", "}}") + " {ARGUMENTS}"
+    try:
+        check_shell(template)
+    except TemplateError as exc:
+        raise UsageError(f"--run: {exc}") from None
+    return template
+
+
+def skill_skeleton(name: str, tool: str | None, arg_mode: str, run: str | None = None) -> str:
     """The text of a new SKILL.md."""
+    if run is not None:
+        template = run_template(run)
+        return (
+            f"---\nname: {name}\n"
+            f"description: Describe what /{name} does and when to use it\n"
+            f"command-dispatch: tool\ncommand-tool: exec\n"
+            f"command-with: {{command: {json.dumps(template)}}}\n"
+            f"argument-hint: '[args...]'\n---\n"
+            f"`agent /{name} ARGS` runs `{run.strip()}` with ARGS, each one quoted.\n"
+        )
     if tool:
         return (
             f"---\nname: {name}\n"
@@ -441,7 +503,7 @@ def ask(
     script: ScriptOption = None,
 ) -> None:
     """Run an agent turn: the model answers, calling the declared tools."""
-    from mdagent.agent import run_ask
+    from mdagent.ask import run_ask
 
     options = _options(ctx)
     options.yes = options.yes or yes
@@ -462,7 +524,9 @@ def ask(
     raise typer.Exit(run_ask(Runtime(options), text, continue_=continue_, session=session))
 
 
-sessions_app = typer.Typer(help="List and show sessions.", invoke_without_command=True)
+sessions_app = typer.Typer(
+    help="List, show, export and remove this workspace's sessions.", invoke_without_command=True
+)
 app.add_typer(sessions_app, name="sessions")
 
 
@@ -471,11 +535,13 @@ def sessions_list(
     ctx: typer.Context,
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     limit: int = typer.Option(20, "-n", metavar="N", help="How many, newest first."),
+    every: bool = typer.Option(False, "--all", help="Sessions of every workspace."),
 ) -> None:
-    """List recent sessions."""
+    """List this workspace's recent sessions (--all: every workspace's)."""
     if ctx.invoked_subcommand is not None:
         return
-    rows = _runtime(ctx).store.sessions(limit=limit)
+    runtime = _runtime(ctx)
+    rows = runtime.store.sessions(limit=limit, cwd=None if every else str(runtime.workdir))
     if _wants_json(ctx, json_out):
         _print_json(rows)
         return
@@ -504,23 +570,56 @@ def sessions_show(
     if _wants_json(ctx, json_out):
         _print_json({**found, "messages": messages})
         return
+    from mdagent.transcript import message_line
+
     typer.echo(f"session {found['id']}  {found.get('title') or ''}".rstrip())
     for message in messages:
-        typer.echo(_format_message(message))
+        typer.echo(message_line(message))
 
 
-def _format_message(message: dict[str, Any]) -> str:
-    role = message.get("role", "?")
-    text = message.get("content") or ""
-    if role == "assistant" and message.get("tool_calls"):
-        calls = ", ".join(
-            f"{c.get('name')}({json.dumps(c.get('arguments'), ensure_ascii=False)[:80]})"
-            for c in message["tool_calls"]
-        )
-        text = (text + "\n" if text else "") + f"-> {calls}"
-    if role == "tool":
-        text = text if len(text) <= 400 else text[:400] + "…"
-    return f"[{role}] {text}"
+def _found_session(ctx: typer.Context, session_id: str) -> tuple[Any, dict[str, Any]]:
+    store = _runtime(ctx).store
+    found = store.session(session_id)
+    if found is None:
+        raise UsageError(f"no session {session_id!r} (see: agent sessions --all)")
+    return store, found
+
+
+@sessions_app.command("export")
+def sessions_export(
+    ctx: typer.Context,
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id or a unique prefix."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="Write to FILE instead of stdout."
+    ),
+) -> None:
+    """Write one session as Markdown: each message, the tool calls and their results."""
+    from mdagent.transcript import markdown
+
+    store, found = _found_session(ctx, session_id)
+    text = markdown(found, store.messages(found["id"]))
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"{output}: cannot write: {err.strerror or err}") from None
+    typer.echo(f"wrote {output}", err=True)
+
+
+@sessions_app.command("rm")
+def sessions_rm(
+    ctx: typer.Context,
+    session_ids: list[str] = typer.Argument(
+        ..., metavar="ID...", help="Session ids or unique prefixes."
+    ),
+) -> None:
+    """Delete sessions and their messages (the audit log keeps their tool calls)."""
+    found = [_found_session(ctx, sid) for sid in session_ids]  # all known before any goes
+    for store, session in found:
+        store.delete_session(session["id"])
+        typer.echo(f"removed {session['id']}")
 
 
 @app.command()
@@ -659,6 +758,71 @@ def policy_revoke(
     from mdagent.policycheck import revoke
 
     typer.echo(revoke(_runtime(ctx), rule))
+
+
+# -- mcp ------------------------------------------------------------------------
+
+mcp_app = typer.Typer(
+    help="Serve this registry to other agents over MCP; list the MCP servers it uses.",
+    no_args_is_help=True,
+)
+app.add_typer(mcp_app, name="mcp")
+
+
+@mcp_app.command("serve")
+def mcp_serve(
+    ctx: typer.Context,
+    http: str | None = typer.Option(
+        None,
+        "--http",
+        metavar="[HOST:]PORT",
+        help="Serve Streamable HTTP at http://HOST:PORT/mcp (HOST defaults to 127.0.0.1) "
+        "instead of stdio.",
+    ),
+    yes: YesOption = False,
+) -> None:
+    """Serve the tools, prompt skills and skill files over MCP (stdio unless --http).
+
+    Calls run as a model's would (caller "mcp"): validation, policy, hooks, sandbox
+    and audit log. Nobody is asked: a call that would ask is refused with the rule
+    that would allow it, unless --yes. Only protocol messages go to stdout.
+    """
+    from mdagent.mcpserver import serve
+
+    options = _options(ctx)
+    options.yes = options.yes or yes
+    raise typer.Exit(serve(Runtime(options), http=http))
+
+
+@mcp_app.command("list")
+def mcp_list(
+    ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")
+) -> None:
+    """Start each server of mcp_servers: and show its status, tools and prompts.
+
+    Exits 1 when a server could not be reached.
+    """
+    from mdagent.mcptools import server_status
+
+    runtime = _runtime(ctx)
+    runtime.check_settings()
+    rows = [server_status(runtime.mcp, name) for name in runtime.mcp.configs]
+    runtime.mcp.close()
+    if _wants_json(ctx, json_out):
+        _print_json(rows)
+    elif not rows:
+        typer.echo("(no MCP servers: declare them under mcp_servers: in .agents/config/agent.yaml)")
+    for row in rows if not _wants_json(ctx, json_out) else ():
+        if row["status"] == "ok":
+            counts = f"{_count(len(row['tools']), 'tool')}, {_count(len(row['prompts']), 'prompt')}"
+            typer.echo(f"{row['name']}  ({row['transport']}: {row['target']})  ok: {counts}")
+        else:
+            typer.echo(f"{row['name']}  ({row['transport']}: {row['target']})  {row['error']}")
+        for tool in row["tools"]:
+            typer.echo(f"  {tool['name']}  [{tool['security']}]  {tool['description'][:70]}")
+        for prompt in row["prompts"]:
+            typer.echo(f"  {prompt}")
+    raise typer.Exit(1 if any(r["status"] != "ok" for r in rows) else 0)
 
 
 # -- config ---------------------------------------------------------------------

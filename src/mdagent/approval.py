@@ -40,7 +40,10 @@ ANSWERS = {
 FULL_KEYS = frozenset({"command", "path", "url"})
 MAX_VALUE = 200
 
-_prompt_lock = threading.Lock()
+#: Held while a question is on the terminal; the display's spinner holds it
+#: while its line is drawn (:meth:`mdagent.display.Display.running`), so the two
+#: never share a line.
+prompt_lock = threading.Lock()
 
 
 def format_call(tool_name: str, args: Mapping[str, Any], max_value: int = MAX_VALUE) -> str:
@@ -152,7 +155,7 @@ def ask_terminal(
     """
     out = out or sys.stderr
     question = "Run it? [y]es / [n]o / [a]lways: " if always else "Run it? [y]es / [n]o: "
-    with _prompt_lock, _terminal_input() as source:
+    with prompt_lock, _terminal_input() as source:
         print(f"\nAllow {format_call(tool_name, args)}", file=out)
         if note:
             print(_visible(note), file=out)

@@ -9,12 +9,21 @@ become one line on stderr and an exit status (DESIGN §6).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
-from typing import Any
 
-from mdagent.errors import MdagentError, ToolFailed, UsageError
+from mdagent.errors import MdagentError
+
+# "Run a typed command for a person" lives in mdagent.person, shared with the
+# interactive session; these names stay importable from here.
+from mdagent.person import (
+    command_listing,
+    exit_status,
+    render,
+    resolve_command,
+    run_tool_command,
+    unknown_command,
+)
 from mdagent.runtime import Options, Runtime
 
 _FLAGS = {"--no-user": "no_user", "--json": "json", "--yes": "yes", "-y": "yes"}
@@ -153,141 +162,31 @@ def run_slash(options: Options, name: str, argv: list[str]) -> int:
     if command_key(name) in ("help", ""):  # `agent /` lists the commands too
         print(command_listing(registry))
         return 0
+    if ":" in name and registry.settings.get("mcp_servers"):
+        from mdagent.mcptools import prompt_target, run_prompt
+
+        target = prompt_target(runtime, name)  # `/server:prompt` of a declared MCP server
+        if target is not None:
+            return run_prompt(runtime, *target, argv)
     command, tool_spec = resolve_command(runtime, name)
     if argv == ["--help"]:
         print(help_text(command, tool_spec))
         return 0
     runtime.check_settings()
     if command.kind == "prompt":
-        from mdagent.agent import run_prompt_skill
+        from mdagent.ask import run_prompt_skill
 
         return run_prompt_skill(runtime, command, argv)
     return run_tool_command(runtime, command, tool_spec, argv=argv, as_json=options.json)
 
 
-def resolve_command(runtime: Runtime, name: str):
-    """``(command, tool spec or None)`` for ``/name`` typed by a person.
-
-    Unknown and hidden (``user-invocable: false``) names are a UsageError
-    carrying the list of commands and a "did you mean".
-    """
-    registry = runtime.registry
-    command = registry.command(name)
-    if command is None or not command.user_invocable:
-        raise UsageError(unknown_command(registry, name))
-    tool_spec = registry.tool(command.tool) if command.kind == "tool" and command.tool else None
-    return command, tool_spec
-
-
-def run_tool_command(
-    runtime: Runtime,
-    command,
-    tool_spec,
-    *,
-    argv: list[str] | None = None,
-    text: str | None = None,
-    box=None,
-    as_json: bool = False,
-) -> int:
-    """Run a tool command a person typed (shell words or a typed line); returns the status.
-
-    The one path for the shell and the interactive session: availability
-    (the tool's and the skill's requirements), argument mode, validation with
-    the usage line, the person's policy, live output, rendering.
-    """
-    from mdagent.dispatch import build_call, usage
-    from mdagent.specs import unmet_requirement
-
-    reason = runtime.unavailable(tool_spec) or unmet_requirement(command.requires)
-    if reason:
-        raise ToolFailed(f"/{command.name} is unavailable: {reason}")
-    call = build_call(command, tool_spec, argv=argv, text=text)
-    if box is None:
-        box = runtime.toolbox(policy=runtime.person_policy())
-    problems = box.tool_for(call.tool).validate(call.args)
-    if problems:
-        raise UsageError(f"/{command.name}: {', '.join(problems)}\n{usage(command, tool_spec)}")
-    ctx = runtime.context(box, caller="person", output=None if as_json else sys.stdout)
-    result = box.run(call.tool, call.args, ctx)
-    return render(result, as_json=as_json, label=f"/{command.name}")
-
-
-def render(result, *, as_json: bool, label: str) -> int:
-    """Print a result the way DESIGN §6 says and return its exit status."""
-    data = result.data
-    if as_json:
-        print(result.to_json())
-        return exit_status(result)
-    if not data.get("streamed"):
-        if "output" in data and data["output"] is not None:
-            _write(sys.stdout, str(data["output"]))
-        elif "stdout" in data or "stderr" in data:
-            _write(sys.stdout, data.get("stdout") or "")
-            _write(sys.stderr, data.get("stderr") or "")
-        elif result.ok:
-            print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-    if not result.ok and not _is_exit_status(data):
-        print(f"agent: {label}: {result.error}", file=sys.stderr)
-    return exit_status(result)
-
-
-def _write(stream, text: str) -> None:
-    if text:
-        stream.write(text if text.endswith("\n") else text + "\n")
-        stream.flush()
-
-
-def _is_exit_status(data: dict[str, Any]) -> bool:
-    """A process that ran and said no: its own status speaks, no extra line."""
-    return isinstance(data.get("exit_code"), int) and str(data.get("error", "")).startswith(
-        "exit status"
-    )
-
-
-def exit_status(result) -> int:
-    """0 ok; 1 failure (a process: its own status); 124 timeout; 126 denied; 130 interrupted."""
-    if result.ok:
-        return 0
-    data = result.data
-    if data.get("code") == "DENIED":
-        return 126
-    if data.get("timed_out"):
-        return 124
-    if data.get("interrupted"):
-        return 130
-    code = data.get("exit_code")
-    if isinstance(code, int) and 0 < code < 256:
-        return code
-    return 1
-
-
-def command_listing(registry) -> str:
-    """``/name  description`` for every user-invocable command."""
-    from mdagent.console import described
-
-    rows = sorted(
-        (f"/{key} {command.argument_hint}".rstrip(), command.description)
-        for key, command in registry.commands.items()
-        if command.user_invocable
-    )
-    return described(rows) or "(no commands)"
-
-
-def unknown_command(registry, name: str) -> str:
-    """The unknown-command message: did you mean, and the list."""
-    from mdagent.specs import command_key
-
-    key = command_key(name)
-    lines = [f"unknown command /{key}"]
-    for problem in registry.errors:
-        if f"/{key}/" in problem.path.replace(os.sep, "/") or problem.message.startswith(
-            f"/{key}:"
-        ):
-            lines[0] += f" (it did not load: {problem})"
-            break
-    similar = registry.similar_commands(key)
-    if similar:
-        lines.append(f"did you mean /{similar[0]}?")
-    names = sorted(k for k, c in registry.commands.items() if c.user_invocable)
-    lines.append("commands: " + (", ".join(f"/{n}" for n in names) or "(none)"))
-    return "\n".join(lines)
+__all__ = [
+    "command_listing",
+    "exit_status",
+    "main",
+    "render",
+    "resolve_command",
+    "run_slash",
+    "run_tool_command",
+    "unknown_command",
+]

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import functools
+import re
 from pathlib import Path
 from typing import Any
 
 from mdagent.errors import ConfigError, Problem
 from mdagent.implementations import IMPLEMENTATION_KEYS
 from mdagent.specs import CommandSpec, ToolSpec
-from mdagent.yamlsource import Located, decode, load_yaml, plain, position
+from mdagent.yamlsource import (
+    Located,
+    decode,
+    did_you_mean,
+    load_yaml,
+    plain,
+    position,
+    read_capped,
+)
 
 SETTINGS_FILE = "agent.yaml"
 # The lists of `policy` whose entries carry provenance (see read_settings).
@@ -38,6 +48,12 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "exec": {"timeout": 120, "max_output": 100_000},
     "fetch": {"timeout": 30, "max_bytes": 1_000_000},
     "hooks": {"before": [], "after": []},
+    # Other tools' skill folders (.claude/skills, ~/.codex/skills...) read as layers.
+    "skills": {"interop": True},
+    # MCP servers whose tools join the registry (mdagent.mcpconfig reads them); `mcp`
+    # holds the defaults of their per-server startup_timeout and timeout (seconds).
+    "mcp": {"startup_timeout": 30, "timeout": 120},
+    "mcp_servers": {},
     # What mdagent.sandbox.SandboxSettings reads; its field defaults match these.
     "sandbox": {
         "mode": "workspace-write",
@@ -53,7 +69,7 @@ def read_yaml_file(path: Path) -> tuple[Any, list[Problem]]:
     """Parse one YAML file; a broken file is a problem, never an exception."""
     where = str(path)
     try:
-        text = decode(path.read_bytes(), where)
+        text = decode(read_capped(path), where)
     except ConfigError as err:
         return None, [Problem.from_error(err)]
     except OSError as err:
@@ -78,9 +94,27 @@ def _schema_problems(
         pointer = list(err.absolute_path)
         if err.validator == "propertyNames":
             pointer.append(err.instance)
-        key = ".".join(str(p) for p in pointer) or "top level"
-        line, col = position(data, pointer)
-        problems.append(Problem(where, line, col, "error", f"{key}: {_message(err)}"))
+        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            # One problem per unknown key, at the key's own line, with the
+            # nearest known key: a typo'd `polcy:` must be plain to see.
+            known = list(
+                (err.schema.get("properties") or {}) if isinstance(err.schema, dict) else ()
+            )
+            for extra in err.instance:
+                if extra in known:
+                    continue
+                at = [*pointer, extra]
+                line, col = position(data, at)
+                key = ".".join(str(p) for p in at)
+                problems.append(
+                    Problem(
+                        where, line, col, "error", f"{key}: unknown key{did_you_mean(extra, known)}"
+                    )
+                )
+        else:
+            key = ".".join(str(p) for p in pointer) or "top level"
+            line, col = position(data, pointer)
+            problems.append(Problem(where, line, col, "error", f"{key}: {_message(err)}"))
         if not pointer:  # an unknown top-level key spoils no declaration
             continue
         broken.add((pointer[0] if pointer else None, pointer[1] if len(pointer) > 1 else None))
@@ -121,7 +155,11 @@ def load_declarations(
     commands: list[CommandSpec] = []
     base = path.parent
     for name, decl in _entries(data, "tools"):
-        if is_broken("tools", name):
+        # Parameter problems are reported even for a tool the schema faulted:
+        # every mistake at once, not one per run of `agent check`.
+        param_problems = _param_problems(data, name, decl, where)
+        problems.extend(param_problems)
+        if is_broken("tools", name) or param_problems:
             continue
         line = position(data, ["tools", name])[0]
         implementation = {k: plain(decl[k]) for k in (*IMPLEMENTATION_KEYS, "with") if k in decl}
@@ -169,6 +207,118 @@ def load_declarations(
             )
         )
     return tools, commands, problems
+
+
+# What providers accept as a property name (Anthropic's rule; OpenAI's is laxer):
+# one bad key makes the provider refuse the whole tools array, every turn.
+PARAM_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")
+JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
+# What authors write for a JSON Schema type, from other languages' names.
+_TYPE_NAMES = {
+    "str": "string", "text": "string", "int": "integer", "long": "integer",
+    "float": "number", "double": "number", "decimal": "number", "bool": "boolean",
+    "list": "array", "tuple": "array", "dict": "object", "map": "object", "none": "null",
+}  # fmt: skip
+
+
+def _param_problems(data: Any, name: Any, decl: Any, where: str) -> list[Problem]:
+    """A tool's parameter names and schemas, checked as the providers and jsonschema will.
+
+    A schema that is not JSON Schema (``type: strng``), a parameter name a
+    provider refuses, or a ``$ref`` that leads nowhere would pass the load
+    and fail at call time or make a provider reject every request; each is
+    an error at its own line now.
+    """
+    raw = plain(decl.get("params") or {})
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+        return []  # not a mapping of schemas: the declarations schema says so
+    params, _ = _split_options(raw)
+    problems = []
+
+    def add(pointer: list[Any], message: str) -> None:
+        line, col = position(data, ["tools", name, "params", *pointer])
+        problems.append(Problem(where, line, col, "error", f"tool {name!r}: {message}"))
+
+    for param in params:
+        if not PARAM_NAME.match(str(param)):
+            add(
+                [param],
+                f"params: {param!r} is not a parameter name providers accept "
+                "(letters, digits, '_', '.' and '-', 1-64 characters)",
+            )
+    schema = {"type": "object", "properties": params}  # `required`: the declarations schema
+    for err in sorted(
+        _metaschema().iter_errors(schema), key=lambda e: list(map(str, e.absolute_path))
+    ):
+        path = list(err.absolute_path)
+        if path[:1] != ["properties"]:
+            continue  # `required` is the declarations schema's to check
+        pointer = path[1:]
+        key = "params." + ".".join(str(p) for p in pointer)
+        if pointer and pointer[-1] == "type":
+            add(pointer, f"{key}: {_type_message(err.instance)}")
+        else:
+            add(pointer, f"{key}: {err.message} (not valid JSON Schema)")
+    if not problems:
+        for pointer, message in _unresolvable_refs(schema):
+            add(pointer[1:], f"params.{'.'.join(map(str, pointer[1:]))}: {message}")
+    return problems
+
+
+@functools.cache
+def _metaschema() -> Any:
+    """A validator of JSON Schemas themselves (Draft 2020-12), built once."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(Draft202012Validator.META_SCHEMA)
+
+
+def _type_message(value: Any) -> str:
+    """What is wrong with a ``type:`` value, and the type meant."""
+    names = value if isinstance(value, list) else [value]
+    for item in names:
+        if isinstance(item, str) and item not in JSON_TYPES:
+            meant = _TYPE_NAMES.get(item.lower())
+            hint = f" (did you mean {meant!r}?)" if meant else did_you_mean(item, JSON_TYPES)
+            return (
+                f"{item!r} is not a JSON Schema type{hint}; the types are {', '.join(JSON_TYPES)}"
+            )
+    return f"{value!r} is not a JSON Schema type; the types are {', '.join(JSON_TYPES)}"
+
+
+def _unresolvable_refs(schema: dict[str, Any]) -> list[tuple[list[Any], str]]:
+    """``(pointer, message)`` for each ``$ref`` in ``schema`` that cannot be resolved offline."""
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    refs: list[tuple[list[Any], str]] = []
+    stack: list[tuple[list[Any], Any]] = [([], schema)]
+    while stack:
+        pointer, node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("$ref"), str):
+                refs.append((pointer, node["$ref"]))
+            stack.extend(([*pointer, k], v) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend(([*pointer, i], v) for i, v in enumerate(node))
+    if not refs:
+        return []
+    resource = DRAFT202012.create_resource(schema)
+    resolver = Registry().with_resource("urn:tool", resource).resolver(base_uri="urn:tool")
+    out = []
+    for pointer, ref in sorted(refs, key=lambda r: list(map(str, r[0]))):
+        try:
+            resolver.lookup(ref)
+            continue
+        except Unresolvable:
+            why = (
+                "a reference must point inside the tool's own schema, such as '#/properties/other'"
+            )
+        except Exception as exc:  # a malformed reference: the same verdict, in its own words
+            why = str(exc)
+        out.append(([*pointer, "$ref"], f"{ref!r} cannot be resolved ({why})"))
+    return out
 
 
 def _template_lines(data: Any, name: Any, decl: Any) -> dict[str, int]:
@@ -272,7 +422,7 @@ def _runtime_problems(data: Located, where: str, broken: set[tuple[Any, Any]]) -
 
     checks = [("policy", key, Rule.parse) for key in ("allow", "ask", "deny")]
     checks += [("hooks", when, partial(check_hook, event=when)) for when in EVENTS]
-    problems = []
+    problems = _mcp_server_problems(data, where, broken)
     for section, key, check in checks:
         block = data.get(section)
         entries = block.get(key) if isinstance(block, dict) else None
@@ -287,11 +437,37 @@ def _runtime_problems(data: Located, where: str, broken: set[tuple[Any, Any]]) -
     return problems
 
 
+def _mcp_server_problems(data: Located, where: str, broken: set[tuple[Any, Any]]) -> list[Problem]:
+    """Server names the schema passes but ``name__tool`` could not split back."""
+    servers = data.get("mcp_servers")
+    if not isinstance(servers, dict) or ("mcp_servers", None) in broken:
+        return []
+    problems = []
+    for name in servers:
+        if "__" in str(name):
+            line, col = position(data, ["mcp_servers", name])
+            message = (
+                f"mcp_servers.{name}: a server name must not contain `__`, "
+                "which separates server and tool in `server__tool`"
+            )
+            problems.append(Problem(where, line, col, "error", message))
+    return problems
+
+
 def merge_settings(layers_high_first: list[dict[str, Any]]) -> dict[str, Any]:
     """Settings merged key by key: higher layers win; lists concatenate (higher first)."""
     merged: dict[str, Any] = _deep_copy(DEFAULT_SETTINGS)
     for settings in reversed(layers_high_first):
         merged = _merge(merged, settings)
+    # An MCP server's entry is replaced whole by a higher layer's entry of the
+    # same name: half of one layer's server and half of another's (their args
+    # concatenated) would start a command nobody wrote.
+    servers: dict[str, Any] = {}
+    for settings in reversed(layers_high_first):
+        block = settings.get("mcp_servers")
+        if isinstance(block, dict):
+            servers.update({name: _deep_copy(entry) for name, entry in block.items()})
+    merged["mcp_servers"] = servers
     return merged
 
 

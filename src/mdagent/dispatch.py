@@ -3,11 +3,14 @@
 Input is either an argv list (from the shell) or a string (typed in the
 interactive session or sent by a model); ``raw`` keeps the text as typed,
 ``parsed`` maps words onto the tool's parameters, ``json`` takes one object.
+A skill's ``command-with`` fills the tool's arguments from templates over the
+typed words instead (:func:`template_arguments`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from typing import Any, NamedTuple
 
@@ -36,7 +39,9 @@ def build_call(
     not fit the tool's parameters.
     """
     mode = command.arg_mode
-    if mode == "raw":
+    if command.command_with is not None:
+        args = template_arguments(command, tool, argv, text)
+    elif mode == "raw":
         args = raw_arguments(command, argv, text)
     elif mode == "parsed":
         words = argv if argv is not None else _split(text or "", command, tool)
@@ -54,6 +59,117 @@ def raw_arguments(command: CommandSpec, argv: list[str] | None, text: str | None
         words = argv or []
         text = words[0] if len(words) == 1 else shlex.join(words)
     return {"command": text, "commandName": command.name, "skillName": command.skill}
+
+
+# -- command-with: templates over the typed words -----------------------------------
+
+ALL_WORDS = "ARGUMENTS"
+_POSITIONAL = re.compile(r"\{\{|\}\}|\{(\d+)\}")
+
+
+def _positional_names(template: Any) -> Any:
+    """``template`` with ``{0}``, ``{1}``... spelled ``{_0}``, ``{_1}``: template names
+    cannot start with a digit, and these cannot collide with ``arguments:`` names."""
+    if isinstance(template, str):
+        return _POSITIONAL.sub(
+            lambda m: f"{{_{m.group(1)}}}" if m.group(1) else m.group(0), template
+        )
+    if isinstance(template, dict):
+        return {k: _positional_names(v) for k, v in template.items()}
+    if isinstance(template, list):
+        return [_positional_names(v) for v in template]
+    return template
+
+
+def _word_slots(command: CommandSpec) -> tuple[set[str], int, bool]:
+    """``(placeholders, words needed, takes every word)`` of a command's templates."""
+    from mdagent.templates import placeholders
+
+    used = placeholders(_positional_names(command.command_with))
+    positions = [int(n[1:]) for n in used if re.fullmatch(r"_\d+", n)]
+    positions += [i for i, n in enumerate(command.arguments) if n in used]
+    return used, max(positions, default=-1) + 1, ALL_WORDS in used
+
+
+def check_command_with(command: CommandSpec, tool: ToolSpec) -> list[tuple[str, str]]:
+    """``(key, message)`` for each way a skill's ``command-with`` cannot fill ``tool``'s call.
+
+    Checked when the registry compiles, so ``agent check`` finds them: keys
+    the tool has no parameter for, parameters it requires and is not given,
+    placeholders that are no typed word, and templates for ``exec``'s
+    ``command`` that would put a word where the shell reads code.
+    """
+    from mdagent.implementations import _shell_argument
+    from mdagent.templates import check_shell, placeholders
+    from mdagent.yamlsource import did_you_mean
+
+    with_ = command.command_with or {}
+    problems: list[tuple[str, str]] = []
+    names = {ALL_WORDS, *command.arguments}
+    for key, template in with_.items():
+        if tool.params and key not in tool.params:
+            hint = did_you_mean(key, tool.params)
+            problems.append((key, f"command-with: {tool.name!r} has no parameter {key!r}{hint}"))
+            continue
+        try:
+            used = placeholders(_positional_names(template))
+            if key == "command" and _shell_argument(tool.name, with_) is not None:
+                check_shell(_positional_names(template))
+        except ValueError as exc:
+            problems.append((key, f"command-with.{key}: {exc}"))
+            continue
+        for name in sorted(used - names):
+            if not re.fullmatch(r"_\d+", name):
+                problems.append(
+                    (
+                        key,
+                        f"command-with.{key}: {{{name}}} is not a typed word: use {{ARGUMENTS}}, "
+                        "{0}, {1}... or a name from `arguments:`",
+                    )
+                )
+    missing = [r for r in tool.required if r not in with_]
+    if missing:
+        problems.append(
+            ("", f"command-with gives {tool.name!r} no {', '.join(missing)}, which it requires")
+        )
+    return problems
+
+
+def template_arguments(
+    command: CommandSpec, tool: ToolSpec, argv: list[str] | None, text: str | None
+) -> dict[str, Any]:
+    """The tool's arguments from a skill's ``command-with`` and the typed words.
+
+    ``{ARGUMENTS}`` is every word (from the shell as given, a typed line
+    shell-split), ``{0}``, ``{1}``... one word each, 0-based, and the names of
+    ``arguments:`` the words in that order. Values are expanded exactly as a
+    ``tool`` + ``with`` declaration expands them: into ``exec``'s ``command``
+    each word is shell-quoted on its own, so what was typed stays literal.
+    """
+    from mdagent import templates
+    from mdagent.implementations import _shell_argument
+
+    words = list(argv) if argv is not None else _split(text or "", command, tool)
+    used, needed, takes_all = _word_slots(command)
+    if len(words) < needed:
+        raise UsageError(
+            f"/{command.name}: needs {needed} argument{'s' if needed > 1 else ''}, "
+            f"got {len(words)}\n{usage(command, tool)}"
+        )
+    if not takes_all and len(words) > needed:
+        extra = " ".join(words[needed:])
+        raise UsageError(f"/{command.name}: too many arguments: {extra}\n{usage(command, tool)}")
+    values: dict[str, Any] = {ALL_WORDS: words}
+    values.update({f"_{i}": word for i, word in enumerate(words)})
+    values.update({name: words[i] for i, name in enumerate(command.arguments) if i < len(words)})
+    params = {name: {} for name in values}
+    with_ = _positional_names(command.command_with or {})
+    inner = templates.expand_value(with_, values, params)
+    shell = _shell_argument(tool.name, with_)
+    if shell is not None:
+        # A person's words are taken as meant (`/disk -h`), but always as words.
+        inner["command"] = templates.expand_shell(shell, values, params)
+    return inner
 
 
 def _split(text: str, command: CommandSpec, tool: ToolSpec) -> list[str]:
@@ -208,6 +324,12 @@ def usage(command: CommandSpec, tool: ToolSpec | None) -> str:
         return f"usage: {name} {command.argument_hint}"
     if command.kind == "prompt" or tool is None:
         return f"usage: {name} [text...]"
+    if command.command_with is not None:
+        _, needed, takes_all = _word_slots(command)
+        words = [
+            f"<{command.arguments[i] if i < len(command.arguments) else i}>" for i in range(needed)
+        ]
+        return f"usage: {' '.join([name, *words, *(['[args...]'] if takes_all else [])])}"
     if command.arg_mode == "raw":
         return f"usage: {name} <text...>"
     if command.arg_mode == "json":
@@ -238,6 +360,9 @@ def help_text(command: CommandSpec, tool: ToolSpec | None) -> str:
     lines = [f"/{command.name} - {command.description or '(no description)'}", usage(command, tool)]
     if command.kind == "prompt":
         lines.append("Runs an agent turn with this skill's instructions.")
+    elif tool is not None and command.command_with is not None:
+        lines.append(f"Runs tool {tool.name} with:")
+        lines += [f"  {k}: {v}" for k, v in command.command_with.items()]
     elif tool is not None:
         lines.append(f"Runs tool {tool.name} ({command.arg_mode} arguments).")
         if command.arg_mode in ("parsed", "json") and tool.params:
@@ -258,14 +383,22 @@ def complete_argument(command: CommandSpec, partial: str, cwd: str = ".") -> lis
     """Completions for an argument of ``/name`` from its ``completions:`` declaration.
 
     ``files`` completes paths under ``cwd`` (folders end in ``/``); a list
-    completes its own entries; no declaration completes nothing.
+    completes its own entries; no declaration completes nothing. A prompt
+    skill's named arguments complete as ``--name``.
     """
-    import os
-
+    if command.kind == "prompt" and partial.startswith("--") and command.arguments:
+        return [f"--{n}" for n in command.arguments if f"--{n}".startswith(partial)]
     if isinstance(command.completions, list):
         return [str(c) for c in command.completions if str(c).startswith(partial)]
     if command.completions != "files":
         return []
+    return complete_path(partial, cwd)
+
+
+def complete_path(partial: str, cwd: str = ".") -> list[str]:
+    """Paths under ``cwd`` that start with ``partial`` (folders end in ``/``; dot files on ``.``)."""
+    import os
+
     folder, _, stem = partial.rpartition("/")
     base = os.path.join(cwd, folder) if folder else cwd
     try:

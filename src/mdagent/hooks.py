@@ -242,7 +242,7 @@ def _warn(message: str) -> None:
 class SessionHooks:
     """The hooks of the session events: ``session_start``, ``prompt`` and ``stop``.
 
-    The agent calls them around each turn (:meth:`mdagent.agent.Agent.run`).
+    The agent calls them around each turn (:meth:`mdagent.loop.Agent.run`).
     """
 
     def __init__(self, hooks: Iterable[CommandHook], workdir: str) -> None:
@@ -265,7 +265,7 @@ class SessionHooks:
         return message
 
     def close_turn(self, outcome: Any) -> None:
-        """Run the ``stop`` hooks for a finished turn (:class:`mdagent.agent.Outcome`)."""
+        """Run the ``stop`` hooks for a finished turn (:class:`mdagent.loop.Outcome`)."""
         if self._of("stop"):
             reason = getattr(outcome, "stop_reason", None) or (
                 "answer" if outcome.answer is not None else "step_limit"

@@ -2,34 +2,72 @@
 
 A layer is a folder shaped like this repository's root: ``skills/<name>/SKILL.md``,
 ``config/agent.yaml``, ``config/*.yaml`` and ``config/handlers/*.py``.
+
+Other agents' skill folders are layers too, so skills people already have
+just work: the project's ``.claude/skills`` below the project layer, and
+``~/.claude/skills``, ``~/.codex/skills`` (``$CODEX_HOME/skills``) and
+OpenClaw's managed ``~/.openclaw/skills`` (``$OPENCLAW_STATE_DIR/skills``)
+below the user layer. They hold skills only, never settings or tools
+(``skills.interop: false`` makes the compiler skip them).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from mdagent.errors import UsageError
 
 PROJECT_DIR = ".agents"
 
 
+#: Other agents' skill folders, by layer kind: (where they are, what to call them).
+INTEROP_KINDS = {
+    "project-claude": "project .claude/skills",
+    "user-claude": "~/.claude/skills",
+    "user-codex": "~/.codex/skills",
+    "user-openclaw": "~/.openclaw/skills",
+}
+
+
 @dataclass(frozen=True)
 class Layer:
-    """One folder of declarations and where it came from."""
+    """One folder of declarations and where it came from.
+
+    ``kind`` is "option", "env", "project", "user", "bundled", or one of
+    :data:`INTEROP_KINDS` for another agent's skill folder, whose ``path`` is
+    the skills folder itself (it has no ``config/``).
+    """
 
     path: Path
-    kind: str  # "option" | "env" | "project" | "user" | "bundled"
+    kind: str
+
+    @property
+    def skills_only(self) -> bool:
+        """Whether this is another agent's skill folder: skills, no settings or tools."""
+        return self.kind in INTEROP_KINDS
 
     @property
     def skills_dir(self) -> Path:
-        return self.path / "skills"
+        return self.path if self.skills_only else self.path / "skills"
 
     @property
-    def config_dir(self) -> Path:
-        return self.path / "config"
+    def config_dir(self) -> Path | None:
+        return None if self.skills_only else self.path / "config"
+
+    @property
+    def label(self) -> str:
+        """How listings name the layer: ``project``, ``user``, ``~/.claude/skills``..."""
+        return INTEROP_KINDS.get(self.kind, self.kind)
+
+    @property
+    def scope(self) -> str:
+        """``project`` for layers that come with the working folder (maybe a cloned
+        repository someone else wrote), ``user`` for the user's own and mdagent's."""
+        return "project" if self.kind in ("project", "project-claude") else "user"
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.path}"
@@ -41,6 +79,44 @@ def state_dir(environ: Mapping[str, str] = os.environ) -> Path:
     if configured:
         return Path(configured).expanduser()
     return Path.home() / ".local" / "state" / "mdagent"
+
+
+def _home(environ: Mapping[str, str]) -> Path:
+    home = environ.get("HOME")
+    return Path(home) if home else Path.home()
+
+
+def interop_paths(
+    cwd: Path,
+    environ: Mapping[str, str] = os.environ,
+    *,
+    no_user: bool = False,
+    existing_only: bool = True,
+    root: Path | None = None,
+) -> list[tuple[str, Path]]:
+    """``(kind, skills folder)`` of the other agents' skill folders that exist, in order.
+
+    The project's ``.claude/skills`` (in the workspace root), then the user's
+    ``~/.claude/skills``, ``$CODEX_HOME/skills`` (default ``~/.codex``) and
+    ``$OPENCLAW_STATE_DIR/skills`` (default ``~/.openclaw``); ``no_user``
+    leaves out the user's. ``existing_only=False`` gives them all: a folder
+    created later becomes a layer then, so it is protected already.
+    ``root`` is the workspace root when the caller knows it (default: found
+    from ``cwd``).
+    """
+    home = _home(environ)
+    user = [
+        ("user-claude", home / ".claude" / "skills"),
+        ("user-codex", Path(environ.get("CODEX_HOME") or home / ".codex").expanduser() / "skills"),
+        (
+            "user-openclaw",
+            Path(environ.get("OPENCLAW_STATE_DIR") or home / ".openclaw").expanduser() / "skills",
+        ),
+    ]
+    project = (root or project_root(cwd, environ)) / ".claude" / "skills"
+    found = [("project-claude", project)] if project != user[0][1] else []
+    found += [] if no_user else user
+    return [(kind, path) for kind, path in found if not existing_only or path.is_dir()]
 
 
 def user_layer_path(environ: Mapping[str, str] = os.environ) -> Path:
@@ -107,7 +183,9 @@ def find_layers(
 
     ``--layer`` options come first (first given wins), then ``AGENT_PATH``,
     the project layer, the user layer (unless ``no_user``) and the bundled layer.
-    A folder named twice is kept once, at its highest place.
+    A folder named twice is kept once, at its highest place. Other agents'
+    skill folders (:func:`interop_paths`) sit below the project and the user
+    layer they belong with.
     """
     cwd = (cwd or Path.cwd()).resolve()
     found: list[Layer] = [Layer(_folder(p, "--layer"), "option") for p in options]
@@ -118,8 +196,15 @@ def find_layers(
     project = find_project_layer(cwd, exclude=[user])
     if project is not None:
         found.append(Layer(project.resolve(), "project"))
+    root = project.parent if project is not None else None  # else found from cwd
+    interop = [
+        Layer(path.resolve(), kind)
+        for kind, path in interop_paths(cwd, environ, no_user=no_user, root=root)
+    ]
+    found += [layer for layer in interop if layer.scope == "project"]
     if not no_user:
         found.append(Layer(user.resolve(), "user"))
+    found += [layer for layer in interop if layer.scope == "user"]
     found.append(Layer(bundled_layer_path(), "bundled"))
     unique: list[Layer] = []
     seen: set[Path] = set()
@@ -139,3 +224,143 @@ def project_layer(layers: Iterable[Layer], cwd: Path | None = None) -> Path:
         if layer.kind == "project":
             return layer.path
     return project_root(cwd) / PROJECT_DIR
+
+
+# -- finding the skills of a layer ----------------------------------------------
+
+#: How deep skills may sit below a skills folder (``skills/group/name/SKILL.md``
+#: is 2), as OpenClaw; and how many folders one layer's walk may enter.
+MAX_SKILL_DEPTH = 6
+MAX_SKILL_FOLDERS = 2000
+SKILL_FILE = "SKILL.md"
+# Folders that hold no skills however deep they go.
+_NOT_SKILLS = {"node_modules", "__pycache__"}
+
+
+class Found(NamedTuple):
+    """What :func:`walk_skills` met: a skill folder, a folder without one, or a problem."""
+
+    kind: str  # "skill" | "folder" | "problem"
+    path: Path
+    severity: str = ""
+    message: str = ""
+
+
+def trust_root(layer: Layer, cwd: Path | None = None) -> Path | None:
+    """Where a layer's symlinked skill folders may lead, or None for anywhere.
+
+    A project's layers come with the working folder, which may be a
+    repository someone else wrote: their links may not lead out of the
+    workspace (a link to ``~/.ssh`` must not become a skill folder the model
+    may read). The user's own layers, ``--layer``/``AGENT_PATH`` folders and
+    mdagent's own are trusted as their owner set them up.
+    """
+    if layer.kind == "project":
+        return layer.path.parent.resolve()
+    if layer.kind == "project-claude":
+        return layer.path.parent.parent.resolve()
+    return None
+
+
+def walk_skills(skills_dir: Path, confine_to: Path | None = None) -> Iterator[Found]:
+    """Every skill folder under ``skills_dir``, name-sorted, depth first.
+
+    A folder holding a ``SKILL.md`` is a skill and is not looked into further;
+    other folders are searched up to :data:`MAX_SKILL_DEPTH` levels (grouped
+    layouts: ``skills/research/web/SKILL.md``). Hidden folders and
+    ``node_modules`` are skipped; symlinked folders are followed, once each,
+    and only inside ``confine_to`` when given. Folders searched without a
+    skill are yielded too (a compile watches them for a ``SKILL.md`` to
+    appear); what cannot be read or is refused is a problem, never a silent skip.
+    """
+    seen: set[Path] = set()
+    budget = [MAX_SKILL_FOLDERS]
+    try:
+        top = skills_dir.resolve()
+    except OSError:
+        return
+    seen.add(top)
+    if (skills_dir / SKILL_FILE).is_file():
+        yield Found(
+            "problem",
+            skills_dir / SKILL_FILE,
+            "warning",
+            "a SKILL.md directly in a skills folder is not loaded: give the skill a folder of its own",
+        )
+    yield from _walk_folder(skills_dir, 1, seen, budget, confine_to)
+
+
+def _walk_folder(
+    folder: Path, depth: int, seen: set[Path], budget: list[int], confine_to: Path | None
+) -> Iterator[Found]:
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as err:
+        yield Found("problem", folder, "error", f"cannot list: {err.strerror or err}")
+        return
+    for entry in entries:
+        if entry.name.startswith(".") or entry.name in _NOT_SKILLS:
+            continue
+        path = Path(entry.path)
+        try:
+            if entry.is_symlink():
+                os.stat(entry.path)  # a dangling link or a loop raises here
+            if not entry.is_dir():
+                continue
+            real = path.resolve(strict=True)
+        except (OSError, RuntimeError) as err:
+            errno = getattr(err, "errno", None)
+            reason = "symlink loop" if errno == 40 or isinstance(err, RuntimeError) else err
+            reason = getattr(reason, "strerror", None) or str(reason)
+            yield Found("problem", path, "error", f"cannot open skill folder: {reason}")
+            continue
+        if confine_to is not None and not real.is_relative_to(confine_to):
+            yield Found(
+                "problem",
+                path,
+                "warning",
+                f"not followed: this link leads out of the project to {real}; a project's "
+                "skill folders must stay inside it (link it from your user layer instead)",
+            )
+            continue
+        if real in seen:
+            continue  # reached twice through links: loaded once
+        seen.add(real)
+        budget[0] -= 1
+        if budget[0] < 0:
+            if budget[0] == -1:
+                yield Found(
+                    "problem",
+                    path,
+                    "warning",
+                    f"more than {MAX_SKILL_FOLDERS} folders in this skills folder; "
+                    "the rest are not searched",
+                )
+            return
+        skill_file = path / SKILL_FILE
+        if skill_file.is_file():
+            yield Found("skill", path)
+            continue
+        yield Found("folder", path)
+        if depth >= MAX_SKILL_DEPTH and _has_folders(path):
+            yield Found(
+                "problem",
+                path,
+                "warning",
+                f"folders below this one are not searched: skills sit at most "
+                f"{MAX_SKILL_DEPTH} levels deep",
+            )
+        if depth < MAX_SKILL_DEPTH:
+            found_any = False
+            for found in _walk_folder(path, depth + 1, seen, budget, confine_to):
+                found_any = found_any or found.kind == "skill"
+                yield found
+            if depth == 1 and not found_any:
+                yield Found("problem", skill_file, "warning", "skill folder has no SKILL.md")
+
+
+def _has_folders(path: Path) -> bool:
+    try:
+        return any(e.is_dir() and not e.name.startswith(".") for e in os.scandir(path))
+    except OSError:
+        return False

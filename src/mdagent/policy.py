@@ -448,10 +448,12 @@ def _domain_matches(domain: str, host: str | None) -> bool:
     """
     if host is None:
         return False
+    # A leading dot (`.example.org`, as cookies write it) means the same domain
+    # and its subdomains; kept, it would match no host and a deny rule nothing.
     try:
-        domain = domain.strip().lower().rstrip(".").encode("idna").decode("ascii")
+        domain = domain.strip().lower().strip(".").encode("idna").decode("ascii")
     except UnicodeError:
-        domain = domain.strip().lower()
+        domain = domain.strip().lower().strip(".")
     domain = _normal_host(domain) or ""
     if not domain:
         return False

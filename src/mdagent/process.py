@@ -15,11 +15,17 @@ What it guarantees, whatever the child does:
   its first and last ``max_output // 2`` bytes;
 - the call never hangs on a pipe that a grandchild still holds open;
 - when a person is watching (``output`` given) the output is also written
-  there live, as it arrives; when that pipe closes (``agent /t yes | head``)
-  the child is stopped as a shell pipeline would stop it, with status 141.
+  there live, as it arrives, byte for byte (never decoded on the way: a
+  binary file comes out identical) — or, for a person's file or pipe, the
+  child writes there itself (``pass_through``); when that pipe closes
+  (``agent /t yes | head``) the child is stopped as a shell pipeline would
+  stop it, with status 141;
+- text is decoded only for the result (what a model or ``--json`` reads):
+  UTF-8, with bytes that are not shown as U+FFFD and the result saying so.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: ProcessResult's fields would each be
+# compiled from a string at import (typing.ForwardRef), on every `agent /name`.
 
 import codecs
 import contextlib
@@ -53,7 +59,10 @@ class ProcessResult(NamedTuple):
     ``exit_code`` follows the shell: a child killed by signal N reports
     128+N, a timeout 124, a cancel 130, a closed ``output`` pipe 141, a
     missing program 127. ``not_started`` is why the program could not be
-    started (empty when it ran).
+    started (empty when it ran). ``replaced`` names the streams ("stdout",
+    "stderr") whose bytes were not all UTF-8: their text shows U+FFFD there.
+    ``passed_through``: the child wrote its stdout straight to the person's
+    file or pipe, so ``stdout`` holds nothing.
     """
 
     stdout: str
@@ -64,13 +73,18 @@ class ProcessResult(NamedTuple):
     timed_out: bool = False
     interrupted: bool = False
     not_started: str = ""
+    replaced: tuple[str, ...] = ()
+    passed_through: bool = False
 
 
 def result_dict(result: ProcessResult, *, streamed: bool, timeout: float | None) -> dict[str, Any]:
     """The tool result for a finished process: what ``exec``, ``run:`` and ``shell:`` return.
 
     Output, status and timing always; ``streamed`` when a person already saw
-    the output live (the CLI must not print it twice); ``error`` when it did
+    the output live (the CLI must not print it twice); ``stdout_passed_through``
+    when the child wrote to the person's file or pipe itself (its stdout is
+    not in the result); ``undecodable`` when output was not UTF-8 (binary
+    data): the text shows U+FFFD for those bytes; ``error`` when it did
     not succeed: ``"exit status N"``, ``"timed out after N s"`` (``timeout``
     is the limit that was applied), ``"interrupted"``, ``"command not found:
     X"`` or why it could not be started.
@@ -84,6 +98,13 @@ def result_dict(result: ProcessResult, *, streamed: bool, timeout: float | None)
     }
     if streamed:
         data["streamed"] = True
+    if result.passed_through:
+        data["stdout_passed_through"] = True
+    if result.replaced:
+        data["undecodable"] = (
+            f"{' and '.join(result.replaced)} had bytes that are not UTF-8 (binary data?); "
+            "each is shown as U+FFFD"
+        )
     if result.timed_out:
         data.update(error=f"timed out after {timeout or 0:g} s", timed_out=True)
     elif result.interrupted:
@@ -96,7 +117,12 @@ def result_dict(result: ProcessResult, *, streamed: bool, timeout: float | None)
 
 
 class _Stream:
-    """One stream's bytes, head + tail capped, optionally echoed live."""
+    """One stream's bytes, head + tail capped, optionally echoed live.
+
+    The echo goes to the watcher's file descriptor as bytes when it has one
+    (a terminal, a file, a pipe): exactly what the child wrote. Only a
+    watcher without one (an in-memory stream) gets decoded text.
+    """
 
     def __init__(self, limit: int, live: TextIO | None) -> None:
         self.half = max(limit, 0) // 2
@@ -106,7 +132,10 @@ class _Stream:
         self.live = live
         # Set when the watcher's pipe closed: the run loop then stops the child.
         self.broken_pipe = False
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._fd = _descriptor(live)
+        self._decoder = None
+        if live is not None and self._fd is None:
+            self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def add(self, chunk: bytes) -> None:
         """Keep what fits in the head, the rest in the tail, and echo it live."""
@@ -122,19 +151,31 @@ class _Stream:
             if len(self.tail) > 2 * self.half:
                 del self.tail[: len(self.tail) - self.half]
         if self.live is not None:
-            self._write_live(self._decoder.decode(chunk))
+            if self._decoder is None:
+                self._echo(self._write_bytes, chunk)
+            else:
+                self._echo(self._write_text, self._decoder.decode(chunk))
 
     def finish(self) -> None:
         """Flush what the live decoder still holds (a split character at EOF)."""
-        if self.live is not None:
-            self._write_live(self._decoder.decode(b"", True))
+        if self.live is not None and self._decoder is not None:
+            self._echo(self._write_text, self._decoder.decode(b"", True))
 
-    def _write_live(self, text: str) -> None:
-        if not text or self.live is None:
+    def _write_text(self, text: str) -> None:
+        self.live.write(text)
+        self.live.flush()
+
+    def _write_bytes(self, chunk: bytes) -> None:
+        self.live.flush()  # what Python printed before comes first
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    def _echo(self, write: Callable[[Any], None], piece: bytes | str) -> None:
+        if not piece or self.live is None:
             return
         try:
-            self.live.write(text)
-            self.live.flush()
+            write(piece)
         except BrokenPipeError:
             # The reader of the person's pipe is gone (`| head -1`). The child
             # is in its own session and will never see SIGPIPE, so it would
@@ -146,16 +187,39 @@ class _Stream:
             # keep capturing for the result, stop echoing.
             self.live = None
 
-    def text(self) -> tuple[str, bool]:
-        """The captured text and whether anything was left out."""
+    def text(self) -> tuple[str, bool, bool]:
+        """The captured text, whether anything was left out, whether bytes were replaced."""
         if len(self.tail) > self.half:
             del self.tail[: len(self.tail) - self.half]
         if self.total <= len(self.head) + len(self.tail):
-            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace"), False
+            text, replaced = _decode(bytes(self.head) + bytes(self.tail))
+            return text, False, replaced
         head, tail = _cut_utf8(bytes(self.head), bytes(self.tail))
         omitted = self.total - len(head) - len(tail)
         marker = f"\n[... {omitted} bytes omitted ...]\n"
-        return head.decode("utf-8", "replace") + marker + tail.decode("utf-8", "replace"), True
+        head_text, head_replaced = _decode(head)
+        tail_text, tail_replaced = _decode(tail)
+        return head_text + marker + tail_text, True, head_replaced or tail_replaced
+
+
+def _descriptor(live: TextIO | None) -> int | None:
+    """The watcher's file descriptor, when it has a real one, its text layer flushed."""
+    if live is None:
+        return None
+    try:
+        fd = live.fileno()
+        live.flush()
+    except (AttributeError, OSError, ValueError):  # StringIO, a closed or odd stream
+        return None
+    return fd
+
+
+def _decode(data: bytes) -> tuple[str, bool]:
+    """UTF-8 text for the result, and whether some bytes were not UTF-8 (shown as U+FFFD)."""
+    try:
+        return data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace"), True
 
 
 def _cut_utf8(head: bytes, tail: bytes) -> tuple[bytes, bytes]:
@@ -242,6 +306,9 @@ def run_tool_process(
             cancel=getattr(ctx, "cancel", None),
             # Runs in the child between fork and exec: the rules built above.
             preexec=box.preexec_fn if box is not None else None,
+            # A person's `agent /t cmd > file`: the child writes the file itself.
+            # Confined calls keep the pipe: their output is read for the sandbox note.
+            pass_through=box is None and getattr(ctx, "caller", "person") == "person",
         )
         note = ""
         if box is not None:
@@ -316,19 +383,21 @@ def start_child(
     env: Mapping[str, str] | None,
     stdin: int,
     preexec: Callable[[], None] | None = None,
+    stdout: int = subprocess.PIPE,
 ) -> subprocess.Popen:
     """Start ``argv`` as the leader of a new session (its own process group), pipes for output.
 
     Every child mdagent runs starts here. ``preexec`` runs in the child
-    between fork and exec (where a sandbox restricts it). Raises ``OSError``
-    when the program cannot be started.
+    between fork and exec (where a sandbox restricts it); ``stdout`` may
+    name a descriptor the child writes to itself instead of a pipe. Raises
+    ``OSError`` when the program cannot be started.
     """
     return subprocess.Popen(
         list(argv),
         cwd=cwd,
         env=dict(env) if env is not None else None,
         stdin=stdin,
-        stdout=subprocess.PIPE,
+        stdout=stdout,
         stderr=subprocess.PIPE,
         start_new_session=True,
         bufsize=0,
@@ -348,6 +417,7 @@ def run_process(
     cancel: threading.Event | None = None,
     stdin_data: bytes | None = None,
     preexec: Callable[[], None] | None = None,
+    pass_through: bool = False,
 ) -> ProcessResult:
     """Run ``argv`` to completion and return its capped output and status.
 
@@ -363,10 +433,18 @@ def run_process(
     stops the group and propagates. A program that cannot be started gives
     exit code 127 (not found) or 126 (not executable) with the reason in
     ``stderr``. ``preexec`` is :func:`start_child`'s.
+
+    ``pass_through``: when ``output`` is a file or a pipe (not a terminal),
+    the child writes its stdout there itself, as ``cmd > file`` would: the
+    bytes are the child's and nothing slows them down, but they are not
+    captured (the result's ``stdout`` is empty, ``passed_through`` set). A
+    terminal is still fed through a pipe, so programs behave as they do when
+    their output is read by another program (no pager, no colours).
     """
     if not argv:
         raise ValueError("run_process needs a program to run (argv is empty)")
     started = time.monotonic()
+    direct = _pass_through_fd(output) if pass_through else None
     try:
         proc = start_child(
             argv,
@@ -374,6 +452,7 @@ def run_process(
             env=env,
             stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
             preexec=preexec,
+            stdout=subprocess.PIPE if direct is None else direct,
         )
     except OSError as exc:
         code = 127 if isinstance(exc, FileNotFoundError) else 126
@@ -388,9 +467,11 @@ def run_process(
         )
 
     live_err = (error_output or sys.stderr) if output is not None else None
-    out = _Stream(max_output, output)
+    out = _Stream(max_output, output if direct is None else None)
     err = _Stream(max_output, live_err)
-    streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    streams = {proc.stderr.fileno(): err}
+    if proc.stdout is not None:
+        streams[proc.stdout.fileno()] = out
     runner = _Runner(proc, streams)
     writer = _feed_stdin(proc, stdin_data) if stdin_data is not None else None
     deadline = started + timeout if timeout else None
@@ -408,8 +489,8 @@ def run_process(
         if writer is not None:
             writer.join(timeout=1.0)
 
-    out_text, out_cut = out.text()
-    err_text, err_cut = err.text()
+    out_text, out_cut, out_replaced = out.text()
+    err_text, err_cut, err_replaced = err.text()
     if reason == "timeout":
         code = TIMEOUT_EXIT
     elif reason == "cancel":
@@ -428,7 +509,21 @@ def run_process(
         truncated=out_cut or err_cut,
         timed_out=reason == "timeout",
         interrupted=reason == "cancel",
+        replaced=("stdout",) * out_replaced + ("stderr",) * err_replaced,
+        passed_through=direct is not None,
     )
+
+
+def _pass_through_fd(output: TextIO | None) -> int | None:
+    """``output``'s descriptor when a child may write to it directly: a file or a pipe."""
+    fd = _descriptor(output)
+    try:
+        if fd is None or os.isatty(fd):
+            return None
+        os.fstat(fd)  # a descriptor closed under the stream: keep the pipe
+    except OSError:
+        return None
+    return fd
 
 
 class _Runner:

@@ -627,6 +627,16 @@ def protected_files(
             folder(path / "config", "the bundled layer")
         else:
             folder(path, f"a layer folder ({kind or 'layer'})")
+        # A symlinked skill folder is part of its layer wherever it leads.
+        for linked in _linked_skill_folders(layer):
+            folder(linked, f"a skill folder linked from a layer ({kind or 'layer'})")
+    # Other agents' skill folders are layers once they exist (mdagent.layers):
+    # one the model creates would be read as a layer on the next run.
+    from mdagent.layers import INTEROP_KINDS, interop_paths
+
+    folder(os.path.join(root, ".claude", "skills"), "a skill folder read as a layer")
+    for kind, path in interop_paths(Path(root), environ, existing_only=False):
+        folder(path, f"a skill folder read as a layer ({INTEROP_KINDS[kind]})")
     for spec in tools:
         implementation = getattr(spec, "implementation", None) or {}
         ref = implementation.get("handler")
@@ -637,6 +647,25 @@ def protected_files(
     for hook_file in _hook_files(settings or {}, root):
         file(hook_file, "a hook script")
     return Protected(root, folders, files, environ)
+
+
+def _linked_skill_folders(layer: Any) -> list[str]:
+    """The real folders of a layer's skills that live outside the layer (symlinked in)."""
+    from mdagent.layers import Layer, trust_root, walk_skills
+
+    if not isinstance(layer, Layer) or not layer.skills_dir.is_dir():
+        return []
+    try:
+        home = layer.path.resolve()
+    except OSError:
+        return []
+    out = []
+    for found in walk_skills(layer.skills_dir, trust_root(layer)):
+        if found.kind == "skill":
+            real = found.path.resolve()
+            if not real.is_relative_to(home):
+                out.append(str(real))
+    return out
 
 
 def _git_dirs(root: str) -> list[str]:

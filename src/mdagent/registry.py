@@ -20,7 +20,7 @@ from mdagent.errors import Problem
 from mdagent.layers import Layer, state_dir
 from mdagent.specs import CommandSpec, LazyRecords, Skill, ToolSpec, command_key, compact
 
-CACHE_FORMAT = 5
+CACHE_FORMAT = 6
 
 #: Names the built-in commands of the CLI and the interactive session use.
 RESERVED_NAMES = frozenset(
@@ -42,12 +42,15 @@ RESERVED_NAMES = frozenset(
         "new",
         "reload",
         "history",
+        "resume",
         "version",
     }
 )
 
 _COMPILER_MODULES = (
     "registry.py",
+    "layers.py",
+    "yamlsource.py",
     "skills.py",
     "declarations.py",
     "specs.py",
@@ -321,8 +324,15 @@ class _Compiler:
                 layer="builtin",
             )
         self.builtin_names = frozenset(builtin_names)
+        # Settings first: `skills.interop` decides which layers' skills load.
+        for layer in reversed(self.layers):
+            self._load_settings(layer)
+        settings = merge_settings(list(reversed(self.settings_by_layer)))
+        interop = (settings.get("skills") or {}).get("interop", True) is not False
         pending_checks: list[tuple[ToolSpec, Path]] = []
         for layer in reversed(self.layers):
+            if layer.skills_only and not interop:
+                continue
             pending_checks.extend(self._load_layer(layer))
         self._check_references(pending_checks)
         self.problems.sort(key=lambda p: (p.path, p.line, p.col))
@@ -330,7 +340,7 @@ class _Compiler:
             tools=self.tools,
             commands=self.commands,
             skills=self.skills,
-            settings=merge_settings(list(reversed(self.settings_by_layer))),
+            settings=settings,
             problems=self.problems,
             layers=self.layers,
             sources=self.sources,
@@ -339,11 +349,25 @@ class _Compiler:
 
     # -- one layer --
 
+    def _load_settings(self, layer: Layer) -> None:
+        from mdagent.declarations import SETTINGS_FILE, read_settings
+
+        if layer.config_dir is None:
+            return  # another agent's skill folder: skills only
+        settings_path = layer.config_dir / SETTINGS_FILE
+        if settings_path.exists():
+            self.watch(settings_path)
+            settings, sources, problems = read_settings(settings_path, layer.kind)
+            self.problems.extend(problems)
+            self.settings_by_layer.append(settings)
+            self.sources[:0] = sources  # layers load lowest first
+
     def _load_layer(self, layer: Layer) -> list[tuple[ToolSpec, Path]]:
-        from mdagent.declarations import SETTINGS_FILE, load_declarations, read_settings
+        from mdagent.declarations import SETTINGS_FILE, load_declarations
 
         self.watch(layer.path)
-        self.watch(layer.config_dir)
+        if layer.config_dir is not None:
+            self.watch(layer.config_dir)
         self.watch(layer.skills_dir)
         if layer.kind in ("option", "env") and not layer.path.is_dir():
             # Named on purpose (--layer, AGENT_PATH): a typo must not pass quietly.
@@ -353,14 +377,7 @@ class _Compiler:
         layer_tools: dict[str, ToolSpec] = {}
         layer_commands: dict[str, CommandSpec] = {}
         checks: list[tuple[ToolSpec, Path]] = []
-        if layer.config_dir.is_dir():
-            settings_path = layer.config_dir / SETTINGS_FILE
-            if settings_path.exists():
-                self.watch(settings_path)
-                settings, sources, problems = read_settings(settings_path, layer.kind)
-                self.problems.extend(problems)
-                self.settings_by_layer.append(settings)
-                self.sources[:0] = sources  # layers load lowest first
+        if layer.config_dir is not None and layer.config_dir.is_dir():
             for path in sorted(layer.config_dir.glob("*.y*ml")):
                 if path.name == SETTINGS_FILE or path.suffix not in (".yaml", ".yml"):
                     continue
@@ -377,37 +394,24 @@ class _Compiler:
         return checks
 
     def _load_skills(self, layer: Layer) -> Iterable[Skill]:
+        from mdagent.layers import trust_root, walk_skills
         from mdagent.skills import load_skill
 
         if not layer.skills_dir.is_dir():
             return []
         found: dict[str, Skill] = {}
-        try:
-            entries = sorted(os.scandir(layer.skills_dir), key=lambda e: e.name)
-        except OSError as err:
-            self.problem(str(layer.skills_dir), 1, "error", f"cannot list: {err.strerror}")
-            return []
-        for entry in entries:
-            if entry.name.startswith("."):
+        for item in walk_skills(layer.skills_dir, trust_root(layer)):
+            if item.kind == "problem":
+                self.problem(str(item.path), 1, item.severity, item.message)
                 continue
-            try:
-                is_dir = entry.is_dir()  # follows symlinks; a loop raises here
-                os.stat(entry.path)
-            except OSError as err:
-                reason = "symlink loop" if err.errno == 40 else (err.strerror or str(err))
-                self.problem(entry.path, 1, "error", f"cannot open skill folder: {reason}")
+            if item.kind == "folder":
+                # A folder without SKILL.md needs its own stamp: that is how a
+                # skill created in it later is noticed. A skill's folder does
+                # not: its SKILL.md's stamp says everything, at half the stats.
+                self.watch(item.path)
                 continue
-            if not is_dir:
-                continue
-            skill_file = Path(entry.path) / "SKILL.md"
+            skill_file = item.path / "SKILL.md"
             self.watch(skill_file)
-            if not skill_file.is_file():
-                # Only a folder without SKILL.md needs its own stamp: that is
-                # how a SKILL.md created later is noticed. Otherwise the file's
-                # stamp says everything, at half the stat calls.
-                self.watch(entry.path)
-                self.problem(str(skill_file), 1, "warning", "skill folder has no SKILL.md")
-                continue
             skill, problems = load_skill(skill_file, layer.kind)
             self.problems.extend(problems)
             if skill is None:
@@ -419,6 +423,14 @@ class _Compiler:
                 )
                 continue
             found[skill.name] = skill
+        if layer.skills_only and found:
+            self.problem(
+                str(layer.skills_dir),
+                1,
+                "info",
+                f"{len(found)} skill(s) read from {layer.label} as a layer of their own "
+                "(skills.interop: false in agent.yaml turns this off)",
+            )
         return found.values()
 
     # -- entries --
@@ -489,15 +501,31 @@ class _Compiler:
         self.commands[key] = command
 
     def _add_skill(self, skill: Skill, layer_commands: dict[str, CommandSpec]) -> None:
-        if skill.name in RESERVED_NAMES:
-            self.problem(skill.path, 1, "error", f"skill name {skill.name!r} is a built-in command")
-            return
+        from mdagent.skills import refused
+
         shadowed = self.skills.get(skill.name)
         if shadowed is not None:
             self.problem(
                 shadowed.path, 1, "info", f"skill {skill.name!r} is shadowed by {skill.path}"
             )
         self.skills[skill.name] = skill
+        key = command_key(skill.name)
+        if skill.command_error:
+            # Reported where the skill loaded; only /name is refused, and a
+            # lower layer's /name must not answer in its place.
+            other = layer_commands.get(key)
+            if other is not None:  # the same name twice in one layer: as _add_command says
+                self.problem(
+                    skill.path, 1, "error", f"command /{key} is already declared in {other.source}"
+                )
+                return
+            self.commands.pop(key, None)
+            return
+        if key in RESERVED_NAMES:
+            message = refused(skill.name, f"{skill.name!r} is the name of a built-in command")
+            self.problem(skill.path, 1, "error", message)
+            self.skills[skill.name] = skill._replace(command_error=message)
+            return
         command = CommandSpec(
             name=skill.name,
             description=skill.description,
@@ -508,9 +536,12 @@ class _Compiler:
             kind="tool" if skill.dispatch == "tool" else "prompt",
             user_invocable=skill.user_invocable,
             source=skill.path,
-            line=1,
+            # Where what /name runs is written: reference problems point there.
+            line=skill.lines.get("command-tool") or skill.lines.get("command_tool") or 1,
             layer=skill.layer,
             requires=skill.requires,
+            command_with=skill.command_with,
+            arguments=skill.arguments,
         )
         self._add_command(command, layer_commands)
 
@@ -523,16 +554,18 @@ class _Compiler:
 
     def _fits(self, command: CommandSpec, key: str, tool: ToolSpec) -> bool:
         """Whether raw arguments can ever satisfy ``tool`` (else: an error, now)."""
+        if command.command_with is not None:
+            return self._with_fits(command, key, tool)
         if command.arg_mode != "raw":
             return True
         unmet = [r for r in tool.required if r not in RAW_ARGUMENTS]
         if unmet:
-            self.problem(
-                command.source,
+            self._refuse_command(
+                command,
+                key,
                 command.line,
-                "error",
-                f"/{key}: raw arguments give {tool.name!r} only `command`, but it requires "
-                f"{', '.join(unmet)}; use arg-mode parsed or json",
+                f"raw arguments give {tool.name!r} only `command`, but it requires "
+                f"{', '.join(unmet)}; use arg-mode parsed or json, or command-with",
             )
             return False
         if tool.params and "command" not in tool.params:
@@ -545,8 +578,34 @@ class _Compiler:
             )
         return True
 
+    def _with_fits(self, command: CommandSpec, key: str, tool: ToolSpec) -> bool:
+        """Whether a skill's ``command-with`` templates fit ``tool`` (else: errors, now)."""
+        from mdagent.dispatch import check_command_with
+
+        skill = self.skills.get(command.skill or "")
+        lines = skill.lines if skill is not None else {}
+        messages = check_command_with(command, tool)
+        for where, message in messages:
+            line = lines.get(f"command-with.{where}") or lines.get("command-with") or command.line
+            self._refuse_command(command, key, line, message)
+        return not messages
+
+    def _refuse_command(self, command: CommandSpec, key: str, line: int, message: str) -> None:
+        """Report why /key cannot run; a skill behind it stays for the model."""
+        from mdagent.skills import refused
+
+        skill = self.skills.get(command.skill or "")
+        if skill is not None:
+            message = refused(key, message)
+            if not skill.command_error:
+                self.skills[skill.name] = skill._replace(command_error=message)
+        else:
+            message = f"/{key}: {message}"
+        self.problem(command.source, line, "error", message)
+
     def _check_references(self, checks: list[tuple[ToolSpec, Path]]) -> None:
         from mdagent.implementations import check_implementation, message_line
+        from mdagent.yamlsource import did_you_mean
 
         names = set(self.tools) | {a for t in self.tools.values() for a in t.aliases}
         broken_tools: set[str] = set()
@@ -573,15 +632,13 @@ class _Compiler:
             if command.kind != "tool":
                 continue
             if command.tool not in names:
+                if self._mcp_tool(command.tool):
+                    continue  # `server__tool` of a declared MCP server: resolved when it starts
                 what = "command-tool" if command.skill else "tool"
-                self.problem(
-                    command.source,
-                    command.line,
-                    "error",
-                    f"/{key}: {what} {command.tool!r} names no tool",
-                )
+                hint = did_you_mean(command.tool or "", names)
+                message = f"{what} {command.tool!r} names no tool{hint}"
+                self._refuse_command(command, key, command.line, message)
                 del self.commands[key]
-                self.skills.pop(command.skill or "", None)
             elif (target := self._tool_named(command.tool)) is not None and not self._fits(
                 command, key, target
             ):
@@ -589,13 +646,21 @@ class _Compiler:
             elif self.tools.get(command.tool) is None and command.tool not in {
                 a for t in self.tools.values() for a in t.aliases
             }:
-                self.problem(
-                    command.source,
-                    command.line,
-                    "error",
-                    f"/{key}: tool {command.tool!r} is declared but broken (see its error)",
-                )
+                message = f"tool {command.tool!r} is declared but broken (see its error)"
+                self._refuse_command(command, key, command.line, message)
                 del self.commands[key]
+
+    def _mcp_tool(self, name: str | None) -> bool:
+        """Whether ``name`` is ``server__tool`` of an MCP server the settings declare.
+
+        Its tools are unknown until the server runs: ``agent check`` (which
+        starts it) verifies the name, running the command resolves it.
+        """
+        from mdagent.declarations import merge_settings
+        from mdagent.mcpconfig import server_configs, server_of
+
+        servers = server_configs(merge_settings(list(reversed(self.settings_by_layer))))
+        return server_of(name, servers) is not None
 
 
 RAW_ARGUMENTS = ("command", "commandName", "skillName")

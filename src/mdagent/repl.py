@@ -1,33 +1,46 @@
-"""``agent`` with no subcommand: a small interactive session.
+"""``agent`` with no subcommand: the interactive session.
 
-Each line is one of
+Each line (or pasted block) is one of
 
-- ``/help``, ``/exit``, ``/quit``, ``/tools``, ``/skills``, ``/clear``, ``/model``:
-  the session's own commands;
+- ``/help``, ``/context``, ``/compact``, ``/resume``... : the session's own
+  commands (:mod:`mdagent.session_commands`);
 - ``/name args``: a declared command, run as ``agent /name args`` would run it
-  (a tool command through the toolbox as a person; a prompt skill as an agent
-  turn in this session);
-- anything else: a chat turn with the model, in one session.
+  (:mod:`mdagent.person`: a tool command through the toolbox as a person; a
+  prompt skill as an agent turn in this session);
+- anything else: a chat turn with the model, in one conversation.
 
-Lines come from :func:`input`, with readline completion of ``/`` commands when
-stdin is a terminal; piped stdin works the same, without prompts.
+On a terminal lines come from a prompt_toolkit prompt (:mod:`mdagent.lineinput`:
+multi-line paste, history per workspace, a completion menu) and answers are
+rendered as Markdown (:mod:`mdagent.render`); piped stdin works the same,
+line by line, without prompts or colour. Declarations changed on disk are
+picked up before the next line (:meth:`Repl.reload`).
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mdagent.commands import Commands
-from mdagent.console import described, is_terminal
-from mdagent.errors import Interrupted, MdagentError
+from mdagent.console import is_terminal
+from mdagent.errors import Interrupted, MdagentError, UsageError
 from mdagent.signals import Terminated, received
 
+if TYPE_CHECKING:
+    from mdagent.conversation import Conversation
+    from mdagent.display import Display
+    from mdagent.providers.base import Provider, ProviderConfig
+
 PROMPT = "› "
+BANNER = "mdagent — /help for commands, /exit to leave"
 
 
 class Exit(Exception):
     """``/exit`` or ``/quit``: leave the session."""
+
+
+class EmptyInterrupt(Exception):
+    """Ctrl-C at an empty prompt (a second one in a row leaves the session)."""
 
 
 class Repl:
@@ -35,71 +48,56 @@ class Repl:
 
     The provider and the session in the store are created on the first chat
     turn, so ``/tools`` or ``/help`` work without a model configured.
+    ``continue_`` opens on the latest conversation of this workspace.
     """
 
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: Any, *, continue_: bool = False) -> None:
+        from mdagent.session_commands import register_builtins
+
         self.runtime = runtime
         self.commands = Commands()
-        self._provider: Any = None
-        self._config: Any = None
-        self._conversation: Any = None
+        self.interactive = False
+        self.usage = {"input_tokens": 0, "output_tokens": 0}
+        self.skills_used: list[str] = []  # prompt skills run with /name in this conversation
+        self._provider: Provider | None = None
+        self._config: ProviderConfig | None = None
+        self._conversation: Conversation | None = None
         self._person_box: Any = None
         self._model_box: Any = None
-        self._register()
+        self._shown_problems: set[tuple[Any, ...]] = set()
+        self._fingerprint: Any = None
+        register_builtins(self)
+        if continue_:
+            try:
+                self.resume(None)
+            except UsageError:
+                self.warn("no session to continue in this workspace; starting a new one")
 
     @staticmethod
     def say(text: str) -> None:
         """Print a line for the person."""
         print(text, flush=True)
 
-    # -- the session's own commands --
+    @staticmethod
+    def warn(text: str) -> None:
+        """Print ``agent: text`` on stderr."""
+        print(f"agent: {text}", file=sys.stderr, flush=True)
 
-    def _register(self) -> None:
-        register = self.commands.register
+    # -- names ------------------------------------------------------------------
 
-        @register("help", "List the commands")
-        def _help(_: str | None) -> None:
-            self.say(self.help_text())
+    def command_names(self) -> list[tuple[str, str]]:
+        """``(/name, description)`` of the session's commands and the declared ones."""
+        own = dict(self.commands)
+        declared = {
+            f"/{key}": c.description
+            for key, c in self.runtime.registry.commands.items()
+            if c.user_invocable
+        }
+        return sorted({**declared, **own}.items())
 
-        @register("exit", "Leave the session")
-        def _exit(_: str | None) -> None:
-            raise Exit
-
-        @register("quit", "Leave the session")
-        def _quit(_: str | None) -> None:
-            raise Exit
-
-        @register("tools", "List the tools the model gets")
-        def _tools(_: str | None) -> None:
-            from mdagent.agent import model_tools
-
-            box = self.person_box()
-            tools = model_tools(box, self.runtime.settings)
-            self.say(described((t["name"], t["description"]) for t in tools) or "(no tools)")
-
-        @register("skills", "List the skills")
-        def _skills(_: str | None) -> None:
-            skills = self.runtime.registry.skills.values()
-            self.say(described((s.name, s.description) for s in skills) or "(no skills)")
-
-        @register("clear", "Start a new session")
-        def _clear(_: str | None) -> None:
-            self._conversation = None
-            self.say("(new session)")
-
-        @register("model", "Show the provider and model")
-        def _model(_: str | None) -> None:
-            config = self.config()
-            where = f" at {config.base_url}" if config.base_url else ""
-            self.say(f"{config.provider} {config.model}{where}")
-
-    def help_text(self) -> str:
-        """The session's commands, then the declared ones."""
-        from mdagent.cli import command_listing
-
-        own = described(self.commands)
-        declared = command_listing(self.runtime.registry)
-        return f"{own}\n{declared}\nAnything else is a message to the model."
+    def completions(self) -> list[str]:
+        """Every ``/name`` a line may start with."""
+        return [name for name, _ in self.command_names()]
 
     def argument_completions(self, line: str, partial: str) -> list[str]:
         """Completions of ``partial`` as an argument of the ``/name`` that starts ``line``."""
@@ -109,20 +107,46 @@ class Repl:
         if not first.startswith("/"):
             return []
         own = self.commands.completions_for(first, partial)
+        if first in self.commands:
+            return own
         command = self.runtime.registry.command(first)
-        declared = complete_argument(command, partial) if command is not None else []
-        return own or declared
+        if command is None:
+            return []
+        found = complete_argument(command, partial, cwd=str(self.runtime.cwd))
+        return found + self._option_completions(command, partial)
 
-    def completions(self) -> list[str]:
-        """Every ``/name`` a line may start with."""
-        declared = [
-            f"/{key}" for key, c in self.runtime.registry.commands.items() if c.user_invocable
-        ]
-        return sorted({*self.commands.names(), *declared})
+    def _option_completions(self, command: Any, partial: str) -> list[str]:
+        """``--param`` of a parsed command's optional parameters, and a parameter's choices."""
+        if command.kind != "tool" or command.arg_mode != "parsed" or not command.tool:
+            return []
+        spec = self.runtime.registry.tool(command.tool)
+        if spec is None:
+            return []
+        if partial.startswith("-"):
+            return [f"--{p}" for p in spec.params if f"--{p}".startswith(partial)]
+        choices: list[str] = []
+        for schema in spec.params.values():
+            choices += [str(c) for c in schema.get("enum") or () if str(c).startswith(partial)]
+        return choices
 
-    # -- lazily built parts --
+    def unknown(self, name: str) -> str:
+        """The unknown-command message: why, the nearest name (built-ins included)."""
+        import difflib
 
-    def config(self) -> Any:
+        from mdagent.person import unknown_command
+        from mdagent.specs import command_key
+
+        key = command_key(name)
+        first = unknown_command(self.runtime.registry, key).splitlines()[0]
+        names = [n[1:] for n in self.completions()]
+        close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+        close = close or [n for n in names if n.startswith(key)][:1]
+        hint = f"did you mean /{close[0]}? " if close else ""
+        return f"{first}\n{hint}(/help lists the commands)"
+
+    # -- lazily built parts -------------------------------------------------------
+
+    def config(self) -> ProviderConfig:
         """The provider configuration (agent.yaml, flags, environment)."""
         if self._config is None:
             import os
@@ -134,21 +158,64 @@ class Repl:
             )
         return self._config
 
-    def provider(self) -> Any:
+    def provider(self) -> Provider:
+        """The model's provider, made on first use."""
         if self._provider is None:
             from mdagent.providers import get_provider
 
             self._provider = get_provider(self.config())
         return self._provider
 
-    def conversation(self) -> Any:
+    def drop_provider(self) -> None:
+        """Forget the provider and its configuration (the model or the settings changed)."""
+        close = getattr(self._provider, "close", None)
+        if callable(close):
+            close()
+        self._provider = self._config = None
+
+    @property
+    def session_id(self) -> str | None:
+        """The id of the conversation in the store, once it has one."""
+        return self._conversation.session_id if self._conversation is not None else None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation so far (empty before the first turn)."""
+        return self._conversation.messages if self._conversation is not None else []
+
+    def conversation(self) -> Conversation:
+        """The conversation, started in the store on the first turn."""
         if self._conversation is None:
-            from mdagent.agent import Conversation
+            from mdagent.conversation import Conversation
 
             self._conversation = Conversation.start(
                 self.runtime.store, cwd=str(self.runtime.workdir), model=self.config().model
             )
         return self._conversation
+
+    def new_conversation(self, conversation: Conversation | None = None) -> None:
+        """Switch to ``conversation`` (None: a fresh one on the next turn)."""
+        self._conversation = conversation
+        self.usage = {"input_tokens": 0, "output_tokens": 0}
+        self.skills_used = []
+
+    def resume(self, id_or_prefix: str | None) -> Conversation:
+        """Open a stored conversation of this workspace (None: the latest); UsageError if none."""
+        from mdagent.conversation import Conversation
+
+        store = self.runtime.store
+        if id_or_prefix:
+            found = store.session(id_or_prefix)
+            if found is None:
+                raise UsageError(f"no session {id_or_prefix!r} (see /sessions)")
+            session_id = found["id"]
+        else:
+            session_id = store.latest_session(str(self.runtime.workdir))
+            if session_id is None:
+                raise UsageError("no earlier session in this workspace")
+        conversation = Conversation.resume(store, session_id)
+        self.new_conversation(conversation)
+        return conversation
 
     def person_box(self) -> Any:
         """The toolbox for commands the person types (caller "person")."""
@@ -157,110 +224,214 @@ class Repl:
             self._person_box = self.runtime.toolbox(policy=self.runtime.person_policy())
         return self._person_box
 
-    # -- lines --
+    def display(self) -> Display:
+        """How a turn is shown: Markdown on a terminal, plain text otherwise."""
+        if self.interactive and is_terminal(sys.stdout):
+            from mdagent.render import MarkdownDisplay
+
+            return MarkdownDisplay()
+        from mdagent.display import Display
+
+        return Display()
+
+    # -- hot reload ---------------------------------------------------------------
+
+    def reload(self, force: bool = False) -> bool:
+        """Pick up declarations and skills changed on disk; whether anything changed.
+
+        The registry cache compares each watched file's size and mtime (as on
+        every ``agent /name``); a changed registry replaces the runtime's, and
+        the toolboxes built from the old one are dropped. ``force`` (``/reload``)
+        also finds the layers again (a new ``.agents/`` folder). A broken
+        file's problem is shown once, as ``path:line:col``; the rest works.
+        """
+        from mdagent.registry import load_registry
+
+        runtime = self.runtime
+        if force:
+            runtime.__dict__.pop("layers", None)
+        registry = load_registry(runtime.layers)
+        fingerprint = _fingerprint(registry)
+        changed = force or fingerprint != self._fingerprint
+        if changed:
+            runtime.__dict__["registry"] = registry
+            for derived in ("env", "project_layer"):  # built from the old settings
+                runtime.__dict__.pop(derived, None)
+            self._person_box = self._model_box = None
+            if self._config is not None and self._config != _config_of(runtime):
+                self.drop_provider()
+        self._fingerprint = fingerprint
+        self.show_problems()
+        return changed
+
+    def show_problems(self) -> None:
+        """Each error or warning of the registry, once per session."""
+        for problem in self.runtime.registry.problems:
+            if problem.severity in ("error", "warning") and problem not in self._shown_problems:
+                self._shown_problems.add(problem)
+                self.warn(str(problem))
+
+    # -- lines --------------------------------------------------------------------
 
     def handle(self, line: str) -> None:
-        """Act on one line; raises :class:`Exit` to leave."""
-        line = line.strip()
-        if not line:
+        """Act on one line (or pasted block); raises :class:`Exit` to leave."""
+        text = line.strip()
+        if not text:
             return
-        if line.startswith("/") and len(line) > 1:
-            name, _, rest = line[1:].partition(" ")
+        if text.startswith("/") and len(text) > 1 and "\n" not in text.split(" ", 1)[0]:
+            name, _, rest = text[1:].partition(" ")
             rest = rest.strip()
             if self.commands.run(name, rest or None):
                 return
             self.declared(name, rest)
             return
-        self.chat({"role": "user", "content": line})
+        self.chat({"role": "user", "content": text})
 
     def chat(self, message: dict[str, Any], allow: list[str] | None = None) -> None:
         """One agent turn in this session (``allow``: extra allow rules for this turn)."""
-        from mdagent.agent import build_agent
+        from mdagent.ask import build_agent
 
+        self.runtime.check_settings()  # a half-read policy is not a policy
         box = None
         if not allow:
             if self._model_box is None:
-                # One policy for the session: an "always" answer holds until /exit.
+                # One policy for the session: an "always" answer holds until /exit
+                # (and is saved to agent.yaml, which the next reload reads).
                 # No session id: the audit log takes each call's conversation id.
                 self._model_box = self.runtime.toolbox(policy=self.runtime.policy())
             box = self._model_box
         agent = build_agent(
-            self.runtime, self.provider(), self.conversation(), allow=allow or (), toolbox=box
+            self.runtime,
+            self.provider(),
+            self.conversation(),
+            allow=allow or (),
+            toolbox=box,
+            display=self.display(),
         )
-        outcome = agent.run(message)
+        try:
+            outcome = agent.run(message)
+        finally:
+            for key in self.usage:
+                self.usage[key] += agent.usage.get(key, 0)
         if outcome.message:
-            print(f"agent: {outcome.message}", file=sys.stderr, flush=True)
+            self.warn(outcome.message)
 
     def declared(self, name: str, rest: str) -> None:
         """Run ``/name rest`` from the registry, as the CLI would."""
-        from mdagent.cli import resolve_command, run_tool_command
+        from mdagent.person import resolve_command, run_tool_command
 
+        registry = self.runtime.registry
+        command = registry.command(name)
+        if command is None or not command.user_invocable:
+            raise UsageError(self.unknown(name))
         command, tool_spec = resolve_command(self.runtime, name)
+        self.runtime.check_settings()
         if command.kind == "prompt":
-            from mdagent.agent import prompt_skill, skill_allow_rules, skill_message
+            from mdagent.ask import prompt_skill, skill_allow_rules, skill_message
 
             skill = prompt_skill(self.runtime, command)
+            if skill.name not in self.skills_used:
+                self.skills_used.append(skill.name)
             self.chat(skill_message(skill, rest), allow=skill_allow_rules(skill))
             return
         run_tool_command(self.runtime, command, tool_spec, text=rest, box=self.person_box())
 
-    # -- the loop --
+    # -- the loop -----------------------------------------------------------------
 
     def run(self) -> int:
-        """Read lines until EOF, ``/exit`` or ``/quit``; returns 0."""
-        self.runtime.check_settings()  # a half-read policy is not a policy
-        interactive = is_terminal(sys.stdin)
-        if interactive:
-            self._install_completion()
-            self.say("mdagent — /help for commands, /exit to leave")
+        """Read lines until EOF, ``/exit``, ``/quit`` or two Ctrl-C; returns 0."""
+        self.interactive = is_terminal(sys.stdin)
+        self.runtime.check_settings()
+        self.reload()
+        if self.interactive:
+            from mdagent.lineinput import TerminalInput
+
+            reader: Any = TerminalInput(self)
+            self.say(BANNER)
+            if self.session_id:
+                self.say(f"(continuing session {self.session_id}: {len(self.messages)} messages)")
+        else:
+            reader = PipedInput()
+        interrupted = False  # the last prompt ended with Ctrl-C on an empty line
         try:
             while True:
                 try:
-                    line = input(PROMPT if interactive else "")
+                    line = reader.read()
                 except EOFError:
-                    if interactive:
+                    if self.interactive:
                         self.say("")
                     return 0
                 except Terminated:
                     raise  # SIGTERM/SIGHUP end the session (mdagent.signals)
-                except KeyboardInterrupt:
-                    self.say("")  # Ctrl-C at the prompt drops the line, like a shell
-                    continue
-                try:
-                    self.handle(line)
-                except Exit:
-                    return 0
-                except (KeyboardInterrupt, Interrupted):
-                    if received() is not None:  # SIGTERM/SIGHUP: end, do not read on
+                except (EmptyInterrupt, KeyboardInterrupt) as stop:
+                    # A SIGINT (not a key read by the prompt) comes while no prompt
+                    # reads the keys: piped input, or a second Ctrl-C pressed before
+                    # the next prompt is up. After a first Ctrl-C it counts as the second.
+                    if interrupted:
+                        return 0
+                    interrupted = isinstance(stop, EmptyInterrupt) or self.interactive
+                    try:
+                        self.say("(Ctrl-C again or Ctrl-D to leave)" if interrupted else "")
+                    except Terminated:
                         raise
-                    print("agent: interrupted", file=sys.stderr, flush=True)
-                except MdagentError as err:
-                    print(f"agent: {err}", file=sys.stderr, flush=True)
+                    except KeyboardInterrupt:
+                        return 0
+                    continue
+                interrupted = False
+                if not self.step(line):
+                    return 0
         finally:
-            close = getattr(self._provider, "close", None)
-            if callable(close):
-                close()
+            self.drop_provider()
 
-    def _install_completion(self) -> None:
+    def step(self, line: str) -> bool:
+        """Reload if needed, then act on ``line``; False when the session ends."""
         try:
-            import readline
-        except ImportError:  # not on every platform; completion is a nicety
-            return
-        names = self.completions()
-
-        def complete(text: str, state: int) -> str | None:
-            line = readline.get_line_buffer()
-            if text.startswith("/") and " " not in line.lstrip():
-                matches = [n for n in names if n.startswith(text)]
-            else:  # an argument of /name: its declared completions
-                matches = self.argument_completions(line, text)
-            return matches[state] if state < len(matches) else None
-
-        readline.set_completer(complete)
-        readline.set_completer_delims(" \t\n")
-        readline.parse_and_bind("tab: complete")
+            self.reload()
+            self.handle(line)
+        except Exit:
+            return False
+        except (KeyboardInterrupt, Interrupted):
+            if received() is not None:  # SIGTERM/SIGHUP: end, do not read on
+                raise
+            where = f" (session {self.session_id} is saved)" if self.session_id else ""
+            self.warn(f"interrupted{where}")
+        except MdagentError as err:
+            self.warn(str(err))
+        return True
 
 
-def run_repl(runtime: Any) -> int:
+class PipedInput:
+    """Lines from piped stdin, one message each; no prompt, no history."""
+
+    def read(self) -> str:
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        return line.rstrip("\n")
+
+
+def _fingerprint(registry: Any) -> Any:
+    """What a reload compares: the compiled registry, and each skill's name and description."""
+    import json
+
+    skills = [(name, getattr(s, "description", "")) for name, s in registry.skills.items()]
+    return json.dumps([registry.to_dict(), skills], sort_keys=True, default=str)
+
+
+def _config_of(runtime: Any) -> Any:
+    import os
+
+    from mdagent.errors import ConfigError
+    from mdagent.providers import ProviderConfig
+
+    try:
+        return ProviderConfig.from_settings(
+            runtime.settings, runtime.options.model_overrides, os.environ
+        )
+    except ConfigError:
+        return None
+
+
+def run_repl(runtime: Any, *, continue_: bool = False) -> int:
     """``agent`` with no subcommand: the interactive session; returns the exit status."""
-    return Repl(runtime).run()
+    return Repl(runtime, continue_=continue_).run()

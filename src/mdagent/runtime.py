@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, TextIO
@@ -21,19 +20,38 @@ from mdagent.specs import ToolSpec, unmet_requirement
 from mdagent.toolbox import Toolbox, ToolContext
 
 
-@dataclass
 class Options:
     """Global options, wherever they were given on the command line."""
 
-    layers: list[str] = field(default_factory=list)
-    no_user: bool = False
-    json: bool = False
-    yes: bool = False
-    verbose: bool = False
-    provider: str | None = None
-    model: str | None = None
-    base_url: str | None = None
-    script: str | None = None
+    # A plain class, not a dataclass: importing dataclasses costs ~4 ms of
+    # every `agent /name`, which builds one of these.
+    def __init__(
+        self,
+        layers: list[str] | None = None,
+        no_user: bool = False,
+        json: bool = False,
+        yes: bool = False,
+        verbose: bool = False,
+        provider: str | None = None,
+        model: str | None = None,
+        base_url: str | None = None,
+        script: str | None = None,
+    ) -> None:
+        self.layers: list[str] = [] if layers is None else layers
+        self.no_user = no_user
+        self.json = json
+        self.yes = yes
+        self.verbose = verbose
+        self.provider = provider
+        self.model = model
+        self.base_url = base_url
+        self.script = script
+
+    def __repr__(self) -> str:
+        return f"Options({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Options and vars(self) == vars(other)
 
     @property
     def model_overrides(self) -> dict[str, str | None]:
@@ -117,12 +135,42 @@ class Runtime:
             project_layer=self.project_layer,
         )
 
-    def toolbox(self, *, policy: Any = None, session_id: str | None = None) -> Toolbox:
-        """A toolbox with every available tool, the YAML hooks and the audit log."""
+    @cached_property
+    def mcp(self):
+        """The ``mcp_servers:`` of the settings: their tools and prompts (:mod:`mdagent.mcptools`)."""
+        from mdagent.mcptools import McpTools
+
+        return McpTools(self)
+
+    def tool_spec(self, name: str | None) -> ToolSpec | None:
+        """The tool called ``name``: declared, built in, or ``server__tool`` of an MCP server.
+
+        Only a name of a declared MCP server contacts it (or reads its
+        cached tool list); ToolFailed when that server cannot be reached.
+        """
+        spec = self.registry.tool(name)
+        if spec is None and name and self.settings.get("mcp_servers"):
+            spec = self.mcp.spec(name)
+        return spec
+
+    def toolbox(
+        self, *, policy: Any = None, session_id: str | None = None, mcp: bool = True
+    ) -> Toolbox:
+        """A toolbox with every available tool, the YAML hooks and the audit log.
+
+        With ``mcp_servers:`` declared (and ``mcp``), the servers' tools join
+        it on first use (:class:`mdagent.mcptools.McpToolbox`); ``mcp=False``
+        leaves them out (``agent mcp serve`` serves only this registry's own).
+        """
         from mdagent.builtins import register_builtins
         from mdagent.store import AuditLog
 
-        box = Toolbox(policy=policy)
+        if mcp and self.settings.get("mcp_servers"):
+            from mdagent.mcptools import McpToolbox
+
+            box: Toolbox = McpToolbox(policy, self.mcp)
+        else:
+            box = Toolbox(policy=policy)
         builtin = [n for n, t in self.registry.tools.items() if t.kind == "builtin"]
         register_builtins(box, names=builtin)
         for spec in self.registry.tools.values():
@@ -145,7 +193,12 @@ class Runtime:
         tool_call_id: str | None = None,
         cancel=None,
     ) -> ToolContext:
-        """A context for one call made by ``caller`` ("person" or "model")."""
+        """A context for one call made by ``caller``.
+
+        ``"person"`` (a command typed), ``"model"`` (an agent turn) or
+        ``"mcp"`` (another agent, through ``agent mcp serve``): every caller but
+        a person is judged as a model is, and confined by the sandbox.
+        """
         extra = {} if cancel is None else {"cancel": cancel}
         return ToolContext(
             tool_call_id=tool_call_id,

@@ -912,7 +912,10 @@ class _Walker:
             words.append(word)
             self.word(word)
         segment = self.segment(words, index)
-        if segment is not None and _reads_script_from_stdin(segment.core):
+        # The here-string is the input of all the command runs: the code it
+        # runs in turn reads it too (`eval sh <<< CODE`, `sh -c sh <<< CODE`).
+        readers = self.out[index:] if segment is not None else []
+        if any(_reads_script_from_stdin(s.core) for s in readers):
             for herestring in herestrings:
                 self.herestring_script(herestring)
 

@@ -1,56 +1,118 @@
 """SKILL.md -> :class:`Skill` plus the problems found on the way.
 
 Strict where a mistake changes behaviour (dispatch keys, names), lenient where
-a limit is cosmetic: published skills exceed some of the Agent Skills limits
-and must still load, with a warning.
+the Agent Skills client guide and OpenClaw are: published skills exceed some
+of the spec's limits, write ``"true"`` for true, leave a ``: `` unquoted in a
+one-line description or give ``metadata`` as a JSON string, and must still
+load, with a warning where the author can do better.
+
+One broken part never costs the whole skill: when only what ``/name`` runs
+is wrong (``command-tool`` missing or unknown, a bad ``command-arg-mode`` or
+``command-with``), the skill still loads for the model, ``agent check``
+reports the error and ``/name`` is refused with it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 from mdagent.errors import ConfigError, Problem
 from mdagent.specs import ARG_MODES, Skill
-from mdagent.yamlsource import Located, decode, load_yaml, plain, position
+from mdagent.yamlsource import (
+    Located,
+    decode,
+    did_you_mean,
+    load_yaml,
+    plain,
+    position,
+    read_capped,
+)
 
 NAME_RULE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
+MAX_COMPATIBILITY = 500
+#: The largest SKILL.md read, and the largest front-matter in it.
+MAX_SKILL_BYTES = 1 << 20
+MAX_FRONT_MATTER = 64 << 10
 
-KNOWN_KEYS = {
-    "name",
-    "description",
+# What ``/name`` runs: a mistake here refuses the command, never the skill.
+COMMAND_KEYS = frozenset(
+    {
+        "command-dispatch",
+        "command_dispatch",
+        "command-tool",
+        "command_tool",
+        "command-arg-mode",
+        "command_arg_mode",
+        "command-with",
+        "command_with",
+    }
+)
+KNOWN_KEYS = frozenset(
+    {
+        *COMMAND_KEYS,
+        "name",
+        "description",
+        "user-invocable",
+        "disable-model-invocation",
+        "argument-hint",
+        "arguments",
+        "allowed-tools",
+        "metadata",
+        "license",
+        "homepage",
+        "compatibility",
+        # What a prompt turn runs with (mdagent.promptskills).
+        "model",
+        "max_steps",
+        "context",
+        "disallowed-tools",
+    }
+)
+# Read as YAML reads true/false, also when they come quoted (as OpenClaw does).
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+_BOOLEAN_KEYS = ("user-invocable", "disable-model-invocation")
+_ENUM_KEYS = (
     "command-dispatch",
     "command_dispatch",
-    "command-tool",
-    "command_tool",
     "command-arg-mode",
     "command_arg_mode",
-    "user-invocable",
-    "disable-model-invocation",
-    "argument-hint",
-    "allowed-tools",
-    "metadata",
-    "license",
-    "homepage",
-}
+    "context",
+)
 
 
 def name_problem(name: str) -> str | None:
-    """Why ``name`` breaks the Agent Skills name rules, or None."""
+    """Why ``name`` breaks the Agent Skills name rules, or None.
+
+    A name over :data:`MAX_NAME` characters is a problem here (``agent new
+    skill`` refuses it); a SKILL.md that has one still loads, with a warning.
+    """
     if not 1 <= len(name) <= MAX_NAME:
         return f"name {name!r} must be 1-{MAX_NAME} characters"
+    return _character_problem(name)
+
+
+def _character_problem(name: str) -> str | None:
     if not NAME_RULE.match(name):
         return f"name {name!r} may hold only a-z, 0-9 and single hyphens, not at the start or end"
     return None
+
+
+def _normalise(text: str) -> str:
+    """``text`` without a byte-order mark and with ``\\n`` line ends (CRLF files load too)."""
+    return text.removeprefix("\ufeff").replace("\r\n", "\n")
 
 
 def split_front_matter(text: str, path: str) -> tuple[str, str, int]:
     """(front-matter YAML, body, line where the body starts) of a SKILL.md."""
     import frontmatter
 
+    text = _normalise(text)
     lines = text.splitlines(keepends=True)
     if not lines or not re.match(r"^-{3,}\s*$", lines[0]):
         raise ConfigError("no front-matter: a SKILL.md starts with a '---' line", path, 1, 1)
@@ -65,6 +127,51 @@ def split_front_matter(text: str, path: str) -> tuple[str, str, int]:
     return fm, body, index + 2
 
 
+# A top-level `key: value` line whose one-line value YAML may refuse.
+_ONE_LINE = re.compile(r"^([A-Za-z0-9_-]+):[ \t]+([^\s\"'|>&*!{#].*?)[ \t]*$")
+
+
+def _load_front_matter(fm_text: str, where: str, problems: list[Problem]) -> Any:
+    """The front-matter as data, with the fallback of the client guide and OpenClaw.
+
+    Skills written for other clients carry one-line values YAML refuses,
+    most often a description with an unquoted ``: `` in it. When the line
+    YAML stops at is such a ``key: value`` line, its value is read as text
+    (as if quoted) and parsing resumes, with a warning at that line.
+    """
+    try:
+        return load_yaml(fm_text, where)
+    except ConfigError as first:
+        error = first
+        lines = fm_text.split("\n")
+        fixed: list[Problem] = []
+        for _ in range(20):  # each round fixes one line; more means the file is broken
+            index = (error.line or 1) - 1
+            match = _ONE_LINE.match(lines[index]) if 0 <= index < len(lines) else None
+            if match is None or "duplicate key" in error.message or "tab" in error.message:
+                raise first from None
+            key, value = match.groups()
+            lines[index] = f"{key}: '{value.replace(chr(39), chr(39) * 2)}'"
+            why = "an unquoted ': ' in it" if ": " in value else "text YAML cannot read"
+            fixed.append(
+                Problem(
+                    where,
+                    index + 1,
+                    len(key) + 3,
+                    "warning",
+                    f"{key}: the value has {why}; read as text (put it in quotes to say so)",
+                )
+            )
+            try:
+                data = load_yaml("\n".join(lines), where)
+            except ConfigError as again:
+                error = again
+                continue
+            problems.extend(fixed)
+            return data
+        raise first from None
+
+
 def _first(meta: dict[str, Any], *keys: str) -> tuple[str | None, Any]:
     for key in keys:
         if key in meta:
@@ -72,38 +179,183 @@ def _first(meta: dict[str, Any], *keys: str) -> tuple[str | None, Any]:
     return None, None
 
 
-def _requirements(meta: dict[str, Any]) -> dict[str, Any]:
-    """``metadata.requires`` / ``metadata.openclaw.requires`` (+ ``openclaw.os``)."""
-    metadata = meta.get("metadata")
+def _as_list(value: Any) -> list[str]:
+    """A requirement list: ``bins: pandoc`` and OpenClaw's ``bins: "git, gh"`` too.
+
+    Dropping a string would leave the skill available on a machine that
+    cannot run it, without a word.
+    """
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, list):
+        return [str(v).strip() for v in value if str(v).strip()]
+    return []
+
+
+def _truthy(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() in _TRUE)
+
+
+def gating(metadata: Any) -> tuple[dict[str, Any], bool]:
+    """``(requires, always)`` from ``metadata`` as OpenClaw reads it.
+
+    Requirements come from ``metadata.requires`` and from
+    ``metadata.openclaw`` (or the legacy ``metadata.clawdbot`` when there is
+    no ``openclaw`` block): ``requires.bins`` / ``anyBins`` / ``env`` /
+    ``config`` (lists, or comma-separated strings) and ``os``. ``always:
+    true`` drops every requirement but ``os``.
+    """
     if not isinstance(metadata, dict):
-        return {}
+        return {}, False
+    vendor = metadata.get("openclaw")
+    if vendor is None:
+        vendor = metadata.get("clawdbot")
     found: dict[str, Any] = {}
-    for block in (metadata, metadata.get("openclaw")):
+    always = False
+    for block in (metadata, vendor):
         if not isinstance(block, dict):
             continue
+        always = always or _truthy(block.get("always"))
         requires = block.get("requires")
         if isinstance(requires, dict):
-            for key in ("bins", "anyBins", "env", "os"):
+            for key in ("bins", "anyBins", "env", "config", "os"):
                 value = _as_list(requires.get(key))
                 if value:
                     found[key] = value
         if _as_list(block.get("os")):
             found.setdefault("os", _as_list(block["os"]))
-    return found
+    if always:
+        found = {k: v for k, v in found.items() if k == "os"}
+    return found, always
 
 
-def _as_list(value: Any) -> list[str]:
-    # `bins: pandoc` means `bins: [pandoc]`: dropping it would leave the skill
-    # available on a machine that cannot run it, without a word.
+def _metadata(meta: dict[str, Any], where: str, at, problems: list[Problem]) -> dict[str, Any]:
+    """``metadata`` as a mapping: OpenClaw's JSON string parsed, a type slip ignored."""
+    value = meta.get("metadata")
+    if value is None:
+        return {}
+    if isinstance(value, str) and value.strip():
+        try:
+            value = json.loads(value)
+        except ValueError:
+            try:  # JSON5 as OpenClaw writes it (trailing commas): YAML reads it
+                value = load_yaml(value, where)
+            except ConfigError:
+                value = None
+    if isinstance(value, dict):
+        return plain(value)
+    problems.append(
+        Problem(
+            where,
+            *at("metadata"),
+            "warning",
+            "metadata: expected a mapping (or a JSON object in a string); ignored",
+        )
+    )
+    return {}
+
+
+def _text_field(
+    meta: dict[str, Any], key: str, where: str, at, problems: list[Problem], limit: int = 0
+) -> str | None:
+    """A free-text key (``license``, ``homepage``, ``compatibility``): a type slip
+    or an overlong value warns and loads as text."""
+    value = meta.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        problems.append(
+            Problem(where, *at(key), "warning", f"{key}: expected text; {value!r} read as text")
+        )
+        value = plain(value)
+        value = (
+            json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else str(value)
+        )
+    if limit and len(value) > limit:
+        problems.append(
+            Problem(
+                where,
+                *at(key),
+                "warning",
+                f"{key} is {len(value)} characters (the Agent Skills limit is {limit})",
+            )
+        )
+    return value
+
+
+def _lenient_types(meta: dict[str, Any]) -> None:
+    """Read ``"true"``/``"no"`` as booleans and ``Tool``/``RAW`` as ``tool``/``raw``, in place."""
+    for key in _BOOLEAN_KEYS:
+        value = meta.get(key)
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            meta[key] = value.strip().lower() in _TRUE
+    for key in _ENUM_KEYS:
+        if isinstance(meta.get(key), str):
+            meta[key] = meta[key].strip().lower()
+    hint = meta.get("argument-hint")
+    if isinstance(hint, list):  # `argument-hint: [file]` is a YAML list
+        meta["argument-hint"] = "[" + ", ".join(str(v) for v in plain(hint)) + "]"
+    elif hint is not None and not isinstance(hint, str):
+        meta["argument-hint"] = str(plain(hint))
+
+
+def argument_names(value: Any) -> list[str]:
+    """The names of ``arguments:`` (a space-separated string or a list), in order.
+
+    A list entry is a name or ``{name, description, default}``.
+    """
     if isinstance(value, str):
-        return [value] if value.strip() else []
+        return value.split()
     if isinstance(value, list):
-        return [str(v) for v in value]
+        return [str(v.get("name")) if isinstance(v, dict) else str(v) for v in value]
     return []
 
 
+def argument_details(value: Any) -> tuple[dict[str, str], dict[str, str]]:
+    """``(defaults, descriptions)`` of the ``{name, description, default}`` entries of ``arguments:``."""
+    defaults: dict[str, str] = {}
+    descriptions: dict[str, str] = {}
+    for entry in value if isinstance(value, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        name = str(entry.get("name"))
+        if entry.get("default") is not None:
+            default = plain(entry["default"])
+            defaults[name] = default if isinstance(default, str) else json.dumps(default)
+        if entry.get("description"):
+            descriptions[name] = str(entry["description"])
+    return defaults, descriptions
+
+
+def generated_hint(names: list[str], defaults: dict[str, str]) -> str:
+    """The ``argument-hint`` of a skill that declares ``arguments:`` but no hint:
+    ``<name>`` for one a person must give, ``[name]`` for one with a default."""
+    return " ".join(f"[{n}]" if n in defaults else f"<{n}>" for n in names)
+
+
+def skill_model(value: Any) -> Any:
+    """``model:`` as a provider override: None (``inherit`` or absent), or a mapping.
+
+    A name is ``{"model": name}``; a mapping keeps ``provider``, ``base_url``
+    and its ``name`` as ``model`` (the keys of :class:`ProviderConfig`).
+    """
+    if isinstance(value, str):
+        value = value.strip()
+        return None if value.lower() in ("", "inherit") else {"model": value}
+    if isinstance(value, dict):
+        out = {k: str(value[k]) for k in ("provider", "base_url") if value.get(k)}
+        if value.get("name"):
+            out["model"] = str(value["name"])
+        return out or None
+    return None
+
+
 def load_skill(path: Path, layer: str = "") -> tuple[Skill | None, list[Problem]]:
-    """Parse one SKILL.md. Returns the skill (None when it cannot load) and problems."""
+    """Parse one SKILL.md. Returns the skill (None when it cannot load) and problems.
+
+    A skill whose only errors are in its command part loads, with
+    ``command_error`` saying why ``/name`` is refused.
+    """
     where = str(path)
     problems: list[Problem] = []
 
@@ -111,38 +363,63 @@ def load_skill(path: Path, layer: str = "") -> tuple[Skill | None, list[Problem]
         problems.append(Problem(where, line, col, severity, message))
 
     try:
-        raw = path.read_bytes()
-        text = decode(raw, where)
+        text = decode(read_capped(path, MAX_SKILL_BYTES, "a SKILL.md"), where)
         if not text.strip():
             raise ConfigError("empty file: a SKILL.md needs front-matter", where, 1, 1)
         fm_text, _body, _ = split_front_matter(text, where)
-        meta = load_yaml(fm_text, where)  # fm_text keeps the newline after "---"
+        if len(fm_text.encode()) > MAX_FRONT_MATTER:
+            raise ConfigError(
+                f"front-matter too large: {len(fm_text.encode()) >> 10} KiB"
+                f" (at most {MAX_FRONT_MATTER >> 10} KiB; long text belongs in the body)",
+                where,
+                2,
+                1,
+            )
+        meta = _load_front_matter(fm_text, where, problems)  # keeps the newline after "---"
     except ConfigError as err:
-        return None, [Problem.from_error(err)]
+        return None, [*problems, Problem.from_error(err)]
     except OSError as err:
         return None, [Problem(where, 1, 1, "error", f"cannot read: {err.strerror or err}")]
     if meta is None:
         meta = Located()
     if not isinstance(meta, dict):
-        return None, [Problem(where, 2, 1, "error", "front-matter must be a YAML mapping")]
+        return None, [
+            *problems,
+            Problem(where, 2, 1, "error", "front-matter must be a YAML mapping"),
+        ]
 
     def at(*pointer: Any) -> tuple[int, int]:
         return position(meta, pointer)
 
-    _check_schema(meta, where, at, problems)
+    _lenient_types(meta)
+    metadata = _metadata(meta, where, at, problems)
+    license_ = _text_field(meta, "license", where, at, problems)
+    homepage = _text_field(meta, "homepage", where, at, problems)
+    compatibility = _text_field(meta, "compatibility", where, at, problems, MAX_COMPATIBILITY)
+    command_problems = _check_schema(meta, where, at, problems)
     if any(p.severity == "error" for p in problems):
         return None, problems
+    for key in meta:
+        if key not in KNOWN_KEYS and (hint := did_you_mean(key, KNOWN_KEYS)):
+            problem("warning", f"unknown key {key!r}{hint}; ignored", *at(key))
 
     folder = path.parent.name
     name = meta.get("name")
     if name is None:
         name = folder
+        problem("info", f"no name: loaded as {name!r}, the folder's name")
     name = str(name)
-    bad_name = name_problem(name)
+    bad_name = _character_problem(name)
     if bad_name:
         problem("error", bad_name, *at("name"))
         return None, problems
-    if name != folder:
+    if len(name) > MAX_NAME:
+        problem(
+            "warning",
+            f"name is {len(name)} characters (the Agent Skills limit is {MAX_NAME})",
+            *at("name"),
+        )
+    if name != folder and "name" in meta:
         problem("warning", f"name {name!r} differs from its folder name {folder!r}", *at("name"))
 
     description = meta.get("description")
@@ -156,17 +433,7 @@ def load_skill(path: Path, layer: str = "") -> tuple[Skill | None, list[Problem]
             *at("description"),
         )
 
-    dispatch_key, dispatch = _first(meta, "command-dispatch", "command_dispatch")
-    tool_key, tool = _first(meta, "command-tool", "command_tool")
-    mode_key, mode = _first(meta, "command-arg-mode", "command_arg_mode")
-    if dispatch == "tool" and not tool:
-        problem("error", "command-dispatch: tool needs command-tool", *at(dispatch_key))
-        return None, problems
-    if tool and dispatch != "tool":
-        problem("warning", "command-tool is ignored without command-dispatch: tool", *at(tool_key))
-    if mode is not None and mode not in ARG_MODES:  # the schema catches this; belt and braces
-        problem("error", f"unknown command-arg-mode {mode!r}", *at(mode_key))
-        return None, problems
+    command = _command_part(meta, name, where, at, problems, command_problems)
 
     allowed: list[str] = []
     search_from = at("allowed-tools")
@@ -186,26 +453,124 @@ def load_skill(path: Path, layer: str = "") -> tuple[Skill | None, list[Problem]
             )
         allowed += [r for r in rules if r not in allowed]
 
+    requires, _always = gating(metadata)
+    if requires.get("config"):
+        problem(
+            "info",
+            f"requires.config ({', '.join(requires['config'])}) names OpenClaw settings mdagent "
+            "cannot check, so the skill is unavailable (metadata.openclaw.always: true loads it)",
+            *at("metadata"),
+        )
+
     extra = {k: plain(v) for k, v in meta.items() if k not in KNOWN_KEYS}
+    names = argument_names(meta.get("arguments"))
+    defaults, argument_help = argument_details(plain(meta.get("arguments")))
+    hint = str(meta.get("argument-hint") or "")
+    if not hint and names and command.get("dispatch") != "tool":
+        hint = generated_hint(names, defaults)
     skill = Skill(
         name=name,
         description=str(description),
         path=where,
-        dispatch="tool" if dispatch == "tool" else None,
-        tool=str(tool) if dispatch == "tool" else None,
-        arg_mode=str(mode or "raw"),
         user_invocable=bool(meta.get("user-invocable", True)),
         disable_model_invocation=bool(meta.get("disable-model-invocation", False)),
-        argument_hint=str(meta.get("argument-hint") or ""),
+        argument_hint=hint,
         allowed_tools=allowed,
-        requires=_requirements(meta),
-        license=None if meta.get("license") is None else str(meta["license"]),
-        homepage=None if meta.get("homepage") is None else str(meta["homepage"]),
+        requires=requires,
+        license=license_,
+        homepage=homepage,
         extra=extra,
         line=1,
         layer=layer,
+        metadata=metadata,
+        compatibility=compatibility,
+        arguments=names,
+        model=skill_model(plain(meta.get("model"))),
+        max_steps=meta.get("max_steps"),
+        context=str(meta.get("context") or ""),
+        disallowed_tools=split_allowed_tools(meta.get("disallowed-tools")),
+        argument_defaults=defaults,
+        argument_help=argument_help,
+        **command,
     )
+    problems.sort(key=lambda p: (p.line, p.col))  # in the order the author reads the file
     return skill, problems
+
+
+def _command_part(
+    meta: dict[str, Any],
+    name: str,
+    where: str,
+    at,
+    problems: list[Problem],
+    schema_problems: list[Problem],
+) -> dict[str, Any]:
+    """The Skill fields of what ``/name`` runs; an error here refuses the command only.
+
+    Each error message starts with ``/name:``, so a ``/name`` attempt can
+    say why it is refused.
+    """
+    dispatch_key, dispatch = _first(meta, "command-dispatch", "command_dispatch")
+    tool_key, tool = _first(meta, "command-tool", "command_tool")
+    mode_key, mode = _first(meta, "command-arg-mode", "command_arg_mode")
+    with_key, with_ = _first(meta, "command-with", "command_with")
+    errors = [Problem(*p[:4], refused(name, p.message)) for p in schema_problems]
+    if dispatch == "tool" and not tool and tool_key is None:
+        errors.append(
+            Problem(
+                where,
+                *at(dispatch_key),
+                "error",
+                refused(name, f"command-dispatch: tool needs command-tool, the tool /{name} runs"),
+            )
+        )
+    if tool is not None and dispatch_key is None:
+        problems.append(
+            Problem(
+                where,
+                *at(tool_key),
+                "warning",
+                "command-tool is ignored without command-dispatch: tool",
+            )
+        )
+    if with_ is not None and dispatch_key is None:
+        problems.append(
+            Problem(
+                where,
+                *at(with_key),
+                "warning",
+                "command-with is ignored without command-dispatch: tool",
+            )
+        )
+    elif with_ is not None and dispatch == "tool" and mode not in (None, "raw"):
+        problems.append(
+            Problem(
+                where,
+                *at(mode_key),
+                "warning",
+                "command-arg-mode is ignored with command-with: the typed words fill its templates",
+            )
+        )
+    errors.sort(key=lambda p: (p.line, p.col))
+    problems.extend(errors)
+    lines = {k: at(k)[0] for k in meta if k in COMMAND_KEYS}
+    if isinstance(with_, dict):
+        lines.update({f"command-with.{k}": at(with_key, k)[0] for k in with_})
+    if dispatch != "tool":
+        return {"lines": lines, "command_error": errors[0].message if errors else ""}
+    return {
+        "dispatch": "tool",
+        "tool": str(tool) if isinstance(tool, str) and tool else None,
+        "arg_mode": str(mode) if mode in ARG_MODES else "raw",
+        "command_with": plain(with_) if isinstance(with_, dict) else None,
+        "command_error": errors[0].message if errors else "",
+        "lines": lines,
+    }
+
+
+def refused(name: str, message: str) -> str:
+    """A command-part error: why ``/name`` is refused while the skill still loads."""
+    return f"/{name}: {message}; the skill still loads for the model, /{name} is refused"
 
 
 # Claude Code's tool names (``Bash``, ``Read``...) as the built-in tools they mean.
@@ -293,17 +658,23 @@ def _covers_every_command(rule: str) -> bool:
     return bool(match) and (match.group(1) is None or not match.group(1).strip("* "))
 
 
-def _check_schema(meta: dict[str, Any], where: str, at, problems: list[Problem]) -> None:
+def _check_schema(meta: dict[str, Any], where: str, at, problems: list[Problem]) -> list[Problem]:
+    """Schema errors: the command part's are returned, the others added to ``problems``."""
     from mdagent.schemas import validator
 
+    command: list[Problem] = []
     for err in validator("skill").iter_errors(plain(meta)):
         key = ".".join(str(p) for p in err.absolute_path) or "front-matter"
-        problems.append(Problem(where, *at(*err.absolute_path), "error", f"{key}: {err.message}"))
+        found = Problem(where, *at(*err.absolute_path), "error", f"{key}: {err.message}")
+        is_command = bool(err.absolute_path) and err.absolute_path[0] in COMMAND_KEYS
+        (command if is_command else problems).append(found)
+    return command
 
 
 def read_body(path: str | Path) -> str:
     """The Markdown body of a SKILL.md (what the model or a prompt turn reads)."""
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    with open(path, "rb") as fh:
+        text = _normalise(fh.read(MAX_SKILL_BYTES).decode("utf-8", "replace"))
     try:
         _, body, _ = split_front_matter(text, str(path))
     except ConfigError:
@@ -311,10 +682,16 @@ def read_body(path: str | Path) -> str:
     return body.strip("\n") + "\n"
 
 
-def substitute(body: str, arguments: str, skill_dir: str) -> str:
+def with_skill_dir(body: str, skill_dir: str) -> str:
+    """``body`` with ``${SKILL_DIR}`` and ``{baseDir}`` (OpenClaw's name) as the skill's folder."""
+    return body.replace("${SKILL_DIR}", skill_dir).replace("{baseDir}", skill_dir)
+
+
+def substitute(body: str, arguments: str, skill_dir: str, append: bool = True) -> str:
     """A prompt skill's body with ``$ARGUMENTS``, ``$N`` and ``${SKILL_DIR}`` filled in.
 
-    With no ``$ARGUMENTS`` in the body, ``ARGUMENTS: <args>`` is appended.
+    With no ``$ARGUMENTS`` in the body (and ``append``), ``ARGUMENTS: <args>``
+    is appended.
     """
     import shlex
 
@@ -328,9 +705,44 @@ def substitute(body: str, arguments: str, skill_dir: str) -> str:
         index = int(match.group(1) or match.group(2))
         return words[index] if index < len(words) else ""
 
-    text = body.replace("${SKILL_DIR}", skill_dir).replace("{baseDir}", skill_dir)
+    text = with_skill_dir(body, skill_dir)
     text = re.sub(r"\$ARGUMENTS\[(\d+)\]|\$(\d+)(?!\d)", word, text)
     text = text.replace("$ARGUMENTS", arguments)
-    if not uses_arguments and arguments:
+    if append and not uses_arguments and arguments:
         text = text.rstrip("\n") + f"\n\nARGUMENTS: {arguments}\n"
     return text
+
+
+# -- what the model may use ----------------------------------------------------------
+
+
+def model_refusal(skill: Skill) -> str | None:
+    """Why the model may not load ``skill`` here, or None when it may.
+
+    The same test decides what the ``skill`` tool returns and which skill
+    folders the read-only file tools may read outside the workspace.
+    """
+    from mdagent.specs import unmet_requirement
+
+    if skill.disable_model_invocation:
+        return "it is for a person to run only (disable-model-invocation: true)"
+    reason = unmet_requirement(skill.requires)
+    return f"it is unavailable here: {reason}" if reason else None
+
+
+def model_skill_folders(skills: Any, near: Path) -> list[Path]:
+    """The resolved folders of the skills the model may load that hold ``near``.
+
+    Only skills whose folder holds the path are judged, so a read outside
+    the workspace costs one path comparison per skill, not a requirement
+    check per skill.
+    """
+    folders = []
+    for skill in skills.values():
+        try:
+            folder = Path(skill.dir).resolve()
+        except (OSError, RuntimeError):
+            continue
+        if (near == folder or near.is_relative_to(folder)) and model_refusal(skill) is None:
+            folders.append(folder)
+    return folders

@@ -110,6 +110,10 @@ class CommandSpec(NamedTuple):
     line: int = 0
     layer: str = ""
     requires: dict[str, Any] = {}
+    # A skill's `command-with`: the tool's arguments as templates over the
+    # typed words ({ARGUMENTS}, {0}, {1}..., and the names of `arguments`).
+    command_with: dict[str, Any] | None = None
+    arguments: list[str] = []
 
     def to_dict(self) -> dict[str, Any]:
         return self._asdict()
@@ -138,6 +142,23 @@ class Skill(NamedTuple):
     extra: dict[str, Any] = {}
     line: int = 1
     layer: str = ""
+    metadata: dict[str, Any] = {}
+    compatibility: str | None = None
+    arguments: list[str] = []
+    command_with: dict[str, Any] | None = None
+    # Why `/name` is refused while the skill itself loads ("" when it is not).
+    command_error: str = ""
+    # The line of each command key (`command-tool`, `command-with.url`...).
+    lines: dict[str, int] = {}
+    # What a prompt turn of the skill runs with (issue 16): its own model
+    # (a name or {provider, name, base_url}), step limit, a forked
+    # sub-conversation, tools withheld from the model, argument defaults and help.
+    model: Any = None
+    max_steps: int | None = None
+    context: str = ""
+    disallowed_tools: list[str] = []
+    argument_defaults: dict[str, str] = {}
+    argument_help: dict[str, str] = {}
 
     @property
     def dir(self) -> str:
@@ -197,7 +218,7 @@ _OS_NAMES = {"linux": "linux", "darwin": "darwin", "win32": "windows", "cygwin":
 
 
 def unmet_requirement(requires: dict[str, Any] | None, environ=os.environ) -> str | None:
-    """Why ``requires`` (bins, anyBins, env, os) is not met here, or None.
+    """Why ``requires`` (bins, anyBins, env, os, config) is not met here, or None.
 
     Checked at use time, not compile time: PATH and the environment change
     between runs while the cached registry does not.
@@ -218,5 +239,8 @@ def unmet_requirement(requires: dict[str, Any] | None, environ=os.environ) -> st
     unset = [v for v in requires.get("env") or [] if not environ.get(v)]
     if unset:
         reasons.append(f"needs {', '.join(unset)} set")
+    config = requires.get("config") or []
+    if config:  # OpenClaw's own settings: mdagent has no way to tell
+        reasons.append(f"needs OpenClaw settings mdagent cannot check: {', '.join(config)}")
     # Every reason at once: fixing one only to meet the next is tedious.
     return "; ".join(reasons) or None

@@ -112,6 +112,13 @@ def _audit_status(db: Any) -> None:
     db.execute("ALTER TABLE audit ADD COLUMN status TEXT NOT NULL DEFAULT 'done'")
 
 
+@migration
+def _session_parent(db: Any) -> None:
+    # A forked skill run (`context: fork`) is a session of its own, linked to
+    # the session whose turn started it.
+    db.execute("ALTER TABLE sessions ADD COLUMN parent TEXT")
+
+
 def default_path() -> Path:
     """``mdagent.db`` in the state dir (``$AGENT_STATE_DIR``, default ``~/.local/state/mdagent``)."""
     from mdagent.layers import state_dir
@@ -130,31 +137,21 @@ def _now_iso() -> str:
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
-def _base36(n: int, width: int) -> str:
-    digits = []
-    while n:
-        n, d = divmod(n, 36)
-        digits.append(_BASE36[d])
-    return "".join(reversed(digits)).rjust(width, "0")
-
-
-_last_ms = 0
-_id_lock = threading.Lock()
-
-
 def new_id() -> str:
-    """A short id that sorts by creation time: 9 base-36 digits of ms, 3 random.
+    """A short random id: 12 base-36 characters, distinct from the first one.
 
-    Within one process ids strictly increase (two in the same ms get
-    consecutive ms); the random part keeps processes apart.
+    Not from the clock: ids made a minute apart would share their first
+    eight characters, and a person tells sessions apart (and types a prefix,
+    ``/resume k3``) by how they start. Order comes from the ``created`` and
+    ``updated`` columns instead.
     """
-    global _last_ms
-    with _id_lock:
-        _last_ms = max(time.time_ns() // 1_000_000, _last_ms + 1)
-        ms = _last_ms
     # os.urandom rather than secrets: secrets drags hashlib and random into
-    # every `agent /name` start-up, for three characters of an id.
-    return _base36(ms, 9) + "".join(_BASE36[b % len(_BASE36)] for b in os.urandom(3))
+    # every `agent /name` start-up, for twelve characters of an id. 252 of
+    # 256 byte values map evenly onto 36 digits (7 * 36); the rest are redrawn.
+    chars: list[str] = []
+    while len(chars) < 12:
+        chars += [_BASE36[b % 36] for b in os.urandom(16) if b < 252]
+    return "".join(chars[:12])
 
 
 class Store:
@@ -363,16 +360,25 @@ class Store:
 
     # -- sessions ------------------------------------------------------------------
 
-    def new_session(self, cwd: str | os.PathLike[str], model: str, title: str = "") -> str:
-        """Start a session and return its id (short, sortable by creation time)."""
-        sid = new_id()
+    def new_session(
+        self, cwd: str | os.PathLike[str], model: str, title: str = "", parent: str | None = None
+    ) -> str:
+        """Start a session in workspace ``cwd`` and return its id (short, random).
+
+        ``parent`` links a forked skill run's session to the session that started it.
+        """
         now = _now_iso()
         title = self.redacted(title)
         with self._write() as db:
+            while True:
+                sid = new_id()
+                # 36**12 ids: a clash is next to impossible, and never a silent merge.
+                if not db.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone():
+                    break
             db.execute(
-                "INSERT INTO sessions (id, created, updated, title, cwd, model)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (sid, now, now, title, os.fspath(cwd), model or ""),
+                "INSERT INTO sessions (id, created, updated, title, cwd, model, parent)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (sid, now, now, title, os.fspath(cwd), model or "", parent),
             )
         return sid
 
@@ -419,34 +425,42 @@ class Store:
         )
         return [json.loads(row["content"]) for row in rows]
 
+    # Newest first; rowid breaks a tie of timestamps (it grows with each insert).
+    _NEWEST_FIRST = " ORDER BY s.updated DESC, s.created DESC, s.rowid DESC"
+
     def latest_session(self, cwd: str | os.PathLike[str] | None = None) -> str | None:
-        """The id of the most recently updated session (in ``cwd`` when given)."""
-        if cwd is None:
-            rows = self._read("SELECT id FROM sessions ORDER BY updated DESC, id DESC LIMIT 1")
-        else:
-            rows = self._read(
-                "SELECT id FROM sessions WHERE cwd = ? ORDER BY updated DESC, id DESC LIMIT 1",
-                (os.fspath(cwd),),
-            )
+        """The id of the most recently updated session (in workspace ``cwd`` when given)."""
+        rows = self.sessions(limit=1, cwd=cwd)
         return rows[0]["id"] if rows else None
 
     _SESSION_COLUMNS = (
-        "s.id, s.created, s.updated, s.title, s.cwd, s.model,"
+        "s.id, s.created, s.updated, s.title, s.cwd, s.model, s.parent,"
         " (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS messages"
     )
 
-    def sessions(self, limit: int = 20) -> list[dict[str, Any]]:
-        """Recent sessions, most recently updated first.
+    def sessions(
+        self, limit: int = 20, cwd: str | os.PathLike[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Recent sessions (of workspace ``cwd`` when given), most recently updated first.
 
         Each: ``id``, ``created``, ``updated``, ``title``, ``cwd``, ``model``,
+        ``parent`` (the session a forked skill run came from, or None),
         ``messages`` (how many).
         """
+        where, params = "", [int(limit)]
+        if cwd is not None:
+            where, params = " WHERE s.cwd = ?", [os.fspath(cwd), int(limit)]
         rows = self._read(
-            f"SELECT {self._SESSION_COLUMNS} FROM sessions s"
-            " ORDER BY s.updated DESC, s.id DESC LIMIT ?",
-            (int(limit),),
+            f"SELECT {self._SESSION_COLUMNS} FROM sessions s{where}{self._NEWEST_FIRST} LIMIT ?",
+            tuple(params),
         )
         return [dict(row) for row in rows]
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session and its messages (the audit log keeps its calls); whether it was there."""
+        with self._write() as db:
+            db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            return db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
 
     def session(self, id_or_prefix: str) -> dict[str, Any] | None:
         """The session with this id or unique id prefix (as in :meth:`sessions`), or None.

@@ -42,7 +42,6 @@ import json
 import re
 import shlex
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
@@ -67,11 +66,27 @@ class TemplateError(ValueError):
     """A malformed template, or a value a template cannot be expanded with."""
 
 
-@dataclass(frozen=True)
+# The classes here are plain ones (no dataclasses): this module is on the
+# path of every `agent /name` of a `run:` tool, where importing dataclasses
+# would cost ~4 ms.
+
+
 class _Slot:
     """A ``{name}`` placeholder in a parsed template."""
 
-    name: str
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _Slot and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return f"_Slot({self.name!r})"
 
 
 _ABSENT = object()
@@ -373,28 +388,32 @@ _DECLARING = {"declare", "typeset", "local", "readonly", "export"}
 _WRAPPERS = {"command", "builtin"}
 
 
-@dataclass
 class _Word:
     """A shell word being read: its shape, literal text and the values in it."""
 
-    shape: str = ""  # as written unquoted; quoted characters _QUOTED, values _VALUE
-    text: str = ""  # after quote removal
-    values: list[str] = field(default_factory=list)
-    dynamic: bool = False  # holds an expansion ($x, $(...), ...)
+    __slots__ = ("shape", "text", "values", "dynamic")
+
+    def __init__(self) -> None:
+        self.shape = ""  # as written unquoted; quoted characters _QUOTED, values _VALUE
+        self.text = ""  # after quote removal
+        self.values: list[str] = []
+        self.dynamic = False  # holds an expansion ($x, $(...), ...)
 
     @property
     def literal(self) -> str | None:
         return None if self.values or self.dynamic else self.text
 
 
-@dataclass
 class _Command:
     """The simple command being read: its words so far and the one in progress."""
 
-    words: list[_Word] = field(default_factory=list)
-    word: _Word | None = None
-    cond: bool = False  # inside [[ ... ]]
-    redirect: bool = False  # the word in progress is a redirection target
+    __slots__ = ("words", "word", "cond", "redirect")
+
+    def __init__(self) -> None:
+        self.words: list[_Word] = []
+        self.word: _Word | None = None
+        self.cond = False  # inside [[ ... ]]
+        self.redirect = False  # the word in progress is a redirection target
 
     def current(self) -> _Word:
         if self.word is None:
@@ -417,11 +436,15 @@ class _Command:
         return len(self.words), None
 
 
-@dataclass(frozen=True)
 class _Frame:
-    state: str
-    closer: str | None
-    command: _Command
+    """One open quoting or nesting level: its state, the text that closes it, its command."""
+
+    __slots__ = ("state", "closer", "command")
+
+    def __init__(self, state: str, closer: str | None, command: _Command) -> None:
+        self.state = state
+        self.closer = closer
+        self.command = command
 
 
 class _ShellScanner:

@@ -19,14 +19,17 @@ is a failure, a raised exception is a failure that carries what went wrong,
 unknown names get a stand-in that lists the real tools.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: with it, every NamedTuple field
+# below is compiled from its annotation string at import (typing.ForwardRef),
+# which costs start-up time on every `agent /name`. Later names are quoted.
 
 import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, TextIO
+
+from mdagent.validation import is_simple, plainly_valid
 
 
 def _log():
@@ -40,7 +43,6 @@ Handler = Callable[..., Any]
 Hook = Callable[..., Any]
 
 
-@dataclass(frozen=True)
 class ToolContext:
     """What a handler may know about the call it serves.
 
@@ -48,20 +50,72 @@ class ToolContext:
     ``toolbox`` lets a tool call another tool (validation, policy and hooks
     apply); ``cancel`` is set when the user interrupts; ``output`` is where a
     tool may stream progress (``None`` when nobody is watching).
+    Immutable: :meth:`replace` gives a copy with some fields changed.
     """
 
-    tool_call_id: str | None = None
-    conversation_id: str | None = None
-    workdir: str | None = None
-    env: Mapping[str, str] | None = None
-    policy: Any = None
-    cancel: threading.Event = field(default_factory=threading.Event)
-    toolbox: Toolbox | None = None
-    output: TextIO | None = None
-    caller: str = "person"
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    registry: Any = None
-    approve_all: bool = False
+    # A plain class rather than a frozen dataclass: importing dataclasses
+    # (and inspect, which it needs) costs ~4 ms of every `agent /name`.
+    tool_call_id: str | None
+    conversation_id: str | None
+    workdir: str | None
+    env: Mapping[str, str] | None
+    policy: Any
+    cancel: threading.Event
+    toolbox: "Toolbox | None"
+    output: TextIO | None
+    caller: str
+    settings: Mapping[str, Any]
+    registry: Any
+    approve_all: bool
+
+    def __init__(
+        self,
+        tool_call_id: str | None = None,
+        conversation_id: str | None = None,
+        workdir: str | None = None,
+        env: Mapping[str, str] | None = None,
+        policy: Any = None,
+        cancel: threading.Event | None = None,
+        toolbox: "Toolbox | None" = None,
+        output: TextIO | None = None,
+        caller: str = "person",
+        settings: Mapping[str, Any] | None = None,
+        registry: Any = None,
+        approve_all: bool = False,
+    ) -> None:
+        self.__dict__.update(
+            tool_call_id=tool_call_id,
+            conversation_id=conversation_id,
+            workdir=workdir,
+            env=env,
+            policy=policy,
+            cancel=threading.Event() if cancel is None else cancel,
+            toolbox=toolbox,
+            output=output,
+            caller=caller,
+            settings={} if settings is None else settings,
+            registry=registry,
+            approve_all=approve_all,
+        )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"ToolContext is immutable (use .replace({name}=...))")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"ToolContext is immutable (cannot delete {name})")
+
+    def replace(self, **changes: Any) -> "ToolContext":
+        """A copy with ``changes`` applied (the same cancel event unless one is given)."""
+        return ToolContext(**{**self.__dict__, **changes})
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is ToolContext and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # it holds dicts and events
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
+        return f"ToolContext({fields})"
 
 
 class Decision(NamedTuple):
@@ -78,7 +132,7 @@ class Decision(NamedTuple):
     code: str = "DENIED"
     extra: Mapping[str, Any] = {}
 
-    def to_result(self) -> Result:
+    def to_result(self) -> "Result":
         """The failure a refused call returns."""
         return Result.failure(self.reason or "denied by policy", code=self.code, **self.extra)
 
@@ -117,7 +171,7 @@ class Result(NamedTuple):
         return None if err is None else str(err)
 
     @classmethod
-    def failure(cls, message: str, **extra: Any) -> Result:
+    def failure(cls, message: str, **extra: Any) -> "Result":
         """A failed result carrying ``message`` as its error."""
         return cls({"error": message, **extra}, False)
 
@@ -190,6 +244,7 @@ class Tool:
         "aliases",
         "meta",
         "_validator",
+        "_fast_schema",
         "_wants_context",
     )
 
@@ -211,6 +266,9 @@ class Tool:
         self.aliases = tuple(aliases)
         self.meta = meta if meta is not None else {}
         self._validator: Any = None
+        # The schema when mdagent.validation can vouch for valid arguments
+        # (None: not looked at yet; False: only jsonschema can judge it).
+        self._fast_schema: dict[str, Any] | bool | None = None
         self._wants_context: bool | None = None
 
     def __repr__(self) -> str:
@@ -222,16 +280,31 @@ class Tool:
         return {"type": "object", "properties": self.params, "required": list(self.required)}
 
     def validate(self, args: Mapping[str, Any]) -> list[str]:
-        """Problems with ``args`` (empty when they are valid)."""
+        """Problems with ``args`` (empty when they are valid).
+
+        Arguments that plainly fit a simple schema pass without jsonschema
+        (:mod:`mdagent.validation`); anything else, and every problem
+        reported, is jsonschema's.
+        """
+        if self._fast_schema is None:
+            schema = self.schema
+            self._fast_schema = schema if is_simple(schema) else False
+        if self._fast_schema and plainly_valid(self._fast_schema, args):
+            return []
         if self._validator is None:
             # Compiled once per tool, on first use: most tools of a registry
             # are never called in a given process.
             from jsonschema import Draft202012Validator
 
             self._validator = Draft202012Validator(self.schema)
-        if self._validator.is_valid(args):
-            return []
-        return _validation_messages(self._validator, args)
+        try:
+            if self._validator.is_valid(args):
+                return []
+            return _validation_messages(self._validator, args)
+        except Exception as exc:  # a schema jsonschema cannot apply (a $ref to nowhere...)
+            # `agent check` refuses such schemas in YAML; one added in Python
+            # still makes a failed call, never an internal error.
+            return [f"cannot check arguments against the schema of {self.name}: {exc}"]
 
     def call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Call the handler, passing the context when it accepts one."""
@@ -547,7 +620,7 @@ class Toolbox:
         if context is None:
             return ToolContext(toolbox=self)
         if context.toolbox is None:
-            return replace(context, toolbox=self)
+            return context.replace(toolbox=self)
         return context
 
     def _dispatch(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Result:

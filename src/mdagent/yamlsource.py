@@ -3,15 +3,31 @@
 Strict where a silent mistake would change behaviour: duplicate keys are an
 error (PyYAML keeps the last one without a word), and every error carries the
 file's path and line so ``agent check`` can print ``path:line:col: ...``.
+
+Bounded, whatever the input: a file larger than its cap is refused before it
+is read (:func:`read_capped`), and anchors and aliases may not make a document
+larger than it is written by more than :data:`ALIAS_BUDGET` values (a 500-byte
+"billion laughs" file would otherwise cost gigabytes once anything walks it).
+The budget is checked on the composed node graph, between composing and
+constructing, so it holds for any PyYAML loader class, the libyaml-backed
+``CSafeLoader`` included.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from mdagent.errors import ConfigError
+
+#: How many values anchors and aliases may add to a document beyond those
+#: written in it. Real files use a few aliases for shared blocks; a
+#: "billion laughs" file needs millions.
+ALIAS_BUDGET = 10_000
+#: The largest YAML file (settings, declarations) read, in bytes.
+MAX_YAML_BYTES = 1 << 20
 
 
 class Located(dict):
@@ -97,6 +113,31 @@ def _loader():
     return _LOADER
 
 
+def _size(count: int) -> str:
+    if count >= 1 << 20:
+        return f"{count / (1 << 20):.1f} MiB"
+    return f"{count / 1024:.0f} KiB" if count >= 1024 else f"{count} bytes"
+
+
+def read_capped(path: str | Path, limit: int = MAX_YAML_BYTES, what: str = "a YAML file") -> bytes:
+    """The bytes of ``path``, or a ConfigError when it holds more than ``limit`` bytes.
+
+    At most ``limit + 1`` bytes are ever read, so a huge file (or one that
+    grows while it is read) costs nothing. ``OSError`` passes through.
+    """
+    with open(path, "rb") as fh:
+        raw = fh.read(limit + 1)
+    if len(raw) > limit:
+        try:
+            size = _size(max(os.stat(path).st_size, len(raw)))
+        except OSError:
+            size = f"more than {_size(limit)}"
+        raise ConfigError(
+            f"file too large: {size} ({what} may be at most {_size(limit)})", str(path), 1, 1
+        )
+    return raw
+
+
 def decode(raw: bytes, path: str | Path) -> str:
     """UTF-8 text of ``raw``, or a ConfigError naming the line of the first bad byte."""
     if b"\x00" in raw[:8192]:
@@ -120,7 +161,16 @@ def load_yaml(text: str, path: str | Path, line_offset: int = 0) -> Any:
     import yaml
 
     try:
-        return yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+        # yaml.load() spelled out, to check the aliases between composing and constructing.
+        loader = _loader()(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            _check_aliases(node, path, line_offset)
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = (mark.line + 1 if mark else 1) + line_offset
@@ -135,6 +185,62 @@ def load_yaml(text: str, path: str | Path, line_offset: int = 0) -> Any:
         raise ConfigError(
             "invalid YAML: nested too deeply", str(path), 1 + line_offset, 1
         ) from None
+
+
+def _check_aliases(root: Any, path: str | Path, line_offset: int) -> None:
+    """Refuse a node graph whose aliases expand it by more than :data:`ALIAS_BUDGET` values.
+
+    An alias is a second reference to a node, so the graph stays small while
+    its expansion (what ``plain``, a schema check or a JSON dump walks) can be
+    exponential. Each node's expanded size is computed once, bottom up, without
+    recursion (deep nesting must not overflow the stack here); a node that
+    contains itself (``&a [*a]``) is refused too.
+    """
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    distinct = 0
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        children = _child_nodes(node)
+        if finished:
+            open_nodes.discard(key)
+            total = 1 + sum(sizes[id(child)] for child in children)
+            sizes[key] = total
+            if total - distinct > ALIAS_BUDGET:
+                mark = node.start_mark
+                raise ConfigError(
+                    f"YAML aliases expand this document by more than {ALIAS_BUDGET:,} values;"
+                    " refusing it (write the values out, or use fewer aliases)",
+                    str(path),
+                    mark.line + 1 + line_offset,
+                    mark.column + 1,
+                )
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:  # DFS: an open node met again is its own ancestor
+            mark = node.start_mark
+            raise ConfigError(
+                "a YAML alias refers to a node that contains it (a recursive structure)",
+                str(path),
+                mark.line + 1 + line_offset,
+                mark.column + 1,
+            )
+        open_nodes.add(key)
+        distinct += 1
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+
+
+def _child_nodes(node: Any) -> list[Any]:
+    value = node.value
+    if not isinstance(value, list):  # a scalar
+        return []
+    if value and isinstance(value[0], tuple):  # a mapping: (key, value) pairs
+        return [part for pair in value for part in pair]
+    return list(value)
 
 
 def position(data: Any, pointer: Iterable[Any], offset: int = 0) -> tuple[int, int]:
@@ -163,3 +269,20 @@ def plain(data: Any) -> Any:
     if isinstance(data, (str, int, float, bool)) or data is None:
         return data
     return str(data)  # dates and the like: YAML types JSON has no word for
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the choice closest to ``word``, or ``""``.
+
+    Case, ``_`` and ``-`` are ignored when comparing: ``command_tools`` is
+    close to ``command-tool``.
+    """
+    import difflib
+
+    options: dict[str, str] = {}
+    for choice in sorted(map(str, choices), key=lambda c: ("_" in c, c)):  # `a-b` over `a_b`
+        options.setdefault(choice.lower().replace("_", "-"), choice)
+    close = difflib.get_close_matches(
+        str(word).lower().replace("_", "-"), options, n=1, cutoff=0.75
+    )
+    return f" (did you mean {options[close[0]]!r}?)" if close else ""

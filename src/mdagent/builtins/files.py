@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from mdagent.errors import PolicyDenied
-from mdagent.workspace import confine, display_path, open_entry, open_parent, roots_from
+from mdagent.workspace import (
+    confine,
+    display_path,
+    open_entry,
+    open_parent,
+    roots_from,
+    skill_read_roots,
+)
 
 DEFAULT_LIMIT = 2000
 # A minified file can be one multi-megabyte line; a model gains nothing from
@@ -33,10 +40,22 @@ SNIFF_BYTES = 8192
 _CHUNK = 65536
 
 
-def _resolve(ctx: Any, path: str) -> tuple[Path, str, tuple[Path, tuple[Path, ...]]]:
-    """The confined path, how to show it and the roots; raises PolicyDenied."""
+def _resolve(
+    ctx: Any, path: str, *, read_only: bool = False
+) -> tuple[Path, str, tuple[Path, tuple[Path, ...]]]:
+    """The confined path, how to show it and the roots; raises PolicyDenied.
+
+    ``read_only`` also admits the folders of the skills the model may load.
+    """
     root, extras = roots_from(ctx)
-    resolved = confine(path, root, extras)
+    try:
+        resolved = confine(path, root, extras)
+    except PolicyDenied:
+        skill_roots = skill_read_roots(ctx, path, root) if read_only else ()
+        if not skill_roots:
+            raise
+        extras = (*extras, *skill_roots)
+        resolved = confine(path, root, extras)
     return resolved, display_path(resolved, root), (root, extras)
 
 
@@ -51,7 +70,7 @@ def read_file(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
     ``column`` (1-based) on; a cut line says how to read the rest.
     """
     try:
-        path, shown, roots = _resolve(ctx, args["path"])
+        path, shown, roots = _resolve(ctx, args["path"], read_only=True)
         with open_parent(path, *roots) as (folder, name):
             # O_NONBLOCK: a FIFO must not hang the call; it is refused below.
             fd = open_entry(folder, name, os.O_RDONLY | os.O_NONBLOCK, path)

@@ -28,7 +28,7 @@ from mdagent.builtins import setting
 from mdagent.environment import env_for
 from mdagent.errors import PolicyDenied
 from mdagent.globs import gitignore_regex
-from mdagent.workspace import confine, display_path, roots_from
+from mdagent.workspace import confine, display_path, roots_from, skill_read_roots
 
 MAX_FILES = 1000
 MAX_MATCHES = 1000
@@ -264,10 +264,21 @@ class IgnoreOracle:
 
 
 def _base(ctx: Any, path: str | None) -> tuple[Path, Path, list[Path]]:
-    """``(base, root, extras)``; raises PolicyDenied for a path outside the workspace."""
+    """``(base, root, extras)``; raises PolicyDenied for a path outside the workspace.
+
+    Searching only reads: the folders of the skills the model may load count
+    as inside (:func:`~mdagent.workspace.skill_read_roots`).
+    """
     root, extras = roots_from(ctx)
-    base = confine(path, root, extras) if path else root
-    return base, root, list(extras)
+    if not path:
+        return root, root, list(extras)
+    try:
+        return confine(path, root, extras), root, list(extras)
+    except PolicyDenied:
+        skill_roots = skill_read_roots(ctx, path, root)
+        if not skill_roots:
+            raise
+        return confine(path, root, (*extras, *skill_roots)), root, [*extras, *skill_roots]
 
 
 def glob_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:

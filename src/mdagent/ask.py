@@ -1,0 +1,348 @@
+"""Entry points of an agent turn: ``agent ask``, a prompt skill, and their wiring.
+
+These are the edge between a :class:`~mdagent.runtime.Runtime` and the loop:
+they pick the provider, open the session, build the :class:`~mdagent.loop.Agent`
+with its prompt, tools, hooks and :class:`~mdagent.display.Display`, run the
+turn and turn its :class:`~mdagent.loop.Outcome` into what is printed and an
+exit status. The interactive session (:mod:`mdagent.repl`) builds its agents
+here too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from mdagent.conversation import Conversation
+from mdagent.display import Display
+from mdagent.errors import ToolFailed, UsageError
+from mdagent.loop import DEFAULT_MAX_STEPS, Agent, Outcome
+from mdagent.prompts import model_tools, system_prompt
+from mdagent.specs import setting, unmet_requirement
+
+if TYPE_CHECKING:
+    from mdagent.providers.base import Provider, ProviderConfig
+    from mdagent.runtime import Runtime
+    from mdagent.specs import CommandSpec, Skill
+    from mdagent.toolbox import Toolbox, ToolContext
+
+
+def make_provider(
+    runtime: Runtime, model: dict[str, str] | None = None
+) -> tuple[Provider, ProviderConfig]:
+    """``(provider, config)`` from agent.yaml, the command-line overrides and the environment.
+
+    ``model`` is a prompt skill's ``model:`` (``{provider, model, base_url}``):
+    it beats agent.yaml and the environment, and yields to what the person
+    gave on the command line.
+    """
+    from mdagent.providers import ProviderConfig, get_provider
+
+    given = {k: v for k, v in runtime.options.model_overrides.items() if v is not None}
+    config = ProviderConfig.from_settings(runtime.settings, {**(model or {}), **given}, os.environ)
+    return get_provider(config), config
+
+
+def open_conversation(
+    runtime: Runtime,
+    model: str,
+    *,
+    continue_: bool = False,
+    session: str | None = None,
+    title: str = "",
+) -> Conversation:
+    """The session to add to: ``session`` (id or prefix), the latest one, or a new one.
+
+    ``continue_`` takes the latest session of this workspace (sessions belong
+    to a workspace: another project's conversation is not continued here).
+    An unknown ``session`` is a :class:`UsageError`.
+    """
+    store = runtime.store
+    if session:
+        found = store.session(session)
+        if found is None:
+            raise UsageError(f"no session {session!r} (see: agent sessions)")
+        return Conversation.resume(store, found["id"])
+    if continue_:
+        latest = store.latest_session(str(runtime.workdir))
+        if latest is not None:
+            return Conversation.resume(store, latest)
+        print("agent: no session to continue; starting a new one", file=sys.stderr)
+    return Conversation.start(store, cwd=str(runtime.workdir), model=model, title=title)
+
+
+def build_agent(
+    runtime: Runtime,
+    provider: Provider,
+    conversation: Conversation,
+    *,
+    allow: Iterable[str] = (),
+    display: Display | None = None,
+    toolbox: Toolbox | None = None,
+    without: Iterable[str] = (),
+    max_steps: int | None = None,
+    fork: bool = True,
+) -> Agent:
+    """An :class:`Agent` wired to ``runtime``: its toolbox, policy, settings and prompt.
+
+    ``allow`` pre-approves tools for this agent only (a prompt skill's
+    ``allowed-tools``). ``toolbox`` reuses one built by ``runtime.toolbox``
+    (an interactive session keeps one, so "always" answers last all session).
+    ``without`` withholds tools from the model (a skill's ``disallowed-tools``),
+    ``max_steps`` overrides ``agent.max_steps``. A ``context: fork`` skill the
+    model loads runs as a sub-conversation of this one; ``fork=False`` (inside
+    a forked run) refuses that: forked runs do not nest.
+    """
+    from mdagent.hooks import session_hooks
+
+    box = toolbox
+    if box is None:
+        policy = runtime.policy(allow=list(allow))
+        box = runtime.toolbox(policy=policy, session_id=conversation.session_id)
+    tools = model_tools(box, runtime.settings, without=_tool_names(without))
+    system = system_prompt(
+        workdir=runtime.workdir,
+        cwd=runtime.cwd,
+        settings=runtime.settings,
+        registry=runtime.registry,
+        tool_names=[t["name"] for t in tools],
+    )
+
+    def context(call_id: str | None) -> ToolContext:
+        return runtime.context(
+            box, caller="model", conversation_id=conversation.session_id, tool_call_id=call_id
+        )
+
+    _register_fork(runtime, conversation, enabled=fork)
+    steps = max_steps or int(setting(runtime.settings, "agent", "max_steps", DEFAULT_MAX_STEPS))
+    return Agent(
+        provider,
+        box,
+        system=system,
+        tools=tools,
+        conversation=conversation,
+        max_steps=steps,
+        context=context,
+        display=display or Display(show_text=not runtime.options.json),
+        hooks=session_hooks(runtime.settings, workdir=str(runtime.workdir), env=runtime.env),
+    )
+
+
+def finish(runtime: Runtime, outcome: Outcome) -> int:
+    """Print how the turn ended (the JSON object with ``--json``); the exit status."""
+    if runtime.options.json:
+        print(json.dumps(outcome.to_dict(), ensure_ascii=False, default=str))
+    if outcome.message:
+        print(f"agent: {outcome.message}", file=sys.stderr)
+    return outcome.exit_status
+
+
+def run_ask(
+    runtime: Runtime, text: str, *, continue_: bool = False, session: str | None = None
+) -> int:
+    """``agent ask TEXT``: one agent turn; returns the exit status.
+
+    ``continue_`` resumes the latest session, ``session`` a given one.
+    Provider errors propagate (the CLI prints one line and exits 1); Ctrl-C
+    raises :class:`Interrupted` (exit 130) after saving the session.
+    """
+    runtime.check_settings()
+    provider, config = make_provider(runtime)
+    try:
+        conversation = open_conversation(
+            runtime, config.model, continue_=continue_, session=session
+        )
+        agent = build_agent(runtime, provider, conversation)
+        return finish(runtime, agent.run(text))
+    finally:
+        _close(provider)
+
+
+def run_prompt_skill(runtime: Runtime, command: CommandSpec, argv: list[str]) -> int:
+    """``agent /name args`` for a prompt skill: an agent turn on the skill's body.
+
+    The body is rendered by :func:`mdagent.promptskills.render` (arguments,
+    ``@{path}`` includes, ``` !`cmd` ``` run as the person's calls); the
+    arguments string is the single word verbatim, or the words joined with
+    ``shlex.join``. The skill's ``allowed-tools`` are pre-approved for this
+    turn only, its ``disallowed-tools`` withheld, its ``model:`` and
+    ``max_steps:`` used. ``context: fork`` runs it in a sub-conversation
+    whose answer alone goes back to a session of the person's turn.
+    """
+    skill = prompt_skill(runtime, command)
+    arguments = argv[0] if len(argv) == 1 else shlex.join(argv)
+    box = runtime.toolbox(policy=runtime.person_policy())
+    message = skill_message(
+        skill, arguments, runtime.context(box, caller="person"), words=list(argv)
+    )
+    title = f"/{command.name} {arguments}".strip()
+    if skill.context == "fork":
+        parent = _session(runtime, title, model=_model_name(runtime, skill))
+        parent.add({"role": "user", "content": title})
+        outcome = run_fork(runtime, skill, message, parent=parent.session_id)
+        if outcome.answer is not None:
+            parent.add({"role": "assistant", "content": outcome.answer})
+        return finish(runtime, outcome)
+    provider, config = _skill_provider(runtime, skill)
+    try:
+        conversation = _session(runtime, title, model=config.model)
+        agent = build_agent(runtime, provider, conversation, **skill_turn(skill))
+        return finish(runtime, agent.run(message))
+    finally:
+        _close(provider)
+
+
+def run_fork(
+    runtime: Runtime,
+    skill: Skill,
+    message: dict[str, Any],
+    *,
+    parent: str | None,
+    display: Display | None = None,
+) -> Outcome:
+    """Run ``skill``'s turn on ``message`` in a fresh session linked to ``parent``.
+
+    The sub-conversation has the skill's model, step limit and tools; its
+    answer is the outcome's. Its own ``context: fork`` skills do not fork again.
+    """
+    provider, config = _skill_provider(runtime, skill)
+    try:
+        child = _session(runtime, f"/{skill.name} (forked)", model=config.model, parent=parent)
+        agent = build_agent(
+            runtime, provider, child, display=display, fork=False, **skill_turn(skill)
+        )
+        return agent.run(message)
+    finally:
+        _close(provider)
+
+
+def _skill_provider(runtime: Runtime, skill: Skill) -> tuple[Provider, ProviderConfig]:
+    # Called without a model when the skill names none: the one-argument form
+    # is what tests (and benchmarks) replace to script the model.
+    return make_provider(runtime, skill.model) if skill.model else make_provider(runtime)
+
+
+def skill_turn(skill: Skill) -> dict[str, Any]:
+    """The :func:`build_agent` options of a turn ``skill`` starts."""
+    return {
+        "allow": skill_allow_rules(skill),
+        "without": skill.disallowed_tools,
+        "max_steps": skill.max_steps,
+    }
+
+
+def _session(
+    runtime: Runtime, title: str, *, model: str, parent: str | None = None
+) -> Conversation:
+    store = runtime.store
+    sid = store.new_session(str(runtime.workdir), model, title, parent=parent)
+    return Conversation(store=store, session_id=sid)
+
+
+def _model_name(runtime: Runtime, skill: Skill) -> str:
+    from mdagent.providers import ProviderConfig
+
+    given = {k: v for k, v in runtime.options.model_overrides.items() if v is not None}
+    try:
+        return ProviderConfig.from_settings(
+            runtime.settings, {**(skill.model or {}), **given}, os.environ
+        ).model
+    except Exception:  # the fork's own make_provider reports it
+        return ""
+
+
+def _register_fork(runtime: Runtime, conversation: Conversation, *, enabled: bool) -> None:
+    """Let a ``context: fork`` skill the model loads in ``conversation`` run forked."""
+    from mdagent.promptskills import register_fork
+
+    parent = conversation.session_id
+
+    def run(skill: Skill, text: str, ctx: ToolContext) -> dict[str, Any]:
+        if not enabled:
+            return {"error": f"skill {skill.name} runs forked, and forked runs do not nest"}
+        quiet = Display(show_text=False, spinner=False)
+        outcome = run_fork(
+            runtime, skill, {"role": "user", "content": text}, parent=parent, display=quiet
+        )
+        if outcome.answer is None:
+            return {
+                "error": f"the forked run of skill {skill.name} ended without an answer: "
+                f"{outcome.message}",
+                "session": outcome.session,
+            }
+        return {"name": skill.name, "output": outcome.answer, "session": outcome.session}
+
+    register_fork(parent, run)
+
+
+def _tool_names(entries: Iterable[str]) -> list[str]:
+    """``disallowed-tools`` entries as tool names (Claude Code's ``Bash`` is ``exec``)."""
+    from mdagent.skills import _TOOL_NAMES
+
+    names = []
+    for entry in entries:
+        name = entry.split("(", 1)[0].strip()
+        names.append(_TOOL_NAMES.get(name.lower(), name))
+    return names
+
+
+def prompt_skill(runtime: Runtime, command: CommandSpec) -> Skill:
+    """The skill behind a prompt command; :class:`ToolFailed` when it cannot run here."""
+    skill = runtime.registry.skills.get(command.skill or command.name)
+    if skill is None:
+        raise UsageError(f"/{command.name}: no skill {command.skill or command.name!r}")
+    reason = unmet_requirement(skill.requires)
+    if reason:
+        raise ToolFailed(f"/{command.name} is unavailable: {reason}")
+    return skill
+
+
+def skill_message(
+    skill: Skill,
+    arguments: str,
+    ctx: ToolContext | None = None,
+    *,
+    words: list[str] | None = None,
+) -> dict[str, Any]:
+    """The user message of a prompt-skill turn: the body rendered for ``arguments``.
+
+    ``ctx`` is the context of whoever triggered the skill (its ``caller``,
+    toolbox, policy): the body's ``` !`cmd` ``` run as its calls. Without
+    one nothing can run them: each says so in the prompt.
+    """
+    from mdagent.promptskills import render
+    from mdagent.toolbox import ToolContext
+
+    if ctx is None:
+        ctx = ToolContext(workdir=os.getcwd())
+    return {"role": "user", "content": render(skill, arguments, ctx, words=words)}
+
+
+def skill_allow_rules(skill: Skill) -> list[str]:
+    """The policy rules a skill's ``allowed-tools`` grant for its turn (see :mod:`mdagent.skills`).
+
+    Loading already turned the entries into rules and reported bad ones
+    (``agent check``); converting again is a no-op for those and keeps a
+    registry cached by an older version from granting more than it names.
+    """
+    from mdagent.errors import ConfigError
+    from mdagent.skills import allowed_tool_rules
+
+    rules: list[str] = []
+    for text in skill.allowed_tools:
+        try:
+            granted = allowed_tool_rules(text)
+        except ConfigError:
+            continue  # reported by `agent check` at its line
+        rules += [r for r in granted if r not in rules]
+    return rules
+
+
+def _close(provider: Provider) -> None:
+    close = getattr(provider, "close", None)
+    if callable(close):
+        close()

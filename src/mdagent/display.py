@@ -1,0 +1,277 @@
+"""What a person sees of a turn: the answer, the reasoning, each tool call and its outcome.
+
+The answer streams to stdout; everything about it — reasoning (dimmed), one
+line per tool call, one line per outcome, notes, the spinners — goes to
+stderr, so ``agent ask > file`` keeps only the answer. The entry points build
+a :class:`Display` and hand it to the loop (:class:`mdagent.loop.Agent`),
+which only calls it: the loop itself never writes to a stream.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TextIO
+
+from mdagent.console import is_terminal
+
+if TYPE_CHECKING:
+    from mdagent.toolbox import Result
+
+
+class Display:
+    """Streamed answer text on stdout; reasoning, tool calls and their outcomes on stderr.
+
+    ``out``/``err`` default to the ``sys`` streams of the moment (so tests that
+    capture them see the output). ``show_text`` False keeps stdout for the
+    ``--json`` object. The model's reasoning (thinking) is shown dimmed on
+    stderr when ``reasoning`` is true (default: stderr is a terminal), never on
+    stdout, never mixed into the answer. The spinners — while waiting for the
+    model, while a tool call runs for more than a moment — run only when
+    stderr is a terminal.
+    """
+
+    SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+    DIM, PLAIN = "\033[2m", "\033[0m"
+    #: A tool call running longer than this shows a spinner with its time.
+    RUNNING_AFTER_S = 1.0
+
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        *,
+        show_text: bool = True,
+        spinner: bool | None = None,
+        reasoning: bool | None = None,
+    ) -> None:
+        self._out = out
+        self._err = err
+        self.show_text = show_text
+        self.spinner = is_terminal(self.err) if spinner is None else spinner
+        self.show_reasoning = is_terminal(self.err) if reasoning is None else reasoning
+        self._line_open = False
+        self._reasoning_open = False
+        self._spin_stop: threading.Event | None = None
+        self._spin_thread: threading.Thread | None = None
+        self._spin_label: Callable[[float], str | None] | None = None
+
+    @property
+    def out(self) -> TextIO:
+        return self._out or sys.stdout
+
+    @property
+    def err(self) -> TextIO:
+        return self._err or sys.stderr
+
+    def text(self, delta: str) -> None:
+        """Show a piece of the model's answer as it arrives."""
+        self._stop_spinner()
+        if not self.show_text or not delta:
+            return
+        self._end_reasoning()
+        self.out.write(delta)
+        self.out.flush()
+        self._line_open = not delta.endswith("\n")
+
+    def reasoning(self, delta: str) -> None:
+        """Show a piece of the model's reasoning, dimmed on stderr (or nothing)."""
+        self._stop_spinner()
+        if not (self.show_text and self.show_reasoning) or not delta:
+            return
+        if self._line_open:  # reasoning after answer text starts on a line of its own
+            self.end_text()
+        self.err.write(f"{self.DIM}{delta}{self.PLAIN}")
+        self.err.flush()
+        self._reasoning_open = not delta.endswith("\n")
+
+    def end_text(self) -> None:
+        """End the answer's (or the reasoning's) last line, if it is open."""
+        self._end_reasoning()
+        if self._line_open:
+            self.out.write("\n")
+            self.out.flush()
+            self._line_open = False
+
+    def _end_reasoning(self) -> None:
+        if self._reasoning_open:
+            self.err.write("\n")
+            self.err.flush()
+            self._reasoning_open = False
+
+    def tool_call(self, name: str, arguments: Any) -> None:
+        """One line on stderr for a call: ``→ exec  git status``."""
+        self.end_text()
+        self.err.write(f"→ {name}  {short_arguments(arguments)}".rstrip() + "\n")
+        self.err.flush()
+
+    def tool_outcome(self, name: str, result: Result, seconds: float | None = None) -> None:
+        """One line on stderr for how a call ended: ``  ✓ exec · exit 0 · 0.3 s``."""
+        self.note("  " + outcome_line(name, result, seconds))
+
+    def retrying(self, message: str) -> None:
+        """Tell a person watching that a failed model request is tried again.
+
+        Progress, like the spinner: only on a terminal. A script's stderr gets
+        the one-line error if the retries do not help, and nothing if they do.
+        """
+        if not self.spinner:
+            return
+        label = self._spin_label
+        self._stop_spinner()
+        self.note(f"agent: {message}")
+        if label is not None:
+            self._start_spinner(label)
+
+    def note(self, message: str) -> None:
+        """A line for the person on stderr (never part of the answer)."""
+        self.end_text()
+        self.err.write(message.rstrip("\n") + "\n")
+        self.err.flush()
+
+    @contextmanager
+    def waiting(self) -> Iterator[None]:
+        """Spin while the model thinks (stopped early by the first text)."""
+        if self.spinner:
+            self._start_spinner(lambda _spent: "waiting for the model")
+        try:
+            yield
+        finally:
+            self._stop_spinner()
+
+    @contextmanager
+    def running(self, names: list[str]) -> Iterator[None]:
+        """Spin with the time taken while tool calls run, once they take a moment.
+
+        The spinner holds the approval prompt's lock while its line is on the
+        screen and lets go of it twice a second, so a question to the person
+        (:func:`mdagent.approval.ask_terminal`) never lands on a spinner line.
+        """
+        if not self.spinner:
+            yield
+            return
+        from mdagent.approval import prompt_lock
+
+        what = names[0] if len(names) == 1 else f"{len(names)} calls"
+
+        def label(spent: float) -> str | None:
+            if spent < self.RUNNING_AFTER_S:
+                return None
+            return f"running {what} · {format_seconds(spent)}"
+
+        self._start_spinner(label, lock=prompt_lock)
+        try:
+            yield
+        finally:
+            self._stop_spinner()
+
+    def _start_spinner(
+        self, label: Callable[[float], str | None], lock: threading.Lock | None = None
+    ) -> None:
+        """Spin on stderr with ``label(seconds)`` (None: not yet) until stopped.
+
+        The seconds count from the start, or from the last time ``lock`` was
+        held by someone else (a question was asked: the time after it is what
+        the call itself takes, and "agent: added allow rule" may follow it).
+        """
+        stop = threading.Event()
+        err = self.err
+
+        def spin() -> None:
+            frames = self.SPINNER
+            since = time.monotonic()
+            i = 0
+            while not stop.wait(0.1):
+                if lock is not None and not lock.acquire(blocking=False):
+                    since = time.monotonic()  # a question is on the screen: keep off it
+                    continue
+                try:
+                    shown = False
+                    # With a lock, show for half a second, then clear and let go.
+                    for _ in range(5 if lock is not None else 1):
+                        text = label(time.monotonic() - since)
+                        if text is None:
+                            break
+                        err.write(f"\r{frames[i % len(frames)]} {text}\033[K")
+                        err.flush()
+                        shown = True
+                        i += 1
+                        if lock is None or stop.wait(0.1):
+                            break
+                    if shown and (lock is not None or stop.is_set()):
+                        err.write("\r\033[K")
+                        err.flush()
+                finally:
+                    if lock is not None:
+                        lock.release()
+            if lock is None and i:
+                err.write("\r\033[K")
+                err.flush()
+
+        self._spin_stop = stop
+        self._spin_label = label
+        self._spin_thread = threading.Thread(target=spin, daemon=True)
+        self._spin_thread.start()
+
+    def _stop_spinner(self) -> None:
+        if self._spin_stop is not None:
+            self._spin_stop.set()
+            if self._spin_thread is not None:
+                self._spin_thread.join()
+            self._spin_stop = self._spin_thread = self._spin_label = None
+
+
+def format_seconds(seconds: float) -> str:
+    """``0.3 s``, ``12 s``, ``2 min 5 s``: a duration for a person."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {rest} s"
+
+
+def outcome_line(name: str, result: Result, seconds: float | None = None) -> str:
+    """How a call ended, in one line: ``✓``/``✗``, exit status or error code, duration.
+
+    ``✓ exec · exit 0 · 0.3 s``, ``✗ exec · exit 1 · 0.3 s``, ``✗ exec · timed
+    out · 120 s``, ``✗ write_file needs approval: … · DENIED · 0.0 s``; another
+    failure shows the first line of its error.
+    """
+    data = result.data
+    parts: list[str] = []
+    if data.get("timed_out"):
+        parts.append("timed out")
+    elif isinstance(data.get("exit_code"), int) and not isinstance(data.get("exit_code"), bool):
+        parts.append(f"exit {data['exit_code']}")
+    head = name
+    if not result.ok and not parts:
+        error = (result.error or "failed").strip().splitlines()[0] if result.error else "failed"
+        error = error if len(error) <= 300 else error[:299] + "…"
+        head = error if error.startswith(f"{name} ") else f"{name}: {error}"
+    if not result.ok and data.get("code"):
+        parts.append(str(data["code"]))
+    if seconds is not None:
+        parts.append(format_seconds(seconds))
+    mark = "✓" if result.ok else "✗"
+    return " · ".join([f"{mark} {head}", *parts])
+
+
+def short_arguments(arguments: Any, limit: int = 80) -> str:
+    """A call's arguments in a few words: the main value when there is one, else JSON."""
+    if isinstance(arguments, Mapping):
+        main = [k for k in ("command", "path", "pattern", "url", "name") if k in arguments]
+        if len(arguments) == 1 or (main and isinstance(arguments[main[0]], str)):
+            key = main[0] if main else next(iter(arguments))
+            value = arguments[key]
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        else:
+            text = json.dumps(arguments, ensure_ascii=False, default=str) if arguments else ""
+    else:
+        text = str(arguments or "")
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,150 @@
+"""The session's prompt on a terminal: prompt_toolkit with history, completion and paste.
+
+Imported only by the interactive session (prompt_toolkit costs start-up time
+``agent /name`` never pays). What it gives a person:
+
+- Enter sends; Esc Enter or a line ending in ``\\`` starts a new line;
+  a bracketed paste is inserted as it is, so a pasted block is one message;
+- Emacs keys; Up/Down walk the history and Ctrl-R searches it; the history is
+  kept per workspace in the state dir (private: it holds what was typed);
+- Tab shows a menu: ``/names`` with their descriptions while a ``/`` word is
+  typed, a command's arguments after it, file paths relative to the working
+  directory otherwise;
+- Ctrl-C clears a typed line; at an empty prompt it ends the read with
+  :class:`~mdagent.repl.EmptyInterrupt` (twice in a row leaves); Ctrl-D on
+  an empty line leaves;
+- a bottom toolbar with the model, the session id and the tokens used.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+from prompt_toolkit.history import FileHistory
+from prompt_toolkit.key_binding import KeyBindings
+
+if TYPE_CHECKING:
+    from mdagent.repl import Repl
+
+
+def history_file(workdir: Path, state: Path | None = None) -> Path:
+    """Where the typed lines of workspace ``workdir`` are kept (created private)."""
+    from mdagent.layers import state_dir
+
+    key = f"{zlib.crc32(str(workdir).encode()):08x}"
+    folder = (state or state_dir()) / "history"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = folder / f"{workdir.name or 'root'}-{key}.txt"
+    if not path.exists():
+        # What a person types may hold secrets: only they may read it.
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    return path
+
+
+class SessionCompleter(Completer):
+    """``/names`` with descriptions, a command's arguments, and paths under the working directory."""
+
+    def __init__(self, repl: Repl) -> None:
+        self.repl = repl
+
+    def get_completions(self, document: Document, event: CompleteEvent) -> Iterator[Completion]:
+        text = document.text_before_cursor
+        stripped = text.lstrip()
+        word = text.split()[-1] if text and not text[-1].isspace() else ""
+        if stripped.startswith("/") and not any(c.isspace() for c in stripped):
+            for name, description in self.repl.command_names():
+                if name.startswith(stripped):
+                    yield Completion(name, -len(stripped), display_meta=first_line(description))
+            return
+        if not event.completion_requested:
+            return  # arguments and paths on Tab only, never while typing a message
+        found: list[str] = []
+        if stripped.startswith("/") and "\n" not in stripped:
+            found = self.repl.argument_completions(stripped, word)
+        if not found and not word.startswith("-"):
+            from mdagent.dispatch import complete_path
+
+            found = complete_path(word, str(self.repl.runtime.cwd))
+        for value in found:
+            yield Completion(value, -len(word))
+
+
+def first_line(text: str | None) -> str:
+    from mdagent.console import first_line as first
+
+    return first(text, 60)
+
+
+def key_bindings() -> KeyBindings:
+    """Enter sends, Esc Enter and a trailing backslash continue, Ctrl-C as a shell does."""
+    from mdagent.repl import EmptyInterrupt
+
+    keys = KeyBindings()
+
+    @keys.add("enter")
+    def _enter(event: Any) -> None:
+        buffer = event.current_buffer
+        if buffer.complete_state is not None:
+            buffer.complete_state = None  # Enter on a menu takes the entry shown
+        before = buffer.document.text_before_cursor
+        if before.endswith("\\") and buffer.document.is_cursor_at_the_end:
+            buffer.delete_before_cursor(1)
+            buffer.insert_text("\n")
+            return
+        buffer.validate_and_handle()
+
+    @keys.add("escape", "enter")
+    def _newline(event: Any) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @keys.add("c-c")
+    def _interrupt(event: Any) -> None:
+        buffer = event.current_buffer
+        if buffer.text:
+            buffer.reset()  # drop the typed text, stay at the prompt
+            return
+        event.app.exit(exception=EmptyInterrupt())
+
+    return keys
+
+
+class TerminalInput:
+    """Reads one message at a time from the person at the terminal."""
+
+    def __init__(self, repl: Repl) -> None:
+        from mdagent.repl import PROMPT
+
+        self.repl = repl
+        self.session: PromptSession[str] = PromptSession(
+            PROMPT,
+            history=FileHistory(str(history_file(repl.runtime.workdir))),
+            completer=SessionCompleter(repl),
+            complete_while_typing=True,
+            key_bindings=key_bindings(),
+            bottom_toolbar=self.toolbar,
+            prompt_continuation=lambda width, line, soft: "… ".rjust(width),
+            enable_history_search=False,  # Up walks the history; Ctrl-R searches it
+            mouse_support=False,
+        )
+
+    def toolbar(self) -> str:
+        """``model · session id · tokens``: what the session runs on."""
+        repl = self.repl
+        try:
+            model = repl.config().model or "(no model)"
+        except Exception:  # a broken setting is reported when a turn needs it
+            model = "(no model configured)"
+        usage = repl.usage
+        tokens = f"{usage['input_tokens']:,} in / {usage['output_tokens']:,} out"
+        return f" {model} · session {repl.session_id or '(new)'} · tokens {tokens} "
+
+    def read(self) -> str:
+        """The next message; EOFError on Ctrl-D, EmptyInterrupt on Ctrl-C at an empty prompt."""
+        return self.session.prompt()

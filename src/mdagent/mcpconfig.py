@@ -1,0 +1,314 @@
+"""MCP servers as ``agent.yaml`` declares them, and their tools as registry entries.
+
+Nothing here imports the MCP SDK: the registry, ``agent check`` and the
+``/name`` fast path read these records without paying for it.
+
+::
+
+    mcp_servers:
+      github:                               # tools join as github__<tool>
+        command: npx
+        args: [-y, "@modelcontextprotocol/server-github"]
+        env: {GITHUB_TOKEN: "${GITHUB_TOKEN}"}   # passed to this server only
+        security: moderate                  # or {create_issue: dangerous}
+        tools: {allow: ["*issue*"], deny: [delete_*]}
+      docs:
+        url: http://127.0.0.1:8931/mcp      # Streamable HTTP
+        headers: {Authorization: "Bearer ${DOCS_TOKEN}"}
+
+A higher layer's entry replaces a lower layer's entry of the same name whole
+(:func:`mdagent.declarations.merge_settings`); ``enabled: false`` switches a
+lower layer's server off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from mdagent.errors import ToolFailed
+from mdagent.specs import TIERS, ToolSpec, setting
+
+#: Between the server's name and its tool's in the registry: ``github__create_issue``.
+SEPARATOR = "__"
+#: What every provider accepts in a tool name (OpenAI: ``^[a-zA-Z0-9_-]{1,64}$``).
+NAME_LIMIT = 64
+CACHE_PREFIX = "registry-mcp-"
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class ServerConfig(NamedTuple):
+    """One entry of ``mcp_servers``: a stdio command or a Streamable HTTP URL."""
+
+    name: str
+    command: str | None = None
+    args: list[str] = []
+    env: dict[str, str] = {}
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = {}
+    security: Any = None  # a level, a {tool: level} mapping, or None (from annotations)
+    tier: str = "full"
+    allow: list[str] = []
+    deny: list[str] = []
+    startup_timeout: float = 30.0
+    timeout: float = 120.0
+
+    @property
+    def transport(self) -> str:
+        """``stdio`` or ``http``."""
+        return "http" if self.url else "stdio"
+
+    @property
+    def target(self) -> str:
+        """What the server is, for listings: the command line or the URL."""
+        if self.url:
+            return self.url
+        import shlex
+
+        return shlex.join([self.command or "", *self.args])
+
+    def stamp(self, workdir: str | os.PathLike[str] | None = None) -> str:
+        """A key that changes when the server may offer other tools.
+
+        The entry as written (variables unexpanded: no secret reaches the
+        cache's name), plus the size and time of the program and of every
+        argument naming a file: editing ``server.py`` refreshes the cached
+        tool list.
+        """
+        import hashlib  # here, not at the top: `agent /name` never needs a stamp
+        import shutil
+
+        files = []
+        if self.command:
+            base = Path(self.cwd or workdir or ".")
+            found = shutil.which(self.command) or str(base / self.command)
+            for candidate in [found, *(str(base / a) for a in self.args)]:
+                try:
+                    st = os.stat(candidate)
+                except (OSError, ValueError):
+                    continue
+                files.append([candidate, st.st_size, st.st_mtime_ns])
+        text = json.dumps([self._asdict(), files], sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def resolved_env(self, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+        """``env`` with ``${VAR}`` filled in from ``environ``; ToolFailed naming a missing one."""
+        return {
+            k: expand(v, environ, f"mcp server {self.name}: env {k}") for k, v in self.env.items()
+        }
+
+    def resolved_headers(self, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+        """``headers`` with ``${VAR}`` filled in (see :meth:`resolved_env`)."""
+        return {
+            k: expand(v, environ, f"mcp server {self.name}: header {k}")
+            for k, v in self.headers.items()
+        }
+
+    def admits(self, tool: str) -> bool:
+        """Whether ``tools: {allow, deny}`` lets the server's ``tool`` in (globs)."""
+        import fnmatch
+
+        if any(fnmatch.fnmatchcase(tool, pattern) for pattern in self.deny):
+            return False
+        return not self.allow or any(fnmatch.fnmatchcase(tool, p) for p in self.allow)
+
+    def security_of(self, tool: str, annotations: Mapping[str, Any] | None) -> str:
+        """The security level of the server's ``tool``.
+
+        ``security:`` decides when it names one (for the server, or for this
+        tool); else the tool's annotations: read-only is ``safe``, destructive
+        ``dangerous``, anything else ``moderate``. Annotations are the server's
+        word about itself, so a mapping in ``security:`` can only be stricter
+        or looser by the person's choice, never by the server's.
+        """
+        chosen = self.security
+        if isinstance(chosen, Mapping):
+            chosen = chosen.get(tool, chosen.get("*"))
+        if chosen:
+            return str(chosen)
+        annotations = annotations or {}
+        if annotations.get("destructiveHint") is True:
+            return "dangerous"
+        if annotations.get("readOnlyHint") is True:
+            return "safe"
+        return "moderate"
+
+
+def expand(value: str, environ: Mapping[str, str], where: str) -> str:
+    """``value`` with each ``${VAR}`` replaced by ``environ[VAR]``; ToolFailed when unset."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in environ:
+            raise ToolFailed(f"{where} names ${{{name}}}, which is not set")
+        return environ[name]
+
+    return _VARIABLE.sub(one, value)
+
+
+def server_configs(settings: Mapping[str, Any]) -> dict[str, ServerConfig]:
+    """The enabled servers of the merged ``settings`` (already schema-checked), by name."""
+    block = settings.get("mcp_servers") if isinstance(settings, Mapping) else None
+    if not isinstance(block, Mapping):
+        return {}
+    startup = float(setting(settings, "mcp", "startup_timeout", 30))
+    timeout = float(setting(settings, "mcp", "timeout", 120))
+    out = {}
+    for name, entry in block.items():
+        if not isinstance(entry, Mapping) or entry.get("enabled") is False:
+            continue
+        tools = entry.get("tools") or {}
+        out[str(name)] = ServerConfig(
+            name=str(name),
+            command=entry.get("command"),
+            args=[str(a) for a in entry.get("args") or []],
+            env={str(k): str(v) for k, v in (entry.get("env") or {}).items()},
+            cwd=entry.get("cwd"),
+            url=entry.get("url"),
+            headers={str(k): str(v) for k, v in (entry.get("headers") or {}).items()},
+            security=entry.get("security"),
+            tier=str(entry.get("tier") or "full"),
+            allow=list(tools.get("allow") or []),
+            deny=list(tools.get("deny") or []),
+            startup_timeout=float(entry.get("startup_timeout") or startup),
+            timeout=float(entry.get("timeout") or timeout),
+        )
+    return out
+
+
+def registry_name(server: str, tool: str) -> str:
+    """``server__tool``, in the characters every provider accepts, at most 64 of them."""
+    clean = re.sub(r"[^A-Za-z0-9_-]", "_", tool)
+    return f"{server}{SEPARATOR}{clean}"[:NAME_LIMIT]
+
+
+def server_of(name: str | None, servers: Mapping[str, Any]) -> str | None:
+    """The declared server a registry name ``server__tool`` belongs to, or None."""
+    if not name or SEPARATOR not in name:
+        return None
+    server = name.split(SEPARATOR, 1)[0]
+    return server if server in servers else None
+
+
+def prompt_command(name: str, servers: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(server, prompt)`` for a slash command ``/server:prompt``, or None."""
+    server, colon, prompt = name.lstrip("/").partition(":")
+    if not colon or not prompt or server not in servers:
+        return None
+    return server, prompt
+
+
+def tool_specs(
+    config: ServerConfig, tools: list[dict[str, Any]], source: str = ""
+) -> list[ToolSpec]:
+    """Registry entries for a server's listed tools (MCP ``Tool`` dicts, camelCase keys).
+
+    Tools its ``tools: {allow, deny}`` keep out are left out; two tools whose
+    names clash once made provider-safe keep the first.
+    """
+    specs: dict[str, ToolSpec] = {}
+    for tool in tools:
+        original = str(tool.get("name") or "")
+        if not original or not config.admits(original):
+            continue
+        name = registry_name(config.name, original)
+        if name in specs:
+            continue
+        params, required = split_schema(tool.get("inputSchema") or {})
+        annotations = tool.get("annotations") or {}
+        description = str(tool.get("description") or annotations.get("title") or original)
+        specs[name] = ToolSpec(
+            name=name,
+            description=" ".join(description.split())[:1024],
+            params=params,
+            required=required,
+            category="mcp",
+            security=config.security_of(original, annotations),
+            tier=config.tier if config.tier in TIERS else "full",
+            timeout=config.timeout,
+            implementation={"mcp": {"server": config.name, "tool": original}},
+            source=source or f"mcp:{config.name}",
+            layer="mcp",
+        )
+    return list(specs.values())
+
+
+def split_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``(properties, required)`` of an input schema, local ``$ref``s inlined.
+
+    The toolbox validates ``{"type": "object", "properties", "required"}``;
+    a ``$ref`` into the schema's own ``$defs`` would point nowhere there.
+    A recursive reference becomes ``{}`` (anything) past one level.
+    """
+    defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
+
+    def inline(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [inline(n, seen) for n in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")):
+            key = ref.rsplit("/", 1)[1]
+            if key in seen or key not in defs:
+                return {k: v for k, v in node.items() if k != "$ref"}
+            rest = {k: inline(v, seen) for k, v in node.items() if k != "$ref"}
+            return {**inline(defs[key], (*seen, key)), **rest}
+        return {k: inline(v, seen) for k, v in node.items() if k not in ("$defs", "definitions")}
+
+    properties = inline(schema.get("properties") or {}, ())
+    required = [str(r) for r in schema.get("required") or [] if r in properties]
+    return (properties if isinstance(properties, dict) else {}), required
+
+
+# -- the tool-list cache ---------------------------------------------------------------
+
+
+def cache_path(config: ServerConfig, workdir: str | os.PathLike[str] | None = None) -> Path:
+    """Where the tool and prompt lists of ``config`` are kept, beside the registry cache."""
+    from mdagent.layers import state_dir
+
+    return state_dir() / f"{CACHE_PREFIX}{config.name}-{config.stamp(workdir)}.json"
+
+
+def read_listing(config: ServerConfig, workdir: Any = None) -> dict[str, Any] | None:
+    """The cached ``{"tools": [...], "prompts": [...]}`` of ``config``, or None."""
+    from mdagent.registry import _read_cache
+
+    data = _read_cache(cache_path(config, workdir))
+    listing = data.get("listing") if data else None
+    return listing if isinstance(listing, dict) else None
+
+
+def write_listing(config: ServerConfig, listing: dict[str, Any], workdir: Any = None) -> None:
+    """Cache ``listing`` under the server's stamp (atomically; a failure costs speed only)."""
+    from mdagent.registry import CACHE_FORMAT, _write_cache
+
+    _write_cache(cache_path(config, workdir), {"format": CACHE_FORMAT, "listing": listing})
+
+
+# -- where servers were declared ---------------------------------------------------------
+
+
+def server_locations(layers: list[Any]) -> dict[str, tuple[str, int, int]]:
+    """Server name -> ``(agent.yaml path, line, col)`` of the entry in force (highest layer)."""
+    from mdagent.declarations import SETTINGS_FILE, read_yaml_file
+    from mdagent.yamlsource import position
+
+    found: dict[str, tuple[str, int, int]] = {}
+    for layer in layers:  # highest first: the first sighting is the entry in force
+        path = Path(layer.config_dir) / SETTINGS_FILE
+        if not path.is_file():
+            continue
+        data, _ = read_yaml_file(path)
+        servers = data.get("mcp_servers") if isinstance(data, Mapping) else None
+        for name in servers if isinstance(servers, Mapping) else ():
+            if str(name) not in found:
+                line, col = position(data, ["mcp_servers", name])
+                found[str(name)] = (str(path), line, col)
+    return found

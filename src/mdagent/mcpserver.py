@@ -1,0 +1,473 @@
+"""``agent mcp serve``: this registry's tools, prompt skills and skill files, over MCP.
+
+Built on the official SDK's low-level :class:`mcp.server.lowlevel.Server`
+(the tools are declared at run time with their own JSON Schemas, which the
+decorator API cannot express); the SDK owns the protocol, the transports
+(stdio, Streamable HTTP) and the framing.
+
+Another agent is a model as far as the policy is concerned: every call
+goes through the toolbox with ``caller="mcp"``: validation, deny rules,
+hooks, ask/allow rules, rate limits, the sandbox and the audit log, as for
+``agent ask``. Nobody can be asked: the server never opens the terminal, so
+a call that would ask is refused with the message saying which rule or
+setting would allow it (``--yes`` answers those questions; it never covers
+the agent's own configuration files). Over stdio the SDK points fd 1 at
+stderr while it serves, so nothing but protocol messages reaches stdout.
+
+The tools of ``mcp_servers:`` are not served again: an MCP client can reach
+those servers itself, and a server listed in its own settings would start
+itself without end.
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+import os
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
+
+from mdagent.errors import UsageError
+from mdagent.mcpclient import one_line, require_sdk
+from mdagent.specs import setting, unmet_requirement
+
+if TYPE_CHECKING:
+    from mdagent.runtime import Runtime
+    from mdagent.specs import Skill
+    from mdagent.toolbox import Result, Toolbox
+
+#: Seconds a served call may run past its tool's own timeout before it is
+#: answered as a failure (the tool's own limit should fire first).
+GRACE = 10.0
+MAX_RESOURCE_BYTES = 1_000_000
+MAX_SKILL_FILES = 500
+_POSITIONAL = re.compile(r"\$ARGUMENTS\[(\d+)\]|\$(\d+)(?!\d)")
+
+
+def parse_address(value: str) -> tuple[str, int]:
+    """``PORT``, ``HOST:PORT`` or ``[IPv6]:PORT`` -> (host, port); a bare port binds 127.0.0.1."""
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", value
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise UsageError(f"--http {value}: expected PORT or HOST:PORT (e.g. 127.0.0.1:8931)")
+    return host, int(port)
+
+
+# -- what is served ---------------------------------------------------------------------
+
+
+class Served:
+    """The tools, prompts and resources of one ``agent mcp serve``, and how to run them."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        from mdagent.prompts import model_tools
+
+        self.runtime = runtime
+        runtime.check_settings()
+        # Never interactive: stdin and stdout belong to the protocol, and a
+        # person at this terminal did not ask for the call.
+        self.policy = runtime.policy(interactive=False)
+        self.box: Toolbox = runtime.toolbox(policy=self.policy, mcp=False)
+        self.tools = model_tools(self.box, runtime.settings)  # as `agent ask` would send them
+        self.names = {t["name"] for t in self.tools}
+
+    # -- tools --
+
+    def tool_list(self) -> list[Any]:
+        import mcp.types as types
+
+        out = []
+        for described in self.tools:
+            tool = self.box.tool_for(described["name"])
+            security = str(tool.meta.get("security") or "moderate")
+            approval = bool(tool.meta.get("approval"))
+            out.append(
+                types.Tool(
+                    name=described["name"],
+                    description=described["description"],
+                    input_schema=described["parameters"],
+                    annotations=types.ToolAnnotations(
+                        read_only_hint=security == "safe" and not approval,
+                        destructive_hint=security == "dangerous" or approval,
+                    ),
+                )
+            )
+        return out
+
+    def schema(self, name: str) -> dict[str, Any] | None:
+        return self.box.tool_for(name).schema if name in self.names else None
+
+    def limit(self, name: str) -> float:
+        """How long a served call may take before it is answered as timed out."""
+        tool = self.box.tool_for(name)
+        own = tool.meta.get("timeout")
+        if own is None and name == "exec":
+            own = setting(self.runtime.settings, "exec", "timeout", None)
+        if own is None:
+            own = setting(self.runtime.settings, "mcp", "timeout", 120)
+        return float(own) + GRACE
+
+    def run(self, name: str, args: dict[str, Any], cancel: Any) -> Result:
+        """One call, through the toolbox, as the caller ``mcp``."""
+        ctx = self.runtime.context(self.box, caller="mcp", output=None, cancel=cancel)
+        return self.box.run(name, args, ctx)
+
+    # -- prompts --
+
+    def prompt_skills(self) -> list[Skill]:
+        """Prompt skills a model may use: not ``disable-model-invocation``, requirements met."""
+        registry = self.runtime.registry
+        return [
+            skill
+            for _, skill in sorted(registry.skills.items())
+            if skill.dispatch != "tool"
+            and not skill.disable_model_invocation
+            and unmet_requirement(skill.requires) is None
+        ]
+
+    def visible_skills(self) -> list[Skill]:
+        registry = self.runtime.registry
+        return [
+            skill
+            for _, skill in sorted(registry.skills.items())
+            if not skill.disable_model_invocation and unmet_requirement(skill.requires) is None
+        ]
+
+    # -- resources --
+
+    def resource_paths(self, skill: Skill) -> list[tuple[str, Path]]:
+        """``(uri, file)`` for SKILL.md and every other file of the skill's folder.
+
+        Hidden files and folders are left out (a ``.env`` has no business in
+        a skill's listing), symlinks are not followed out of the folder.
+        """
+        root = Path(skill.dir)
+        found: list[tuple[str, Path]] = []
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(files):
+                if name.startswith("."):
+                    continue
+                path = Path(folder, name)
+                if self._inside(path, root):
+                    rel = path.relative_to(root).as_posix()
+                    found.append((f"skill://{skill.name}/{quote(rel)}", path))
+                if len(found) >= MAX_SKILL_FILES:
+                    return found
+        return found
+
+    @staticmethod
+    def _inside(path: Path, root: Path) -> bool:
+        real, base = os.path.realpath(path), os.path.realpath(root)
+        return real.startswith(base.rstrip(os.sep) + os.sep) and os.path.isfile(real)
+
+    def resource_file(self, uri: str) -> Path:
+        """The file a ``skill://name/path`` URI names; ValueError saying why not."""
+        match = re.fullmatch(r"skill://([^/]+)/(.+)", uri)
+        if not match:
+            raise ValueError(f"not a skill resource: {uri} (expected skill://NAME/PATH)")
+        name, rel = unquote(match.group(1)), unquote(match.group(2))
+        skill = next((s for s in self.visible_skills() if s.name == name), None)
+        if skill is None:
+            raise ValueError(f"no skill {name!r}")
+        parts = Path(rel).parts
+        if Path(rel).is_absolute() or ".." in parts or any(p.startswith(".") for p in parts):
+            raise ValueError(f"{uri}: not a file of skill {name}")
+        path = Path(skill.dir, rel)
+        if not self._inside(path, Path(skill.dir)):
+            raise ValueError(f"{uri}: no such file in skill {name}")
+        denied = self._denied(path)
+        if denied:
+            raise ValueError(f"{uri}: {denied}")
+        return path
+
+    def _denied(self, path: Path) -> str | None:
+        """The refusal of read_file's deny rules for ``path`` (a resource read is a read)."""
+        screen = getattr(self.policy, "screen", None)
+        tool = self.box.tool_for("read_file")
+        if screen is None or not hasattr(tool, "schema"):
+            return None
+        ctx = self.runtime.context(self.box, caller="mcp")
+        decision = screen(tool, {"path": str(path)}, ctx)
+        return decision.reason if decision is not None else None
+
+
+def prompt_arguments(skill: Skill, body: str) -> list[tuple[str, str, bool]]:
+    """``(name, description, required)`` of a prompt skill's arguments.
+
+    From ``argument-hint`` (``<file>`` required, ``[focus]`` optional), with
+    one ``argN`` for each ``$N`` the body uses beyond them; a skill with
+    neither takes its whole argument string as ``arguments``.
+    """
+    hinted = [
+        (_argument_name(req or opt), req or opt, bool(req))
+        for req, opt in re.findall(r"<([^<>]+)>|\[([^\[\]]+)\]", skill.argument_hint or "")
+    ]
+    used = [int(a or b) for a, b in _POSITIONAL.findall(body)]
+    count = max(used) + 1 if used else 0
+    out = [(n, d, r) for n, d, r in hinted if n]
+    for index in range(len(out), count):
+        out.append((f"arg{index}", f"${index} of the skill", False))
+    if not out:
+        out = [("arguments", "the arguments, as typed after /" + skill.name, False)]
+    names: set[str] = set()
+    unique = []
+    for name, description, required in out:
+        while name in names:
+            name += "_"
+        names.add(name)
+        unique.append((name, description, required))
+    return unique
+
+
+def _argument_name(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.strip().lower()).strip("_")
+
+
+def argument_string(spec: list[tuple[str, str, bool]], given: dict[str, str]) -> str:
+    """What ``agent /name`` would have received: one value verbatim, several shell-joined."""
+    values = [str(given.get(name) or "") for name, _, _ in spec]
+    while values and not values[-1]:
+        values.pop()
+    if len(values) <= 1:
+        return values[0] if values else ""
+    return shlex.join(values)
+
+
+def result_content(result: Result) -> tuple[str, dict[str, Any]]:
+    """The text a calling agent reads, and the whole result as structured content."""
+    import json
+
+    data = result.data
+    if not result.ok:
+        return one_line(result.error or "failed", limit=2000), result.to_dict()
+    if data.get("output") is not None:
+        text = str(data["output"])
+    elif "stdout" in data or "stderr" in data:
+        text = str(data.get("stdout") or "")
+        if data.get("stderr"):
+            text += ("\n" if text else "") + str(data["stderr"])
+    else:
+        text = json.dumps(data, ensure_ascii=False, default=str)
+    return text, result.to_dict()
+
+
+# -- the server ---------------------------------------------------------------------------
+
+
+def build_server(served: Served) -> Any:
+    """The SDK server answering with ``served``'s tools, prompts and resources."""
+    import anyio
+    import mcp.types as types
+    from mcp.server.lowlevel import Server
+    from mcp.shared.exceptions import MCPError
+
+    from mdagent import __version__
+    from mdagent.skills import read_body, substitute
+
+    def bad_request(message: str) -> MCPError:
+        return MCPError(code=types.INVALID_PARAMS, message=message)
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult(tools=served.tool_list())
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        name = params.name
+        if name not in served.names:
+            available = ", ".join(sorted(served.names)) or "(none)"
+            raise bad_request(f"unknown tool: {name}. Available: {available}")
+        import threading
+
+        cancel = threading.Event()
+        limit = served.limit(name)
+        try:
+            with anyio.fail_after(limit):
+                result = await anyio.to_thread.run_sync(
+                    served.run, name, dict(params.arguments or {}), cancel, abandon_on_cancel=True
+                )
+        except TimeoutError:
+            cancel.set()  # the call's processes are stopped; its thread is left to finish
+            text = f"{name} timed out after {limit:g} s"
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=text)], is_error=True
+            )
+        text, structured = result_content(result)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            structured_content=structured,
+            is_error=not result.ok,
+        )
+
+    def skill_named(name: str) -> Skill:
+        skill = next((s for s in served.prompt_skills() if s.name == name), None)
+        if skill is None:
+            raise bad_request(f"unknown prompt: {name}")
+        return skill
+
+    async def list_prompts(ctx: Any, params: Any) -> Any:
+        prompts = []
+        for skill in served.prompt_skills():
+            arguments = prompt_arguments(skill, read_body(skill.path))
+            prompts.append(
+                types.Prompt(
+                    name=skill.name,
+                    description=skill.description,
+                    arguments=[
+                        types.PromptArgument(name=n, description=d, required=r)
+                        for n, d, r in arguments
+                    ],
+                )
+            )
+        return types.ListPromptsResult(prompts=prompts)
+
+    async def get_prompt(ctx: Any, params: Any) -> Any:
+        skill = skill_named(params.name)
+        body = read_body(skill.path)
+        spec = prompt_arguments(skill, body)
+        given = {str(k): str(v) for k, v in (params.arguments or {}).items()}
+        missing = [n for n, _, required in spec if required and not given.get(n)]
+        if missing:
+            raise bad_request(f"prompt {skill.name}: missing argument(s): {', '.join(missing)}")
+        text = substitute(body, argument_string(spec, given), skill.dir)
+        return types.GetPromptResult(
+            description=skill.description,
+            messages=[
+                types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
+            ],
+        )
+
+    async def list_resources(ctx: Any, params: Any) -> Any:
+        resources = []
+        for skill in served.visible_skills():
+            for uri, path in served.resource_paths(skill):
+                rel = path.relative_to(skill.dir).as_posix()
+                resources.append(
+                    types.Resource(
+                        uri=uri,
+                        name=f"{skill.name}/{rel}",
+                        description=skill.description if rel == "SKILL.md" else None,
+                        mime_type=_mime(path),
+                        size=path.stat().st_size,
+                    )
+                )
+        return types.ListResourcesResult(resources=resources)
+
+    async def read_resource(ctx: Any, params: Any) -> Any:
+        uri = str(params.uri)
+        try:
+            path = served.resource_file(uri)
+        except ValueError as err:
+            raise bad_request(str(err)) from None
+        data = path.read_bytes()[: MAX_RESOURCE_BYTES + 1]
+        if len(data) > MAX_RESOURCE_BYTES:
+            raise bad_request(f"{uri}: larger than {MAX_RESOURCE_BYTES} bytes")
+        mime = _mime(path)
+        try:
+            contents: Any = types.TextResourceContents(
+                uri=uri, mime_type=mime, text=data.decode("utf-8")
+            )
+        except UnicodeDecodeError:
+            contents = types.BlobResourceContents(
+                uri=uri, mime_type=mime, blob=base64.b64encode(data).decode("ascii")
+            )
+        return types.ReadResourceResult(contents=[contents])
+
+    return Server(
+        "mdagent",
+        version=__version__,
+        instructions="Tools, prompts and skills declared for mdagent in "
+        f"{served.runtime.workdir}; calls run under its policy.",
+        get_tool_input_schema=served.schema,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
+
+
+def _mime(path: Path) -> str:
+    if path.suffix.lower() in (".md", ".markdown"):
+        return "text/markdown"
+    return mimetypes.guess_type(path.name)[0] or "text/plain"
+
+
+def serve(runtime: Runtime, *, http: str | None = None) -> int:
+    """Serve until the client goes away (stdio) or the process is stopped (HTTP)."""
+    try:
+        require_sdk()
+    except Exception as err:
+        raise UsageError(str(err)) from None
+    import anyio
+
+    address = parse_address(http) if http is not None else None
+    served = Served(runtime)
+    server = build_server(served)
+    if address is None:
+        anyio.run(_stdio, server)
+    else:
+        sock = _listen(*address)
+        with sock:
+            anyio.run(_http, server, sock, address[0], runtime.options.verbose)
+    return 0
+
+
+def _listen(host: str, port: int) -> Any:
+    """A bound socket: "address in use" is one line here, not a web server's log."""
+    import socket
+
+    from mdagent.errors import ToolFailed
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, where = infos[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as err:
+        raise ToolFailed(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(where)
+        sock.listen(128)
+    except OSError as err:
+        sock.close()
+        raise ToolFailed(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+    return sock
+
+
+async def _stdio(server: Any) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def _http(server: Any, sock: Any, host: str, verbose: bool) -> None:
+    import anyio
+    import uvicorn
+
+    app = server.streamable_http_app(host=host)
+    config = uvicorn.Config(
+        app, log_level="info" if verbose else "warning", access_log=verbose, lifespan="on"
+    )
+    web = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: web.serve(sockets=[sock]))
+        while not web.started:
+            if web.should_exit:
+                return
+            await anyio.sleep(0.02)
+        bound = sock.getsockname()
+        shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            print(
+                f"agent: warning: serving on {host}, reachable from other machines, without authentication",
+                file=sys.stderr,
+            )
+        print(f"agent: serving MCP on http://{shown}:{bound[1]}/mcp", file=sys.stderr, flush=True)

@@ -1,0 +1,486 @@
+"""A prompt skill's body as the model reads it: arguments, live context, included files.
+
+:func:`render` turns a SKILL.md body and the arguments it was given into the
+prompt of the turn it starts (or the ``skill`` tool's result):
+
+* ``$ARGUMENTS``, ``$N``, ``${SKILL_DIR}`` as before (:func:`mdagent.skills.substitute`),
+  and the names of ``arguments:`` as ``$name`` / ``{name}``, bound from
+  ``--name value``, ``--name=value`` or position, else their ``default``;
+* ``@{path}`` inserts a file (or a folder's listing, ``.gitignore`` honoured),
+  confined to the workspace and the skill's own folder;
+* ``` !`cmd` ``` runs ``cmd`` through the toolbox's ``exec`` tool as a call by
+  whoever triggered the skill (the context handed in: a person, the model, an
+  MCP client), so policy, sandbox, hooks, audit and timeout apply, and inserts
+  its output. Arguments inside it are shell-quoted as in ``shell:`` templates,
+  so what was typed stays one literal word.
+
+What a command prints or a file holds is inserted after every substitution,
+never substituted itself: a file holding ``$ARGUMENTS`` stays as written.
+
+A skill not written in this project (the user layer, another agent's skill
+folder, a skill the project's ``skills.lock`` lists as installed) shows its
+commands and asks before running them the first time; the answer is kept per
+skill and content hash in the state dir. With no terminal the question is a
+denial.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import stat
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mdagent.errors import PolicyDenied, ToolFailed, UsageError
+
+if TYPE_CHECKING:
+    from mdagent.specs import Skill
+    from mdagent.toolbox import Result, ToolContext
+
+#: What one command's output or one included file may add to the prompt.
+MAX_INSERT = 20_000
+#: At most this many entries of an included folder are listed.
+MAX_LISTING = 200
+#: The layers whose skills were written in this project or ship with mdagent.
+OWN_LAYERS = frozenset({"project", "bundled", "builtin"})
+CONSENT_FILE = "skill-consent.json"
+
+LIVE = re.compile(r"!`([^`\n]+)`")
+INCLUDE = re.compile(r"@\{((?:\$\{SKILL_DIR\}|\{baseDir\}|[^{}\n])+)\}")
+# Placeholders inside a live-context command; any other brace is literal.
+_COMMAND_TOKEN = re.compile(
+    r"\$\{SKILL_DIR\}|\{baseDir\}|\$ARGUMENTS\[(\d+)\]|\$ARGUMENTS\b|\{ARGUMENTS\}"
+    r"|\$(\d+)(?!\d)|\{(\d+)\}|\$([A-Za-z_]\w*)|\{([A-Za-z_]\w*)\}|[{}]"
+)
+_HELD = re.compile(r"\x00(\d+)\x00")
+
+
+# -- arguments ----------------------------------------------------------------------
+
+
+def split_words(arguments: str) -> list[str]:
+    """The words of an argument string (shell rules; plain blanks when it does not parse)."""
+    try:
+        return shlex.split(arguments)
+    except ValueError:
+        return arguments.split()
+
+
+def bind_arguments(
+    skill: Skill, words: list[str], *, strict: bool = True
+) -> tuple[dict[str, str], list[str]]:
+    """``(values of the named arguments, the words they did not take)``.
+
+    ``--name value`` and ``--name=value`` set a declared name; the other
+    words fill the names not set yet, in order; a name still unset takes its
+    ``default``. ``strict``: a name with neither is a :class:`UsageError`
+    (a person's ``/name``); otherwise it is empty (the model loading it).
+    """
+    names = list(skill.arguments)
+    values: dict[str, str] = {}
+    rest: list[str] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        key, eq, inline = word[2:].partition("=") if word.startswith("--") else ("", "", "")
+        if key in names:
+            if eq:
+                values[key] = inline
+            elif index + 1 < len(words):
+                values[key] = words[index + 1]
+                index += 1
+            else:
+                raise UsageError(f"/{skill.name}: --{key} needs a value\n{usage_line(skill)}")
+        else:
+            rest.append(word)
+        index += 1
+    leftover = []
+    for word in rest:
+        unset = next((n for n in names if n not in values), None)
+        if unset is None:
+            leftover.append(word)
+        else:
+            values[unset] = word
+    for name in names:
+        if name in values:
+            continue
+        if name in skill.argument_defaults:
+            values[name] = skill.argument_defaults[name]
+        elif strict:
+            raise UsageError(f"/{skill.name}: missing argument: {name}\n{usage_line(skill)}")
+        else:
+            values[name] = ""
+    return values, leftover
+
+
+def usage_line(skill: Skill) -> str:
+    """``usage: /name <hint>``: the ``argument-hint``, generated from ``arguments:`` if absent."""
+    return f"usage: /{skill.name} {skill.argument_hint or '[text...]'}".rstrip()
+
+
+def _named(text: str, values: Mapping[str, str]) -> str:
+    """``$name`` and ``{name}`` of the declared arguments replaced by their values."""
+    if not values:
+        return text
+    alternatives = "|".join(re.escape(n) for n in sorted(values, key=len, reverse=True))
+    pattern = re.compile(rf"\$({alternatives})(?!\w)|\{{({alternatives})\}}")
+    return pattern.sub(lambda m: values[m.group(1) or m.group(2)], text)
+
+
+# -- rendering ----------------------------------------------------------------------
+
+
+def render(
+    skill: Skill,
+    arguments: str | None,
+    ctx: ToolContext,
+    *,
+    words: list[str] | None = None,
+    strict: bool = True,
+) -> str:
+    """The prompt ``skill`` gives with ``arguments``, its commands run as ``ctx.caller``.
+
+    ``ctx`` is the context of the call that triggered the skill: its
+    toolbox runs the commands, its workdir and settings confine the
+    includes. ``words``: the arguments as already-split words (from the
+    shell). ``arguments`` None (the model loading the skill) leaves
+    ``$ARGUMENTS`` and the argument names as written, for the model to read.
+    Raises :class:`UsageError` for a missing argument (``strict``),
+    :class:`ToolFailed` for a missing include and :class:`PolicyDenied` for
+    one outside the workspace and the skill's folder.
+    """
+    from mdagent.skills import read_body, substitute, with_skill_dir
+
+    try:
+        body = read_body(skill.path).replace("\x00", "")
+    except OSError as exc:
+        raise ToolFailed(
+            f"/{skill.name}: cannot read {skill.path}: {exc.strerror or exc}"
+        ) from None
+    if arguments is None:
+        words, values = [], {}
+    else:
+        words = split_words(arguments) if words is None else list(words)
+        values, _ = bind_arguments(skill, words, strict=strict)
+    held: list[tuple[str, str]] = []
+
+    def hold(kind: str) -> Callable[[re.Match[str]], str]:
+        def keep(match: re.Match[str]) -> str:
+            held.append((kind, match.group(1)))
+            return f"\x00{len(held) - 1}\x00"
+
+        return keep
+
+    interpolate = _interpolation_on(ctx)
+    text = LIVE.sub(hold("command"), body) if interpolate else body
+    text = INCLUDE.sub(hold("include"), text)
+    uses_names = bool(values) and (any(f"${n}" in body or f"{{{n}}}" in body for n in values))
+    if arguments is None:
+        text = with_skill_dir(text, skill.dir)
+    else:
+        text = substitute(text, arguments, skill.dir, append=not uses_names)
+        text = _named(text, values)
+    if not held:
+        return text
+    commands = [raw for kind, raw in held if kind == "command"]
+    refusal = _consent(skill, commands, ctx) if commands else None
+    inserts: list[str] = []
+    for kind, raw in held:
+        if kind == "include":
+            inserts.append(include(skill, with_skill_dir(raw.strip(), skill.dir), ctx))
+        elif refusal is not None:
+            inserts.append(f"[`{raw}` not run: {refusal}]")
+        else:
+            inserts.append(run_command(skill, raw, words, values, ctx))
+    return _HELD.sub(lambda m: inserts[int(m.group(1))], text)
+
+
+def _interpolation_on(ctx: ToolContext) -> bool:
+    from mdagent.specs import setting
+
+    return setting(ctx.settings, "skills", "shell_interpolation", True) is not False
+
+
+# -- live context -------------------------------------------------------------------
+
+
+def command_script(raw: str, skill: Skill, words: list[str], values: Mapping[str, str]) -> str:
+    """The ``bash -c`` script of ``` !`raw` ```: every argument shell-quoted as one word.
+
+    ``$ARGUMENTS`` / ``{ARGUMENTS}`` are all the words, ``{N}`` one
+    (0-based), ``{name}`` a named argument and ``${SKILL_DIR}`` the skill's
+    folder, each quoted for where it lands (``shell:`` template rules,
+    :func:`mdagent.templates.expand_shell`). ``$1``, ``$name`` and other
+    braces stay as written, for the shell (``awk '{print $1}'``).
+    """
+    from mdagent import templates
+
+    slots: dict[str, Any] = {"ARGUMENTS": words, "SKILL_DIR": skill.dir}
+    slots.update({f"_{i}": word for i, word in enumerate(words)})
+    slots.update(values)
+    known_positions = set()
+
+    def token(match: re.Match[str]) -> str:
+        whole = match.group(0)
+        if whole in ("${SKILL_DIR}", "{baseDir}"):
+            return "{SKILL_DIR}"
+        if whole in ("$ARGUMENTS", "{ARGUMENTS}"):
+            return "{ARGUMENTS}"
+        index = match.group(1) or match.group(3)
+        if index is not None:
+            known_positions.add(f"_{int(index)}")
+            return f"{{_{int(index)}}}"
+        name = match.group(5)
+        if name is not None and name in values:
+            return f"{{{name}}}"
+        return whole.replace("{", "{{").replace("}", "}}")
+
+    template = _COMMAND_TOKEN.sub(token, raw)
+    params = {name: {} for name in [*slots, *known_positions]}
+    return templates.expand_shell(template, slots, params)
+
+
+def run_command(
+    skill: Skill, raw: str, words: list[str], values: Mapping[str, str], ctx: ToolContext
+) -> str:
+    """What ``` !`raw` ``` inserts: the output, or why it did not run or failed."""
+    from mdagent.templates import TemplateError
+
+    try:
+        script = command_script(raw, skill, words, values)
+    except TemplateError as err:
+        return f"[`{raw}` not run: {err}]"
+    if ctx.toolbox is None:
+        return f"[`{raw}` not run: no tools here]"
+    result = ctx.toolbox.run("exec", {"command": script}, ctx)
+    return command_output(raw, result)
+
+
+def command_output(raw: str, result: Result) -> str:
+    """A command's result as prompt text: its output (capped), then how it failed."""
+    data = result.data
+    output = str(data.get("stdout") or "")
+    if data.get("stderr"):
+        output += ("\n" if output and not output.endswith("\n") else "") + str(data["stderr"])
+    output = capped(output.rstrip("\n"))
+    if result.ok:
+        return output
+    if data.get("code") == "DENIED" or "exit_code" not in data:
+        why = str(result.error or "failed")
+        return f"[`{raw}` not run: {why}]"
+    status = f"exit status {data['exit_code']}"
+    why = str(result.error or status)
+    note = f"[`{raw}` failed: {why}]" if status in why else f"[`{raw}` failed: {why} ({status})]"
+    return f"{output}\n{note}" if output else note
+
+
+def capped(text: str, limit: int = MAX_INSERT) -> str:
+    """``text``, or its first ``limit`` characters with a note of how much was cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... cut: {len(text) - limit} of {len(text)} characters left out]"
+
+
+# -- asking before a foreign skill's commands --------------------------------------
+
+
+def is_foreign(skill: Skill) -> bool:
+    """Whether ``skill`` was not written in this project: another layer, or installed."""
+    if skill.layer not in OWN_LAYERS:
+        return True
+    return skill.layer == "project" and installed(skill)
+
+
+def installed(skill: Skill) -> bool:
+    """Whether the ``skills.lock`` of the skill's layer lists it (an unreadable lock: yes)."""
+    lock = Path(skill.path).parent.parent.parent / "skills.lock"
+    try:
+        text = lock.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # fail closed: a lock we cannot read may list it
+    try:
+        from mdagent.yamlsource import load_yaml, plain
+
+        data = plain(load_yaml(text, str(lock)))
+    except Exception:  # a malformed lock: fail closed
+        return True
+    entries = data.get("skills", data) if isinstance(data, dict) else data
+    if isinstance(entries, dict):
+        return skill.name in entries
+    if isinstance(entries, list):
+        return any(skill.name == (e.get("name") if isinstance(e, dict) else e) for e in entries)
+    return False
+
+
+_consent_lock = threading.Lock()
+
+
+def _consent(skill: Skill, commands: list[str], ctx: ToolContext) -> str | None:
+    """None when the commands may run; else why not (the prompt says so)."""
+    if not is_foreign(skill):
+        return None
+    digest = _content_hash(skill.path)
+    with _consent_lock:  # one question at a time, and one answer for all
+        if _consented(skill.path, digest):
+            return None
+        if ctx.approve_all:
+            return None
+        from mdagent.approval import ask_terminal, terminal_available
+
+        where = f"{skill.name} ({skill.path})"
+        if not terminal_available():
+            return (
+                f"skill {where} comes from outside this project and its commands need your "
+                "approval the first time; there is no terminal to ask on (run it once in a "
+                "terminal, or with --yes)"
+            )
+        try:
+            answer = ask_terminal(
+                f"skill {skill.name} runs these commands before the model sees its prompt",
+                {"command": "\n".join(commands)},
+                always=False,
+                note=f"It is not from this project: {skill.path}",
+                cancel=ctx.cancel,
+            )
+        except EOFError:
+            answer = "no"
+        if answer != "yes":
+            return f"you declined the commands of skill {where}"
+        _remember(skill.path, digest)
+        return None
+
+
+def _content_hash(path: str) -> str:
+    import hashlib
+
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return ""
+
+
+def _consent_path() -> Path:
+    from mdagent.layers import state_dir
+
+    return state_dir() / CONSENT_FILE
+
+
+def _read_consents() -> dict[str, str]:
+    try:
+        data = json.loads(_consent_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _consented(path: str, digest: str) -> bool:
+    return bool(digest) and _read_consents().get(os.path.realpath(path)) == digest
+
+
+def _remember(path: str, digest: str) -> None:
+    """Keep the answer (private file, replaced whole: a crash never leaves half of it)."""
+    import tempfile
+
+    target = _consent_path()
+    data = _read_consents()
+    data[os.path.realpath(path)] = digest
+    try:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".consent-")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1, sort_keys=True)
+        os.replace(tmp, target)
+    except OSError:
+        pass  # not remembered: the next run asks again, which is safe
+
+
+# -- file includes ------------------------------------------------------------------
+
+
+def include(skill: Skill, path: str, ctx: ToolContext) -> str:
+    """What ``@{path}`` inserts: the file's text or the folder's listing, capped."""
+    from mdagent.workspace import confine, display_path, open_entry, open_parent, roots_from
+
+    root, extras = roots_from(ctx)
+    roots = (*extras, Path(skill.dir).resolve())
+    try:
+        resolved = confine(path, root, roots)
+    except PolicyDenied as exc:
+        raise PolicyDenied(f"/{skill.name}: @{{{path}}}: {exc}") from None
+    shown = display_path(resolved, root)
+    try:
+        with open_parent(resolved, root, roots) as (folder, name):
+            fd = open_entry(folder, name, os.O_RDONLY | os.O_NONBLOCK, resolved)
+    except PolicyDenied as exc:
+        raise PolicyDenied(f"/{skill.name}: @{{{path}}}: {exc}") from None
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolFailed(f"/{skill.name}: @{{{path}}}: not found: {shown}") from None
+    except OSError as exc:
+        raise ToolFailed(f"/{skill.name}: @{{{path}}}: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            return _listing(resolved, root)
+        if not stat.S_ISREG(mode):
+            raise ToolFailed(f"/{skill.name}: @{{{path}}}: not a regular file: {shown}")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            data = fh.read(MAX_INSERT * 4 + 1)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if b"\0" in data[:8192]:
+        raise ToolFailed(f"/{skill.name}: @{{{path}}}: binary file, not included: {shown}")
+    text = data.decode("utf-8", "replace")
+    more = len(data) > MAX_INSERT * 4
+    text = capped(text.rstrip("\n"))
+    if more and "[... cut" not in text:
+        text += "\n[... cut: the file is longer]"
+    return text
+
+
+def _listing(folder: Path, root: Path) -> str:
+    from mdagent.builtins.search import walk_files
+
+    files = []
+    total = 0
+    for file in walk_files(folder, root):
+        total += 1
+        if len(files) < MAX_LISTING:
+            files.append(file.relative_to(folder).as_posix())
+        elif total > MAX_LISTING * 10:
+            break
+    text = "\n".join(files)
+    if total > len(files):
+        text += f"\n[... {total - len(files)} more files not listed]"
+    return text
+
+
+# -- forked runs --------------------------------------------------------------------
+
+#: session id -> how a skill loaded in that session's turn runs forked.
+_forks: dict[str, Callable[[Skill, str, ToolContext], dict[str, Any]]] = {}
+
+
+def register_fork(
+    session_id: str | None, run: Callable[[Skill, str, ToolContext], dict[str, Any]]
+) -> None:
+    """Say how a ``context: fork`` skill the model loads in session ``session_id`` runs."""
+    if session_id:
+        _forks[session_id] = run
+
+
+def fork_runner(
+    session_id: str | None,
+) -> Callable[[Skill, str, ToolContext], dict[str, Any]] | None:
+    """How a forked skill runs in session ``session_id``'s turn, or None outside an agent turn."""
+    return _forks.get(session_id or "")

@@ -1,0 +1,298 @@
+"""Other MCP servers' tools and prompts in mdagent (issue 18, client side).
+
+A small server built with the SDK's ``MCPServer`` (tests/mcp_fixture_server.py)
+is declared in ``mcp_servers:`` and reached over stdio (the real ``agent``
+starts it) or Streamable HTTP on 127.0.0.1 (the test starts it). Its tools
+join as ``fx__<tool>``: sent to the model, judged by mdagent's own policy,
+recorded in the audit log; its prompts become ``/fx:<prompt>``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ask, provider_args, scripted_model, settings, tool_results, write
+from model_server import ModelServer
+
+pytest.importorskip("mcp")
+
+FIXTURE = Path(__file__).with_name("mcp_fixture_server.py")
+
+
+def declare(ws: Path, extra: str = "", server: str = "") -> Path:
+    """Settings declaring the fixture as server ``fx`` (plus ``server`` entries, then ``extra``)."""
+    return settings(
+        ws,
+        "mcp_servers:\n"
+        f"  fx:\n    command: {sys.executable}\n    args: ['{FIXTURE}']\n"
+        "    env: {FIXTURE_LOG: '${FIXTURE_LOG}'}\n" + server + extra,
+    )
+
+
+@pytest.fixture
+def log(tmp_path):
+    """Where the fixture server logs its start and each call (see ``env_for``)."""
+    return tmp_path / "fixture.log"
+
+
+def env_for(log: Path, **more: str) -> dict[str, str]:
+    return {"FIXTURE_LOG": str(log), **more}
+
+
+def lines(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def sent_tools(server: ModelServer) -> dict[str, dict]:
+    return {t["function"]["name"]: t["function"] for t in server.requests[0]["json"]["tools"]}
+
+
+def audit(run_agent) -> list[dict]:
+    done = run_agent("logs", "--json", "-n", "50")
+    return json.loads(done.stdout)
+
+
+def test_a_model_calls_a_server_tool_under_the_allowlist(workspace, run_agent, log):
+    policy = "policy:\n  mode: allowlist\n"
+    declare(workspace, policy)
+    with scripted_model(("fx__add", {"a": 2, "b": 3})) as model:
+        denied = ask(run_agent, model, env=env_for(log))
+    assert denied.returncode == 0, denied.stderr
+    tools = sent_tools(model)
+    assert tools["fx__add"]["parameters"]["properties"]["a"]["type"] == "integer"
+    assert tools["fx__add"]["description"] == "Add two integers."
+    [refused] = tool_results(model)
+    assert refused["ok"] is False and "add `fx__add` to policy.allow" in refused["error"]
+    assert not any(line.startswith("add") for line in lines(log))
+
+    declare(workspace, policy + "  allow: [fx__add]\n")
+    with scripted_model(("fx__add", {"a": 2, "b": 3})) as model:
+        allowed = ask(run_agent, model, env=env_for(log))
+    assert allowed.returncode == 0, allowed.stderr
+    [result] = tool_results(model)
+    assert result["ok"] is True and result["output"] == "5"
+    assert "add 2 3" in lines(log)
+
+    declare(workspace, policy + "  allow: [fx__add]\n  deny: ['fx__add(a=2)']\n")
+    with scripted_model(("fx__add", {"a": 2, "b": 4})) as model:
+        ask(run_agent, model, env=env_for(log))
+    [blocked] = tool_results(model)
+    assert blocked["ok"] is False and "denied by policy rule `fx__add(a=2)`" in blocked["error"]
+    assert "add 2 4" not in lines(log)
+
+    rows = [r for r in audit(run_agent) if r["tool"] == "fx__add"]
+    assert [(r["caller"], bool(r["ok"]), r["code"]) for r in rows] == [
+        ("model", False, "DENIED"),
+        ("model", True, None),
+        ("model", False, "DENIED"),
+    ]
+    assert rows[1]["approved_by"] == "rule:fx__add"
+
+
+def test_security_from_annotations_decides_what_ask_mode_lets_run(workspace, run_agent, log):
+    declare(workspace)  # mode ask, no rules: safe tools run, the rest would ask (no terminal)
+    calls = [("fx__echo", {"text": "hi"}), ("fx__wipe", {"name": "db"})]
+    with scripted_model(*calls) as model:
+        ask(run_agent, model, env=env_for(log))
+    echo, wipe = tool_results(model)
+    assert echo["ok"] is True and echo["output"] == "echo: hi"  # readOnlyHint: safe
+    assert wipe["ok"] is False and "needs approval" in wipe["error"]  # destructiveHint
+    assert "wipe db" not in lines(log)
+
+
+def test_a_server_over_streamable_http(workspace, run_agent, log):
+    fixture = subprocess.Popen(
+        [sys.executable, str(FIXTURE), "http"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "FIXTURE_LOG": str(log)},
+        start_new_session=True,
+    )
+    try:
+        port = int(fixture.stdout.readline().split()[1])
+        settings(
+            workspace,
+            f"mcp_servers:\n  web:\n    url: http://127.0.0.1:{port}/mcp\n"
+            "    headers: {X-Token: '${WEB_TOKEN}'}\n",
+        )
+        with scripted_model(("web__echo", {"text": "over http"})) as model:
+            done = ask(run_agent, model, env={"WEB_TOKEN": "t0k3n"})
+        listed = run_agent("mcp", "list", env={"WEB_TOKEN": "t0k3n"})
+        unset = run_agent("mcp", "list")
+    finally:
+        fixture.terminate()
+        fixture.wait(timeout=30)
+    assert done.returncode == 0, done.stderr
+    [result] = tool_results(model)
+    assert result["ok"] is True and result["output"] == "echo: over http"
+    assert "echo over http" in lines(log)
+    assert listed.returncode == 0
+    assert f"web  (http: http://127.0.0.1:{port}/mcp)  ok: 7 tools, 1 prompt" in listed.stdout
+    assert unset.returncode == 1
+    assert "mcp server web: header X-Token names ${WEB_TOKEN}, which is not set\n" in unset.stdout
+
+
+def test_a_server_that_fails_is_one_line_and_the_rest_keeps_working(workspace, run_agent, log):
+    declare(workspace, server="  broken:\n    command: /nonexistent/server\n")
+    with scripted_model(("fx__echo", {"text": "still here"}), ("glob", {"pattern": "*"})) as model:
+        done = ask(run_agent, model, env=env_for(log))
+    assert done.returncode == 0
+    about = [line for line in done.stderr.splitlines() if "broken" in line]
+    assert about == [
+        "agent: mcp server broken: failed to start: /nonexistent/server: command not found"
+    ]
+    assert "Traceback" not in done.stderr
+    assert "fx__echo" in sent_tools(model) and "glob" in sent_tools(model)
+    echo, glob = tool_results(model)
+    assert echo["output"] == "echo: still here" and glob["ok"] is True
+
+
+def test_a_server_that_dies_mid_call_or_runs_too_long(workspace, run_agent, log):
+    declare(workspace, "    timeout: 1\npolicy: {mode: full}\n")
+    calls = [
+        ("fx__crash", {}),
+        ("fx__echo", {"text": "again"}),
+        ("fx__slow", {"seconds": 20}),
+        ("fx__echo", {"text": "after"}),
+    ]
+    with scripted_model(*calls) as model:
+        done = ask(run_agent, model, env=env_for(log), timeout=90)
+    assert done.returncode == 0, done.stderr
+    crash, again, slow, after = tool_results(model)
+    assert crash["ok"] is False
+    assert crash["error"].startswith("mcp server fx: crash: the server stopped answering")
+    assert "stderr: " in crash["error"] and "about to crash on purpose" in crash["error"]
+    assert "\n" not in crash["error"]
+    assert again["output"] == "echo: again"  # started again on next use
+    assert slow["ok"] is False and slow["error"] == "mcp server fx: slow timed out after 1 s"
+    assert after["output"] == "echo: after"
+    assert lines(log).count("start") == 2
+
+
+def test_servers_start_lazily_and_their_tool_lists_are_cached(workspace, run_agent, log):
+    declare(workspace)
+    write(
+        workspace / ".agents" / "skills" / "t" / "SKILL.md",
+        "---\nname: t\ndescription: run\ncommand-dispatch: tool\ncommand-tool: exec\n---\n",
+    )
+    typed = run_agent("/t", "echo", "unrelated", env=env_for(log))
+    assert typed.stdout.strip() == "unrelated"
+    assert lines(log) == []  # an unrelated /name never starts a server
+
+    with ModelServer([{"text": "no tools needed"}]) as model:
+        first = run_agent(*provider_args(model), "ask", "hi", env=env_for(log))
+    assert first.returncode == 0 and "fx__echo" in sent_tools(model)
+    assert lines(log) == ["start"]  # listing its tools needed the server once
+
+    with ModelServer([{"text": "no tools needed"}]) as model:
+        run_agent(*provider_args(model), "ask", "hi", env=env_for(log))
+    assert "fx__echo" in sent_tools(model)
+    assert lines(log) == ["start"]  # the cached list sufficed: not started again
+
+    with scripted_model(("fx__echo", {"text": "now"})) as model:
+        ask(run_agent, model, env=env_for(log))
+    assert lines(log) == ["start", "start", "echo now"]  # started for the call itself
+
+
+def test_env_variables_reach_only_their_server(workspace, run_agent, log):
+    settings(
+        workspace,
+        "mcp_servers:\n"
+        f"  fx:\n    command: {sys.executable}\n    args: ['{FIXTURE}']\n"
+        "    env: {FIXTURE_SECRET: '${MY_SECRET_TOKEN}'}\n"
+        f"  plain:\n    command: {sys.executable}\n    args: ['{FIXTURE}']\n",
+    )
+    write(
+        workspace / ".agents" / "config" / "cmds.yaml",
+        "commands:\n  secret:\n    description: s\n    tool: fx__secret\n"
+        "  plain-secret:\n    description: s\n    tool: plain__secret\n",
+    )
+    secret = {"MY_SECRET_TOKEN": "hunter2-value", "FIXTURE_SECRET": "from-the-shell"}
+    own = run_agent("/secret", env=secret)
+    other = run_agent("/plain-secret", env=secret)
+    assert own.returncode == 0, own.stderr
+    assert own.stdout.strip() == "hunter2-value"
+    assert other.stdout.strip() == "(unset)"  # *SECRET* is scrubbed from every child's env
+    missing = run_agent("/secret")
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == (
+        "agent: /secret: mcp server fx: env FIXTURE_SECRET names ${MY_SECRET_TOKEN}, "
+        "which is not set"
+    )
+
+
+def test_command_tool_binds_a_slash_command_to_a_server_tool(workspace, run_agent, log):
+    declare(workspace)
+    write(
+        workspace / ".agents" / "skills" / "adder" / "SKILL.md",
+        "---\nname: adder\ndescription: add\ncommand-dispatch: tool\n"
+        "command-tool: fx__add\ncommand-arg-mode: parsed\n---\n",
+    )
+    write(
+        workspace / ".agents" / "skills" / "ghost" / "SKILL.md",
+        "---\nname: ghost\ndescription: x\ncommand-dispatch: tool\ncommand-tool: fx__nope\n---\n",
+    )
+    done = run_agent("/adder", "2", "3", env=env_for(log))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "5"
+    helped = run_agent("/adder", "--help", env=env_for(log))
+    assert "usage: /adder <a> <b>" in helped.stdout
+    bad = run_agent("/adder", "two", env=env_for(log))
+    assert bad.returncode == 2 and "integer" in bad.stderr
+    ghost = run_agent("/ghost", env=env_for(log))
+    assert ghost.returncode == 1 and ghost.stderr.strip().count("\n") == 0
+    assert "fx__nope" in ghost.stderr
+    rows = [r for r in audit(run_agent) if r["tool"] == "fx__add"]
+    assert rows and rows[0]["caller"] == "person" and rows[0]["ok"]
+
+    checked = run_agent("check", env=env_for(log))
+    assert checked.returncode == 1
+    assert "info: mcp server fx: 7 tool(s), 1 prompt(s)" in checked.stdout
+    assert "error: /ghost: mcp server fx offers no tool 'fx__nope'" in checked.stdout
+    assert "/adder" not in checked.stdout
+
+
+def test_a_servers_prompt_is_a_slash_command(workspace, run_agent, log):
+    declare(workspace)
+    with ModelServer([{"text": "Looks fine."}]) as model:
+        done = run_agent(
+            *provider_args(model), "/fx:review", "the parser", "tone=stern", env=env_for(log)
+        )
+    assert done.returncode == 0, done.stderr
+    assert "Looks fine." in done.stdout
+    user = [m for m in model.requests[0]["json"]["messages"] if m["role"] == "user"]
+    assert user[-1]["content"] == "Please review the parser in a stern tone."
+
+    helped = run_agent("/fx:review", "--help", env=env_for(log))
+    assert "Ask for a review of a topic." in helped.stdout and "topic" in helped.stdout
+    missing = run_agent("/fx:review", env=env_for(log))
+    assert missing.returncode == 2 and "`/topic` is required" in missing.stderr
+    unknown = run_agent("/fx:nope", env=env_for(log))
+    assert unknown.returncode == 2
+    assert "mcp server fx has no prompt 'nope'. Its prompts: /fx:review" in unknown.stderr
+
+
+def test_mcp_list_and_tools_show_each_server(workspace, run_agent, log):
+    declare(workspace, server="  broken:\n    command: /nonexistent/server\n")
+    listed = run_agent("mcp", "list", "--json", env=env_for(log))
+    assert listed.returncode == 1  # a server could not be reached
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert rows["fx"]["status"] == "ok" and rows["fx"]["prompts"] == ["/fx:review"]
+    security = {t["name"]: t["security"] for t in rows["fx"]["tools"]}
+    assert security["fx__echo"] == "safe" and security["fx__wipe"] == "dangerous"
+    assert rows["broken"]["status"] == "failed" and "command not found" in rows["broken"]["error"]
+
+    tools = run_agent("tools", env=env_for(log))
+    assert tools.returncode == 0
+    assert any(
+        line.startswith("fx__add ") and " mcp " in line for line in tools.stdout.splitlines()
+    )
+    one = run_agent("tools", "fx__add", env=env_for(log))
+    assert "category: mcp  security: moderate" in one.stdout

@@ -1,0 +1,131 @@
+"""``mcp_servers:`` settings and MCP tools as registry entries (mdagent.mcpconfig), no server needed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import settings
+from mdagent.declarations import merge_settings
+from mdagent.errors import ToolFailed
+from mdagent.mcpconfig import (
+    ServerConfig,
+    prompt_command,
+    registry_name,
+    server_configs,
+    server_of,
+    split_schema,
+    tool_specs,
+)
+
+
+def test_a_higher_layers_server_replaces_the_lower_ones_whole():
+    low = {"mcp_servers": {"gh": {"command": "old", "args": ["-a"], "env": {"X": "1"}}}}
+    high = {"mcp_servers": {"gh": {"command": "new", "args": ["-b"]}}}
+    merged = merge_settings([high, low])
+    # Not concatenated, not merged key by key: the higher entry alone.
+    assert merged["mcp_servers"] == {"gh": {"command": "new", "args": ["-b"]}}
+    only_low = merge_settings([{"mcp_servers": {"docs": {"url": "http://127.0.0.1:1/mcp"}}}, low])
+    assert set(only_low["mcp_servers"]) == {"gh", "docs"}
+
+
+def test_enabled_false_switches_a_lower_layers_server_off():
+    low = {"mcp_servers": {"gh": {"command": "x"}}}
+    high = {"mcp_servers": {"gh": {"command": "x", "enabled": False}}}
+    assert server_configs(merge_settings([high, low])) == {}
+
+
+def test_tools_are_namespaced_and_made_safe_for_every_provider():
+    assert registry_name("github", "create_issue") == "github__create_issue"
+    assert registry_name("fs", "read.file/v2") == "fs__read_file_v2"
+    assert len(registry_name("s", "x" * 200)) == 64
+    servers = {"github": object()}
+    assert server_of("github__create_issue", servers) == "github"
+    assert server_of("gitlab__create_issue", servers) is None
+    assert server_of("exec", servers) is None
+    assert prompt_command("/github:summarize", servers) == ("github", "summarize")
+    assert prompt_command("/github", servers) is None
+
+
+def test_security_comes_from_annotations_unless_the_settings_say():
+    tools = [
+        {"name": "look", "annotations": {"readOnlyHint": True}},
+        {"name": "change", "annotations": {}},
+        {"name": "drop", "annotations": {"destructiveHint": True}},
+    ]
+    by_hints = {s.name: s.security for s in tool_specs(ServerConfig("s"), tools)}
+    assert by_hints == {"s__look": "safe", "s__change": "moderate", "s__drop": "dangerous"}
+    strict = ServerConfig("s", security="dangerous")
+    assert {s.security for s in tool_specs(strict, tools)} == {"dangerous"}
+    mapped = ServerConfig("s", security={"look": "moderate", "*": "safe"})
+    assert {s.name: s.security for s in tool_specs(mapped, tools)} == {
+        "s__look": "moderate",
+        "s__change": "safe",
+        "s__drop": "safe",
+    }
+    spec = tool_specs(ServerConfig("s"), tools)[0]
+    assert spec.category == "mcp" and spec.implementation == {
+        "mcp": {"server": "s", "tool": "look"}
+    }
+
+
+def test_allow_and_deny_lists_choose_the_servers_tools():
+    tools = [{"name": n} for n in ("read_issue", "create_issue", "delete_repo")]
+    config = ServerConfig("gh", allow=["*_issue"], deny=["create_*"])
+    assert [s.name for s in tool_specs(config, tools)] == ["gh__read_issue"]
+
+
+def test_local_refs_are_inlined_so_the_toolbox_can_validate():
+    schema = {
+        "type": "object",
+        "properties": {"item": {"$ref": "#/$defs/Item"}, "n": {"type": "integer"}},
+        "required": ["item", "ghost"],
+        "$defs": {
+            "Item": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "child": {"$ref": "#/$defs/Item"}},
+            }
+        },
+    }
+    params, required = split_schema(schema)
+    assert required == ["item"]  # a required name without a property would never validate
+    assert params["item"]["properties"]["name"] == {"type": "string"}
+    assert "$ref" not in json.dumps(params)  # recursion stops at one level
+
+
+def test_variables_in_env_and_headers_come_from_the_environment_or_fail_by_name():
+    config = ServerConfig("gh", env={"TOKEN": "${GH_TOKEN}", "PLAIN": "x"})
+    assert config.resolved_env({"GH_TOKEN": "s3cret"}) == {"TOKEN": "s3cret", "PLAIN": "x"}
+    with pytest.raises(
+        ToolFailed, match=r"mcp server gh: env TOKEN names \$\{GH_TOKEN\}, which is not set"
+    ):
+        config.resolved_env({})
+
+
+def test_the_stamp_changes_with_the_entry_and_with_the_server_file(tmp_path):
+    script = tmp_path / "server.py"
+    script.write_text("print(1)\n")
+    config = ServerConfig("s", command="python3", args=[str(script)])
+    first = config.stamp(tmp_path)
+    assert config.stamp(tmp_path) == first
+    assert ServerConfig("s", command="python3", args=[str(script), "-v"]).stamp(tmp_path) != first
+    script.write_text("print(22)\n")
+    assert config.stamp(tmp_path) != first
+
+
+def test_agent_check_points_at_a_bad_server_entry(workspace, run_agent):
+    path = settings(
+        workspace,
+        "mcp_servers:\n"
+        "  both:\n    command: x\n    url: http://127.0.0.1:1/mcp\n"
+        "  a__b:\n    command: x\n"
+        "  typo:\n    comand: x\n",
+    )
+    done = run_agent("check")
+    assert done.returncode == 1
+    out = done.stdout
+    assert f"{path}:2:" in out and "mcp_servers.both: expected {command, args, env, cwd}" in out
+    assert "must not contain `__`" in out
+    assert "mcp_servers.typo.comand: unknown key" in out or "'comand'" in out
+    assert "Traceback" not in done.stderr

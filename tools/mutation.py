@@ -1,0 +1,240 @@
+"""Mutation testing of the safety modules: one command, one score per module.
+
+    pip install -e '.[mutation]'
+    python tools/mutation.py [MODULE ...] [--jobs N] [--show] [--again]
+
+MODULE is a module of ``[tool.mutmut].only_mutate`` in pyproject.toml, given
+as ``policy`` or ``policy.py``; without one, all of them. The run works on a
+fresh snapshot of src/, tests/, skills/, config/ and pyproject.toml in
+``.mutation/<modules>/`` (gitignored), so other edits in the work tree during a long run
+neither disturb it nor are disturbed, and (without ``--again``) no result is
+reused from an earlier run. mutmut runs each mutant against the
+unit tests of ``pytest_add_cli_args_test_selection`` that executed the mutated
+function in a clean run.
+
+Prints, per module, the mutants killed (a timeout counts as killed: the tests
+noticed), the total, the score, and the survivors that docs/mutation.md does
+not list as equivalent; ``--show`` prints their diffs. Inspect one with
+``cd .mutation/<modules> && python -m mutmut show NAME``.
+
+``--again`` reruns only the mutants the last run of the same selection did
+not kill, against the current tests (copied in anew), and prints the score
+of the whole run: a quick way to check that new tests kill what they aim at.
+It assumes tests were only added since that run, and refuses when a module
+itself changed (its mutants would no longer be the module's).
+
+Exit status: 0 when the run completed, 1 when mutmut failed (its log is
+``.mutation/<modules>/mutmut.log``), 2 for bad usage or a missing mutmut.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from datetime import date
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / ".mutation"
+DOC = REPO / "docs" / "mutation.md"
+# What the tests import and read: the package, the tests, and the bundled layer.
+SNAPSHOT = ("src", "tests", "skills", "config", "pyproject.toml")
+# A mutant the tests noticed: they failed, errored, or ran past the time limit.
+DETECTED = {"killed", "timeout", "segfault", "caught by type check"}
+EQUIVALENT_ROW = re.compile(r"^\|\s*`(mdagent\.[\w.]+__mutmut_\d+)`")
+
+
+def _modules() -> list[str]:
+    """The mutated modules, as configured in pyproject.toml: ``policy.py`` …"""
+    with open(REPO / "pyproject.toml", "rb") as f:
+        config = tomllib.load(f)["tool"]["mutmut"]
+    return [Path(p).name for p in config["only_mutate"]]
+
+
+def _equivalents() -> set[str]:
+    """Mutant names listed as equivalent in docs/mutation.md (``| `name` | why |``)."""
+    if not DOC.exists():
+        return set()
+    return {
+        m.group(1) for line in DOC.read_text().splitlines() if (m := EQUIVALENT_ROW.match(line))
+    }
+
+
+def _snapshot(work: Path, modules: list[str]) -> None:
+    """A fresh copy of what the tests need, without caches or old results.
+
+    Its pyproject.toml mutates only ``modules``: generating mutants of the
+    others would cost minutes for nothing.
+    """
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".hypothesis")
+    for name in SNAPSHOT:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, work / name, ignore=ignore)
+        elif source.exists():
+            shutil.copy2(source, work / name)
+    _only_mutate(work, modules)
+
+
+def _only_mutate(work: Path, modules: list[str]) -> None:
+    config = work / "pyproject.toml"
+    only = ", ".join(f'"src/mdagent/{m}"' for m in modules)
+    text = re.sub(r"(?ms)^only_mutate = \[.*?\]", f"only_mutate = [{only}]", config.read_text())
+    config.write_text(text)
+
+
+def _refresh(work: Path, modules: list[str]) -> str | None:
+    """Bring an earlier run's folder up to date but for ``modules``' mutants; a problem, if any.
+
+    The tests are copied anew, and so is the rest of the package (the new
+    tests may use it), as plain code: mutmut takes a file whose copy is newer
+    than its source as already mutated, and the snapshot now mutates only
+    ``modules``, whose mutants (and results) are kept.
+    """
+    for module in modules:
+        now = REPO / "src" / "mdagent" / module
+        then = work / "src" / "mdagent" / module
+        if not then.exists() or now.read_bytes() != then.read_bytes():
+            return f"{module} changed since the last run (or was not in it): run without --again"
+    chosen = {Path("mdagent") / m for m in modules}
+    for source in (REPO / "src").rglob("*.py"):
+        relative = source.relative_to(REPO / "src")
+        if relative in chosen or "__pycache__" in relative.parts:
+            continue
+        for target, copy in (
+            (work / "src", shutil.copy2),
+            (work / "mutants" / "src", shutil.copyfile),
+        ):
+            (target / relative).parent.mkdir(parents=True, exist_ok=True)
+            copy(source, target / relative)
+    _only_mutate(work, modules)
+    for tests in (work / "tests", work / "mutants" / "tests"):
+        if tests.exists():
+            shutil.rmtree(tests)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis")
+    shutil.copytree(REPO / "tests", work / "tests", ignore=ignore)
+    return None
+
+
+def _run_mutmut(work: Path, names: list[str], jobs: int) -> int:
+    log = work / "mutmut.log"
+    # The snapshot's src/ must be the one imported: mutmut puts mutants/src
+    # first on sys.path; PYTHONPATH would put the work tree's src/ before it.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    with open(log, "w") as out:
+        return subprocess.run(
+            [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *names],
+            cwd=work,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        ).returncode
+
+
+def _statuses(work: Path, module: str) -> dict[str, str]:
+    """Mutant name -> mutmut status for one module of the last run."""
+    from mutmut.stats import status_by_exit_code
+
+    meta = work / "mutants" / "src" / "mdagent" / f"{module}.meta"
+    if not meta.exists():
+        return {}
+    codes = json.loads(meta.read_text())["exit_code_by_key"]
+    return {name: status_by_exit_code[code] for name, code in codes.items()}
+
+
+def _diff(work: Path, name: str) -> str:
+    shown = subprocess.run(
+        [sys.executable, "-m", "mutmut", "show", name],
+        cwd=work,
+        capture_output=True,
+        text=True,
+    )
+    return shown.stdout.strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    known = _modules()
+    parser = argparse.ArgumentParser(
+        prog="python tools/mutation.py",
+        description="Mutation-test the safety modules and print the score per module.",
+    )
+    parser.add_argument("modules", nargs="*", metavar="MODULE", help=f"one of: {' '.join(known)}")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once")
+    parser.add_argument("--show", action="store_true", help="print the diff of each survivor")
+    parser.add_argument(
+        "--again", action="store_true", help="rerun the last run's survivors with the current tests"
+    )
+    args = parser.parse_args(argv)
+
+    chosen = []
+    for name in args.modules:
+        module = name if name.endswith(".py") else f"{name}.py"
+        if module not in known:
+            parser.error(f"{name}: not a mutated module (one of: {' '.join(known)})")
+        chosen.append(module)
+    chosen = chosen or known
+
+    try:
+        import mutmut
+    except ImportError:
+        print("mutmut is not installed: pip install -e '.[mutation]'", file=sys.stderr)
+        return 2
+
+    # One folder per selection: runs of different modules can go on side by side.
+    work = RESULTS / ("all" if chosen == known else "+".join(Path(m).stem for m in chosen))
+    if args.again and not work.exists():
+        work = RESULTS / "all"  # the full run holds every module's results
+    print(f"mutmut {mutmut.__version__}, {date.today()}: {' '.join(chosen)} in {work}", flush=True)
+    if args.again:
+        problem = _refresh(work, chosen)
+        if problem:
+            print(problem, file=sys.stderr)
+            return 2
+        names = [
+            name
+            for module in chosen
+            for name, status in _statuses(work, module).items()
+            if status not in DETECTED
+        ]
+        if not names:
+            print("no survivor to run again")
+    else:
+        _snapshot(work, chosen)
+        names = [f"mdagent.{Path(m).stem}.*" for m in chosen]
+    if names and _run_mutmut(work, names, args.jobs) != 0:
+        print(f"mutmut failed: see {work / 'mutmut.log'}", file=sys.stderr)
+        return 1
+
+    equivalent = _equivalents()
+    print(f"\n{'module':<16}{'killed':>8}{'total':>8}{'score':>8}{'equiv':>7}{'other':>7}")
+    unexplained: list[str] = []
+    for module in chosen:
+        statuses = _statuses(work, module)
+        total = len(statuses)
+        killed = sum(status in DETECTED for status in statuses.values())
+        missed = sorted(n for n, status in statuses.items() if status not in DETECTED)
+        equiv = [n for n in missed if n in equivalent]
+        others = [n for n in missed if n not in equivalent]
+        unexplained += [f"{n} ({statuses[n]})" for n in others]
+        score = f"{100 * killed / total:.1f}%" if total else "-"
+        print(f"{module:<16}{killed:>8}{total:>8}{score:>8}{len(equiv):>7}{len(others):>7}")
+    if unexplained:
+        print(f"\n{len(unexplained)} survivor(s) not listed as equivalent in docs/mutation.md:")
+        for line in unexplained:
+            print(f"  {line}")
+            if args.show:
+                print(_diff(work, line.split()[0]), "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
