@@ -696,7 +696,7 @@ def test_ask_rules_do_not_apply_to_what_a_person_types(root, box):
 def test_an_ask_question_offers_no_always(root, box, monkeypatch):
     offered = []
 
-    def fake_ask(tool_name, args, *, cancel=None, always=True, note=None):
+    def fake_ask(tool_name, args, *, cancel=None, always=True, note=None, workdir=None):
         offered.append((always, note))
         return "yes"
 
@@ -1143,7 +1143,7 @@ def test_the_terminal_question_says_what_is_asked_and_offers_always_only_where_i
 
     questions = []
 
-    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None):
+    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None, workdir=None):
         questions.append((tool_name, args, always, note))
         return "n"
 
@@ -1334,7 +1334,7 @@ def test_the_terminal_question_gets_the_calls_cancel_event(root, box, monkeypatc
 
     seen = []
 
-    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None):
+    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None, workdir=None):
         seen.append(cancel)
         return "no"
 
@@ -1383,7 +1383,9 @@ def test_the_rule_always_would_save_names_exactly_this_call(root, box, tmp_path)
     rule_for = policy.rule_for
     assert rule_for(box.tool_for("exec"), cmd("  ls *.py  ")) == "exec(ls [*].py)"
     assert rule_for(box.tool_for("exec"), {}) == "exec()"
-    assert rule_for(box.tool_for("write_file"), {"path": "a/b[1].txt"}) == r"write_file(./a/b\[1].txt)"
+    assert (
+        rule_for(box.tool_for("write_file"), {"path": "a/b[1].txt"}) == r"write_file(./a/b\[1].txt)"
+    )
     assert rule_for(box.tool_for("write_file"), {"path": "."}) == "write_file(.)"
     assert rule_for(box.tool_for("write_file"), {"path": "/etc/x"}) == "write_file(/etc/x)"
     # The path as written (through the link), relative to the call's own folder.
@@ -1437,3 +1439,19 @@ def test_a_domain_rule_written_with_a_leading_dot_covers_the_domain(root, box):
     box_domain = make_policy(root, {"mode": "full", "deny": ["fetch(domain:mail.box)"]})
     assert check(box_domain, box, "fetch", {"url": "https://mail.box/"}).code == "DENIED"
     assert check(box_domain, box, "fetch", {"url": "https://mail.bo/"}).allowed
+
+
+def test_json_rules_see_the_arguments_sorted_compact_and_unescaped(root, box):
+    box.add("multi", description="m", params={"a": {}, "b": {}}, handler=dict)
+    policy = make_policy(root, {"mode": "allowlist", "allow": ['multi(*"a":"x","b":"Zürich"*)']})
+    assert check(policy, box, "multi", {"b": "Zürich", "a": "x"}).allowed
+    assert not check(policy, box, "multi", {"b": "Zurich", "a": "x"}).allowed
+
+
+def test_a_context_without_approve_all_is_not_a_yes(root, box):
+    from types import SimpleNamespace
+
+    policy = make_policy(root)
+    ctx = SimpleNamespace(caller=MODEL, workdir=str(root))
+    decision = policy.check(box.tool_for("exec"), cmd("make"), ctx)
+    assert not decision.allowed and "no terminal to ask on" in decision.reason

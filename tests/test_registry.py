@@ -371,3 +371,52 @@ def test_a_skill_added_to_a_group_folder_is_noticed_by_the_cache(tmp_path):
     skill(layer, "two", folder="group/two")
     registry = load_registry(layers, tmp_path / "cache")
     assert not registry.from_cache and "two" in registry.skills
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda d: d.update(sources={"a": 1}),
+        lambda d: d.update(registry=[]),
+        lambda d: d["registry"].update(tools=["x"]),
+        lambda d: d["registry"].update(problems=[["too", "short"]]),
+        lambda d: d.pop("token"),
+    ],
+)
+def test_a_cache_of_the_wrong_shape_is_rebuilt(tmp_path, damage):
+    layer = tmp_path / "l"
+    skill(layer, "one")
+    write(layer / "config" / "t.yaml", 'tools:\n  t:\n    description: d\n    run: ["true"]\n')
+    cache = tmp_path / "state"
+    load_registry(only(tmp_path, layer), cache)
+    main = next(p for p in cache.glob("registry-*.json") if not p.name.endswith(".skills.json"))
+    data = json.loads(main.read_text())
+    damage(data)
+    main.write_text(json.dumps(data))
+    registry = load_registry(only(tmp_path, layer), cache)
+    assert not registry.from_cache
+    assert registry.tool("t") is not None and "one" in registry.skills
+
+
+def test_a_file_saved_while_compiling_is_compiled_again_next_run(tmp_path, monkeypatch):
+    """Stamp before read: the cache never pairs a new stamp with old content."""
+    import mdagent.skills
+
+    layer = tmp_path / "l"
+    path = skill(layer, "one")
+    real_load = mdagent.skills.load_skill
+
+    def load_then_another_agent_saves(skill_file, *args, **kwargs):
+        result = real_load(skill_file, *args, **kwargs)
+        write(skill_file, "---\nname: one\ndescription: saved during the compile\n---\n")
+        return result
+
+    monkeypatch.setattr(mdagent.skills, "load_skill", load_then_another_agent_saves)
+    cache = tmp_path / "state"
+    first = load_registry(only(tmp_path, layer), cache)
+    assert first.skills["one"].description == "one skill"  # read before the save
+    monkeypatch.setattr(mdagent.skills, "load_skill", real_load)
+    second = load_registry(only(tmp_path, layer), cache)
+    assert not second.from_cache
+    assert second.skills["one"].description == "saved during the compile"
+    assert path.read_text().count("saved during the compile") == 1

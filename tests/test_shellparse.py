@@ -625,9 +625,14 @@ def test_nesting_deeper_than_the_limit_fails_to_parse():
 
     # Each eval (like each sh -c string) is parsed one level deeper.
     assert parse("eval " * _MAX_DEPTH + "rm x")[-1].core == ("rm", "x")
-    with pytest.raises(Unparseable, match="nested too deeply"):
+    with pytest.raises(Unparseable, match="^commands nested too deeply$"):
         parse("eval " * (_MAX_DEPTH + 1) + "rm x")
     assert try_parse("eval " * (_MAX_DEPTH + 1) + "rm x") is None
+    # A here-string fed to a shell is one level deeper too.
+    deepest = "sh <<< '" + "eval " * (_MAX_DEPTH - 1) + "rm x'"
+    assert parse(deepest)[-1].core == ("rm", "x")
+    with pytest.raises(Unparseable, match="^commands nested too deeply$"):
+        parse("sh <<< '" + "eval " * _MAX_DEPTH + "rm x'")
 
 
 @pytest.mark.parametrize(
@@ -705,6 +710,11 @@ def test_comments_and_subshells_in_substitutions(command, cores):
         ("read '$x'", True),
         ("read -r '$x'", True),
         ("read -p", False),
+        ("read -p '$x'", False),
+        ("read -r -p '$x' y", False),
+        ("read -p '$x' -- y", False),
+        ("read -a '$x' -- y", True),
+        ("read -X '$x'", True),  # an option read does not know: its word counts as a name
         ("printf -v '$x' y", True),
         ("printf -v'$x' y", True),
         ("printf -x -v '$x' y", True),
@@ -736,6 +746,8 @@ def test_assigning_to_a_variable_named_at_run_time_is_unchecked(command, named_a
         ("printf -- 'a[1]'", False),
         ("printf 'a[1]'", False),
         ("printf -v x 'a[1]'", False),
+        ("printf x -v 'a[1]'", False),  # after the format, -v is printed, not an option
+        ("printf -- -v 'a[1]'", False),
         ("[ 1 -eq 2 ]", False),
         ("[ 1 -eq x ]", True),
         ("[ x -eq 1 ]", True),
@@ -784,12 +796,12 @@ def test_what_follows_a_here_document_on_its_line_is_walked(command, cores):
     [
         ("cat <<E\\OF\nx\nEOF", "unusual here-document delimiter"),
         ("cat <<'E F'\nx\nE F", "unusual here-document delimiter"),
-        ("cat <<EOF", "cannot parse command"),
+        ("cat <<EOF", "cannot parse command: syntax error"),
         ("[ a < b ]", "'<' inside \\[ \\]"),
     ],
 )
 def test_here_documents_and_tests_read_differently_fail_closed_saying_why(command, message):
-    with pytest.raises(Unparseable, match=message):
+    with pytest.raises(Unparseable, match=f"^{message}$"):
         parse(command)
 
 

@@ -17,6 +17,10 @@ noticed), the total, the score, and the survivors that docs/mutation.md does
 not list as equivalent; ``--show`` prints their diffs. Inspect one with
 ``cd .mutation/<modules> && python -m mutmut show NAME``.
 
+``--report`` prints the scores of the last run of the selection (also one
+still going on, or cut short: its mutants not run yet count as not killed)
+and runs nothing.
+
 ``--again`` reruns only the mutants the last run of the same selection did
 not kill, against the current tests (copied in anew), and prints the score
 of the whole run: a quick way to check that new tests kill what they aim at.
@@ -30,6 +34,7 @@ Exit status: 0 when the run completed, 1 when mutmut failed (its log is
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -47,7 +52,8 @@ DOC = REPO / "docs" / "mutation.md"
 SNAPSHOT = ("src", "tests", "skills", "config", "pyproject.toml")
 # A mutant the tests noticed: they failed, errored, or ran past the time limit.
 DETECTED = {"killed", "timeout", "segfault", "caught by type check"}
-EQUIVALENT_ROW = re.compile(r"^\|\s*`(mdagent\.[\w.]+__mutmut_\d+)`")
+# `| `name` | why |`; a `*` in the name stands for every mutant of a function.
+EQUIVALENT_ROW = re.compile(r"^\|\s*`(mdagent\.[\wǁ.]+__mutmut_(?:\d+|\*))`")
 
 
 def _modules() -> list[str]:
@@ -57,13 +63,16 @@ def _modules() -> list[str]:
     return [Path(p).name for p in config["only_mutate"]]
 
 
-def _equivalents() -> set[str]:
-    """Mutant names listed as equivalent in docs/mutation.md (``| `name` | why |``)."""
+def _equivalents() -> list[str]:
+    """Mutant names (or ``*`` patterns) listed as equivalent in docs/mutation.md."""
     if not DOC.exists():
-        return set()
-    return {
-        m.group(1) for line in DOC.read_text().splitlines() if (m := EQUIVALENT_ROW.match(line))
-    }
+        return []
+    lines = DOC.read_text().splitlines()
+    return [m.group(1) for line in lines if (m := EQUIVALENT_ROW.match(line))]
+
+
+def _is_listed(name: str, listed: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in listed)
 
 
 def _snapshot(work: Path, modules: list[str]) -> None:
@@ -173,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--again", action="store_true", help="rerun the last run's survivors with the current tests"
     )
+    parser.add_argument(
+        "--report", action="store_true", help="print the last run's scores; run nothing"
+    )
     args = parser.parse_args(argv)
 
     chosen = []
@@ -191,10 +203,12 @@ def main(argv: list[str] | None = None) -> int:
 
     # One folder per selection: runs of different modules can go on side by side.
     work = RESULTS / ("all" if chosen == known else "+".join(Path(m).stem for m in chosen))
-    if args.again and not work.exists():
+    if (args.again or args.report) and not work.exists():
         work = RESULTS / "all"  # the full run holds every module's results
     print(f"mutmut {mutmut.__version__}, {date.today()}: {' '.join(chosen)} in {work}", flush=True)
-    if args.again:
+    if args.report:
+        names = []
+    elif args.again:
         problem = _refresh(work, chosen)
         if problem:
             print(problem, file=sys.stderr)
@@ -215,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     equivalent = _equivalents()
+    # "other" counts survivors not listed as equivalent, and mutants not run yet.
     print(f"\n{'module':<16}{'killed':>8}{'total':>8}{'score':>8}{'equiv':>7}{'other':>7}")
     unexplained: list[str] = []
     for module in chosen:
@@ -222,13 +237,15 @@ def main(argv: list[str] | None = None) -> int:
         total = len(statuses)
         killed = sum(status in DETECTED for status in statuses.values())
         missed = sorted(n for n, status in statuses.items() if status not in DETECTED)
-        equiv = [n for n in missed if n in equivalent]
-        others = [n for n in missed if n not in equivalent]
+        equiv = [n for n in missed if _is_listed(n, equivalent)]
+        others = [n for n in missed if not _is_listed(n, equivalent)]
         unexplained += [f"{n} ({statuses[n]})" for n in others]
         score = f"{100 * killed / total:.1f}%" if total else "-"
         print(f"{module:<16}{killed:>8}{total:>8}{score:>8}{len(equiv):>7}{len(others):>7}")
     if unexplained:
-        print(f"\n{len(unexplained)} survivor(s) not listed as equivalent in docs/mutation.md:")
+        print(
+            f"\n{len(unexplained)} mutant(s) not killed and not listed as equivalent in docs/mutation.md:"
+        )
         for line in unexplained:
             print(f"  {line}")
             if args.show:

@@ -62,6 +62,38 @@ class AgentGroup(TyperGroup):
                     items.append(CompletionItem(name, help=command.description))
         return items
 
+    def resolve_command(self, ctx, args):  # noqa: D102 - click API
+        # `agent count` for `agent /count`: the nearest name among subcommands
+        # and slash commands both, so a person who mixes the two is told.
+        try:
+            return super().resolve_command(ctx, args)
+        except _click_module("exceptions").UsageError as err:
+            if args and not args[0].startswith("-"):
+                hint = _nearest_name(ctx, self, args[0])
+                if hint:
+                    err.message = f"No such command '{args[0]}'. Did you mean `{hint}`?"
+            raise
+
+
+def _nearest_name(ctx, group, typed: str) -> str | None:
+    """``agent NAME`` or ``agent /NAME`` nearest to ``typed``: the subcommands and slash commands."""
+    import difflib
+
+    try:
+        registry = Runtime(_options(ctx)).registry
+    except Exception:  # a broken layer must not hide the usage error itself
+        registry = None
+    slash = [k for k, c in registry.commands.items() if c.user_invocable] if registry else []
+    key = typed.lower()
+    if key in slash:
+        return f"agent /{key}"
+    names = {f"agent {n}": n for n in group.list_commands(ctx)}
+    names |= {f"agent /{k}": k for k in slash}
+    close = difflib.get_close_matches(key, list(names.values()), n=1, cutoff=0.6)
+    if not close:
+        return None
+    return next(full for full, short in names.items() if short == close[0])
+
 
 app = typer.Typer(
     rich_markup_mode=None,  # plain help: no "<bool>" after flags, no rich import
@@ -75,7 +107,9 @@ app = typer.Typer(
 )
 new_app = typer.Typer(help="Create new declarations.", no_args_is_help=True)
 app.add_typer(new_app, name="new")
-config_app = typer.Typer(help="Show configuration.", no_args_is_help=True)
+config_app = typer.Typer(
+    help="Show configuration (alone: the same as `agent config show`).", no_args_is_help=False
+)
 app.add_typer(config_app, name="config")
 
 
@@ -185,6 +219,9 @@ def check(
 
     failed, tests = policy_tests(runtime)  # policy.tests: each failing one at its line
     problems = [*problems, *failed]
+    from mdagent.skillinstall import lock_problems
+
+    problems = [*problems, *lock_problems(runtime.layers)]  # installed skills vs skills.lock
     mcp_errors: list = []
     if runtime.settings.get("mcp_servers"):  # each server started: its status, its tools
         from mdagent.mcptools import check_problems
@@ -218,6 +255,56 @@ def check(
             summary += f"; {tests - len(failed)} of {_count(tests, 'policy test')} passed"
         typer.echo(summary, err=True)
     raise typer.Exit(1 if registry.errors or failed or mcp_errors else 0)
+
+
+@app.command("test")
+def test_declarations(
+    ctx: typer.Context,
+    names: list[str] = typer.Argument(
+        None, metavar="[NAME]...", help="Only these tools and commands (/name or name)."
+    ),
+    layer: list[str] = typer.Option(
+        [],
+        "--layer",
+        metavar="LAYER",
+        help="Only tests declared in this layer: a kind (project, user, bundled) or a folder.",
+    ),
+    pattern: str | None = typer.Option(
+        None, "-k", metavar="PATTERN", help="Only tests whose label contains PATTERN."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object per test."),
+) -> None:
+    """Run the tests declared in tools, commands and command skills; exit 1 if any fails."""
+    from mdagent.declaredtests import collect, run_tests, select
+
+    runtime = _runtime(ctx)
+    runtime.check_settings()
+    found = collect(runtime.registry)
+    unknown = [
+        n
+        for n in names or []
+        if runtime.registry.tool(n.lstrip("/")) is None
+        and runtime.registry.command(n.lstrip("/")) is None
+    ]
+    if unknown:
+        raise UsageError(f"no tool or command called {', '.join(unknown)}")
+    outcomes = run_tests(runtime, select(found, names or [], layer, pattern))
+    failed = sum(1 for o in outcomes if not o.passed)
+    if _wants_json(ctx, json_out):
+        _print_json([o.to_dict() for o in outcomes])
+    else:
+        for outcome in outcomes:
+            if outcome.passed:
+                typer.echo(f"✓ {outcome.test.label}")
+                continue
+            typer.echo(f"✗ {outcome.test.label}")
+            for failure in outcome.failures:
+                text = failure.replace("\n", "\n    ")
+                typer.echo(f"  {outcome.test.where}: {text}")
+        if not outcomes:
+            typer.echo("no declared tests" + (" matched" if names or layer or pattern else ""))
+        typer.echo(f"{len(outcomes) - failed} passed, {failed} failed")
+    raise typer.Exit(1 if failed else 0)
 
 
 @app.command()
@@ -334,11 +421,23 @@ def commands(
     typer.echo(table(rows, ["COMMAND", "TOOL", "ARGS", "SOURCE", "DESCRIPTION"]))
 
 
-@app.command()
+skills_app = typer.Typer(
+    help="List skills; add, update and remove shared ones.", invoke_without_command=True
+)
+app.add_typer(skills_app, name="skills")
+
+
+@skills_app.callback()
 def skills(
     ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")
 ) -> None:
     """List skills: name, kind, whether a model may load it, layer, source."""
+    if ctx.invoked_subcommand is not None:
+        return
+    _list_skills(ctx, json_out)
+
+
+def _list_skills(ctx: typer.Context, json_out: bool) -> None:
     from mdagent.layers import INTEROP_KINDS
     from mdagent.specs import unmet_requirement
 
@@ -365,6 +464,166 @@ def skills(
         layer = INTEROP_KINDS.get(s.layer, s.layer)
         rows.append([s.name, kind, ",".join(flags), layer, _short_source(s.path)])
     typer.echo(table(rows, ["SKILL", "KIND", "FLAGS", "LAYER", "SOURCE"]))
+
+
+# -- sharing skills: add, update, remove (issue 19) ---------------------------------
+
+GlobalOption = Annotated[
+    bool, typer.Option("--global", help="The user layer ($AGENT_HOME), not the project's.")
+]
+ConsentOption = Annotated[
+    bool, typer.Option("--yes", "-y", help="Accept without asking (after reading what it shows).")
+]
+
+
+def _install_layer(ctx: typer.Context, global_: bool) -> Path:
+    from mdagent.layers import user_layer_path
+
+    return user_layer_path() if global_ else _runtime(ctx).project_layer
+
+
+def _consent(yes: bool, verb: str):
+    """Show what is about to be installed; ask on a terminal, or take ``--yes``."""
+    import sys
+
+    from mdagent.skillinstall import InstallError
+
+    def confirm(text: str) -> bool:
+        typer.echo(text)
+        if yes:
+            return True
+        if not sys.stdin.isatty():
+            raise InstallError(
+                f"not {verb}: no terminal to ask for consent; read the above and pass --yes"
+            )
+        question = "Install these skills?" if verb == "installed" else "Update this skill?"
+        sys.stderr.write(f"{question} [y/N] ")
+        sys.stderr.flush()
+        answer = sys.stdin.readline()
+        return answer.strip().lower() in ("y", "yes")
+
+    return confirm
+
+
+@skills_app.command("list")
+def skills_list(
+    ctx: typer.Context,
+    installed: bool = typer.Option(
+        False, "--installed", help="Only skills installed by `agent skills add`, from the locks."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List skills (--installed: the installed ones, with source, commit and state)."""
+    if not installed:
+        _list_skills(ctx, json_out)
+        return
+    from mdagent.layers import user_layer_path
+    from mdagent.skillinstall import read_lock, verify
+
+    rows = []
+    runtime = _runtime(ctx)
+    seen: set[Path] = set()
+    for label, layer in (("project", runtime.project_layer), ("user", user_layer_path())):
+        if layer in seen:
+            continue
+        seen.add(layer)
+        for name, entry in read_lock(layer).items():
+            problem = verify(layer, name, entry)
+            state = (
+                "ok"
+                if problem is None
+                else ("missing" if "missing" in problem.message else "modified")
+            )
+            rows.append({"name": name, "layer": label, "state": state, **entry})
+    if _wants_json(ctx, json_out):
+        _print_json(rows)
+        return
+    if not rows:
+        typer.echo("(no installed skills)")
+        return
+    listing = [
+        [
+            r["name"],
+            r["layer"],
+            r["state"],
+            str(r.get("source")) + (f" {r['path']}" if r.get("path") not in (None, ".") else ""),
+            (r.get("ref") or "") + (f"@{r['commit'][:12]}" if r.get("commit") else ""),
+        ]
+        for r in rows
+    ]
+    typer.echo(table(listing, ["SKILL", "LAYER", "STATE", "SOURCE", "REF"]))
+
+
+@skills_app.command("add")
+def skills_add(
+    ctx: typer.Context,
+    source: str = typer.Argument(
+        ..., metavar="SOURCE", help="A folder, a git URL (https://, git@, file://) or owner/repo."
+    ),
+    path: str | None = typer.Option(
+        None,
+        "--path",
+        metavar="SUBDIR",
+        help="The skill's folder (or a folder of skills) in SOURCE.",
+    ),
+    ref: str | None = typer.Option(None, "--ref", metavar="REF", help="Branch, tag or commit."),
+    name: str | None = typer.Option(
+        None, "--name", metavar="NAME", help="Install under this name."
+    ),
+    global_: GlobalOption = False,
+    take_all: bool = typer.Option(False, "--all", help="Install every skill found, not just one."),
+    yes: ConsentOption = False,
+) -> None:
+    """Install shared skills after showing what they can do and asking for consent."""
+    from mdagent.skillinstall import Request, install
+
+    layer = _install_layer(ctx, global_)
+    request = Request(source=source, path=path, ref=ref, name=name, take_all=take_all)
+    names = install(request, layer, _runtime(ctx).layers, _consent(yes, "installed"))
+    for installed in names:
+        typer.echo(f"installed {installed} into {layer / 'skills' / installed}")
+
+
+@skills_app.command("update")
+def skills_update(
+    ctx: typer.Context,
+    name: str | None = typer.Argument(None, metavar="[NAME]", help="One skill; default: all."),
+    global_: GlobalOption = False,
+    yes: ConsentOption = False,
+) -> None:
+    """Fetch installed skills again: show the diff, ask again if scripts or permissions changed."""
+    from mdagent.skillinstall import InstallError, read_lock, update
+
+    layer = _install_layer(ctx, global_)
+    names = [name] if name else sorted(read_lock(layer))
+    if not names:
+        typer.echo("(no installed skills)")
+        return
+    failed = 0
+    for one in names:
+        try:
+            typer.echo(
+                update(layer, one, _runtime(ctx).layers, _consent(yes, "updated"), typer.echo)
+            )
+        except InstallError as err:
+            if len(names) == 1:
+                raise
+            failed += 1
+            typer.echo(f"agent: {err}", err=True)
+    raise typer.Exit(1 if failed else 0)
+
+
+@skills_app.command("remove")
+def skills_remove(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., metavar="NAME", help="An installed skill."),
+    global_: GlobalOption = False,
+) -> None:
+    """Remove a skill installed by `agent skills add`, and its lock entry."""
+    from mdagent.skillinstall import remove
+
+    folder = remove(_install_layer(ctx, global_), name)
+    typer.echo(f"removed {folder}")
 
 
 # -- new skill ------------------------------------------------------------------
@@ -478,6 +737,85 @@ def skill_skeleton(name: str, tool: str | None, arg_mode: str, run: str | None =
         f"argument-hint: <what to pass>\n---\n"
         f"# {name}\n\nInstructions for the model go here.\n\nThe user asked for: $ARGUMENTS\n"
     )
+
+
+# -- help -----------------------------------------------------------------------
+
+
+@app.command("help")
+def help_command(
+    ctx: typer.Context,
+    name: str | None = typer.Argument(
+        None, metavar="[NAME]", help="A subcommand (tools) or a slash command (/count or count)."
+    ),
+) -> None:
+    """Help: alone, every subcommand and slash command; with NAME, that one's help."""
+    from mdagent.person import command_listing
+
+    root_ctx = ctx.find_root()
+    group = root_ctx.command
+    if name is None:
+        typer.echo(group.get_help(root_ctx))
+        typer.echo("\nSlash commands (agent /NAME --help for one):")
+        typer.echo(command_listing(_runtime(ctx).registry))
+        return
+    sub = None if name.startswith("/") else group.get_command(root_ctx, name)
+    if sub is not None:
+        sub_ctx = sub.make_context(name, [], parent=root_ctx, resilient_parsing=True)
+        typer.echo(sub.get_help(sub_ctx))
+        return
+    from mdagent.dispatch import help_text
+    from mdagent.person import resolve_command
+
+    slash = name if name.startswith("/") else "/" + name
+    command, tool_spec = resolve_command(_runtime(ctx), slash)
+    typer.echo(help_text(command, tool_spec))
+
+
+# -- init -----------------------------------------------------------------------
+
+
+@app.command()
+def init(
+    ctx: typer.Context,
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        metavar="CHOICE",
+        help="openai, anthropic or ollama (asked on a terminal when left out).",
+    ),
+) -> None:
+    """Start a project: a commented .agents/config/agent.yaml and an example skill.
+
+    Never overwrites: an existing file is kept and said so.
+    """
+    from mdagent.init import EXAMPLE_SKILL, MODEL_CHOICES, write_init
+
+    choices = list(MODEL_CHOICES)
+    if model is None:
+        if not sys.stdin.isatty():
+            raise UsageError(f"init needs a model choice: --model {'|'.join(choices)}")
+        for number, name in enumerate(choices, 1):
+            typer.echo(f"  {number}. {name:10} {MODEL_CHOICES[name][0]}")
+        answer = typer.prompt("Which model", default="1").strip().lower()
+        if answer.isdigit() and 1 <= int(answer) <= len(choices):
+            answer = choices[int(answer) - 1]
+        model = answer
+    if model not in MODEL_CHOICES:
+        raise UsageError(f"init: --model must be one of {', '.join(choices)}, not {model!r}")
+    runtime = _runtime(ctx)
+    layer = runtime.project_layer
+    try:
+        written = write_init(layer, model)
+    except OSError as err:
+        raise MdagentError(f"cannot write in {layer}: {err.strerror or err}") from None
+    for path, fresh in written:
+        typer.echo(f"{'wrote' if fresh else 'kept existing'} {path}")
+    if written[0][1]:
+        typer.echo(f"model: {MODEL_CHOICES[model][0]}")
+    else:  # the person's agent.yaml stands; say the choice did not change it
+        typer.echo(f"model: unchanged ({written[0][0]} was kept; edit its model: section)")
+    typer.echo(f"try: agent /{EXAMPLE_SKILL} world   then: agent check, agent ask 'hi'")
 
 
 # -- the agent ------------------------------------------------------------------
@@ -826,6 +1164,49 @@ def mcp_list(
 
 
 # -- config ---------------------------------------------------------------------
+
+
+@config_app.callback(invoke_without_command=True)
+def config_root(ctx: typer.Context) -> None:
+    """Show configuration (alone: the same as `agent config show`)."""
+    if ctx.invoked_subcommand is None:
+        config_show(ctx, json_out=False)
+
+
+@config_app.command("show")
+def config_show(
+    ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")
+) -> None:
+    """The merged settings with the layer each came from, the layers, the model and its key.
+
+    Whether the key variable is set is shown; its value never is.
+    """
+    from mdagent.configshow import config_report, print_config
+
+    report = config_report(_runtime(ctx))
+    if _wants_json(ctx, json_out):
+        _print_json(report)
+        return
+    print_config(report, echo=typer.echo)
+
+
+@app.command()
+def doctor(
+    ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")
+) -> None:
+    """Check the installation: Python, layers, declarations, ripgrep, state, model endpoint.
+
+    Exits 1 when a check fails. The model endpoint gets one 2 s probe.
+    """
+    from mdagent.configshow import doctor_checks
+
+    checks = doctor_checks(_runtime(ctx))
+    if _wants_json(ctx, json_out):
+        _print_json([{"ok": ok, "check": what, "detail": detail} for ok, what, detail in checks])
+    else:
+        for ok, what, detail in checks:
+            typer.echo(f"{'✓' if ok else '✗'} {what:<8} {detail}")
+    raise typer.Exit(0 if all(ok for ok, _, _ in checks) else 1)
 
 
 @config_app.command("env")

@@ -143,6 +143,7 @@ def ask_terminal(
     cancel: threading.Event | None = None,
     always: bool = True,
     note: str | None = None,
+    workdir: str | os.PathLike[str] | None = None,
 ) -> str:
     """Ask on the terminal whether to run the call: ``"yes"``, ``"no"`` or ``"always"``.
 
@@ -151,7 +152,9 @@ def ask_terminal(
     asked again, three times at most, then counts as "no". When ``cancel``
     is set (Ctrl-C) the question is dropped at once and counts as "no".
     ``always=False`` offers yes and no only (a call "always" must not
-    cover); ``note`` is a line shown under the call.
+    cover); ``note`` is a line shown under the call. A ``write_file`` or
+    ``edit_file`` call inside ``workdir`` also shows the change it would make
+    as a unified diff (coloured on a terminal, unless ``NO_COLOR`` is set).
     """
     out = out or sys.stderr
     question = "Run it? [y]es / [n]o / [a]lways: " if always else "Run it? [y]es / [n]o: "
@@ -159,6 +162,9 @@ def ask_terminal(
         print(f"\nAllow {format_call(tool_name, args)}", file=out)
         if note:
             print(_visible(note), file=out)
+        change = proposed_diff(tool_name, args, workdir) if workdir else None
+        if change:
+            print(_coloured_diff(change, out), file=out)
         for _ in range(3):
             out.write(question)
             out.flush()
@@ -173,6 +179,73 @@ def ask_terminal(
                 return answer
             print("Please answer y, n or a." if always else "Please answer y or n.", file=out)
         return "no"
+
+
+# A diff longer than this is cut: the question must stay on the screen.
+MAX_DIFF_LINES = 60
+MAX_DIFF_BYTES = 1_000_000
+
+
+def proposed_diff(
+    tool_name: str, args: Mapping[str, Any], workdir: str | os.PathLike[str]
+) -> str | None:
+    """The unified diff a ``write_file``/``edit_file`` call would make, or None.
+
+    Only for a regular file inside ``workdir`` (what is shown is the person's
+    own file); None when it cannot be worked out, so the question is asked
+    without it rather than not at all.
+    """
+    import difflib
+
+    path = args.get("path")
+    if tool_name not in ("write_file", "edit_file") or not isinstance(path, str):
+        return None
+    root = os.path.realpath(workdir)
+    target = os.path.realpath(os.path.join(root, os.path.expanduser(path)))
+    if os.path.commonpath([root, target]) != root:
+        return None
+    try:
+        if os.path.getsize(target) > MAX_DIFF_BYTES:
+            return None
+        with open(target, encoding="utf-8", errors="replace") as fh:
+            old = fh.read()
+    except FileNotFoundError:
+        old = ""
+    except OSError:
+        return None
+    if tool_name == "write_file":
+        new = args.get("content")
+    else:
+        before, after = args.get("old_string"), args.get("new_string")
+        if not isinstance(before, str) or not isinstance(after, str) or before not in old:
+            return None
+        new = old.replace(before, after, -1 if args.get("replace_all") else 1)
+    if not isinstance(new, str):
+        return None
+    shown = os.path.relpath(target, root)
+    lines = list(
+        difflib.unified_diff(
+            old.splitlines(), new.splitlines(), f"a/{shown}", f"b/{shown}", lineterm=""
+        )
+    )
+    if not lines:
+        return None
+    if len(lines) > MAX_DIFF_LINES:
+        lines = [*lines[:MAX_DIFF_LINES], f"… {len(lines) - MAX_DIFF_LINES} more diff lines"]
+    return "\n".join(_visible(line) for line in lines)
+
+
+def _coloured_diff(diff: str, out: TextIO) -> str:
+    """``diff`` with red and green lines on a colour terminal; as is otherwise."""
+    isatty = getattr(out, "isatty", None)
+    if os.environ.get("NO_COLOR") or not (isatty and isatty()):
+        return diff
+    colours = {"+": "\x1b[32m", "-": "\x1b[31m", "@": "\x1b[36m"}
+    lines = []
+    for line in diff.split("\n"):
+        colour = colours.get(line[:1]) if not line.startswith(("+++", "---")) else "\x1b[1m"
+        lines.append(f"{colour}{line}\x1b[0m" if colour else line)
+    return "\n".join(lines)
 
 
 def tell(message: str, out: TextIO | None = None) -> None:

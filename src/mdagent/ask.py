@@ -44,7 +44,22 @@ def make_provider(
 
     given = {k: v for k, v in runtime.options.model_overrides.items() if v is not None}
     config = ProviderConfig.from_settings(runtime.settings, {**(model or {}), **given}, os.environ)
+    require_key(config)
     return get_provider(config), config
+
+
+def require_key(config: ProviderConfig) -> None:
+    """Refuse, before any request, a model that needs an API key nobody set (exit 2).
+
+    The message names the provider, endpoint and variable, and shows the
+    three ways to configure a model (see :func:`mdagent.init.missing_key`).
+    """
+    from mdagent.errors import ConfigError
+    from mdagent.init import missing_key
+
+    problem = missing_key(config, os.environ)
+    if problem:
+        raise ConfigError(problem)
 
 
 def open_conversation(
@@ -127,9 +142,18 @@ def build_agent(
         conversation=conversation,
         max_steps=steps,
         context=context,
-        display=display or Display(show_text=not runtime.options.json),
+        display=display or _default_display(runtime),
         hooks=session_hooks(runtime.settings, workdir=str(runtime.workdir), env=runtime.env),
     )
+
+
+def _default_display(runtime: Runtime) -> Display:
+    """Markdown answers on a terminal (rich, imported only then); plain text otherwise."""
+    if not runtime.options.json and sys.stdout.isatty():
+        from mdagent.render import MarkdownDisplay
+
+        return MarkdownDisplay()
+    return Display(show_text=not runtime.options.json)
 
 
 def finish(runtime: Runtime, outcome: Outcome) -> int:

@@ -86,11 +86,16 @@ def _schema_problems(
     data: Any, schema_name: str, where: str
 ) -> tuple[list[Problem], set[tuple[Any, Any]]]:
     """Schema problems, and which ``(section, name)`` entries they break."""
+    from mdagent.schemacompile import schema_check
     from mdagent.schemas import validator
 
     problems = []
     broken: set[tuple[Any, Any]] = set()
-    for err in validator(schema_name).iter_errors(plain(data)):
+    instance = plain(data)
+    check = schema_check(schema_name)
+    if check is not None and check(instance):
+        return problems, broken  # valid: jsonschema's errors are needed only when it is not
+    for err in validator(schema_name).iter_errors(instance):
         pointer = list(err.absolute_path)
         if err.validator == "propertyNames":
             pointer.append(err.instance)
@@ -122,7 +127,11 @@ def _schema_problems(
 
 
 def _message(err: Any) -> str:
-    if err.validator == "oneOf" and isinstance(err.schema, dict) and "description" in err.schema:
+    if (
+        err.validator in ("oneOf", "not")
+        and isinstance(err.schema, dict)
+        and "description" in err.schema
+    ):
         return f"expected {err.schema['description']}"  # "not valid under any of the given schemas"
     if err.validator == "additionalProperties":
         return err.message.replace("Additional properties are not allowed", "unknown key(s):")
@@ -247,9 +256,12 @@ def _param_problems(data: Any, name: Any, decl: Any, where: str) -> list[Problem
                 "(letters, digits, '_', '.' and '-', 1-64 characters)",
             )
     schema = {"type": "object", "properties": params}  # `required`: the declarations schema
-    for err in sorted(
-        _metaschema().iter_errors(schema), key=lambda e: list(map(str, e.absolute_path))
-    ):
+    from mdagent.schemacompile import plainly_valid_schema
+
+    # The metaschema is jsonschema's slowest check; most parameter schemas
+    # are plainly valid, and only the others need it.
+    errors = [] if plainly_valid_schema(schema) else _metaschema().iter_errors(schema)
+    for err in sorted(errors, key=lambda e: list(map(str, e.absolute_path))):
         path = list(err.absolute_path)
         if path[:1] != ["properties"]:
             continue  # `required` is the declarations schema's to check

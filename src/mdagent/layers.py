@@ -231,7 +231,9 @@ def project_layer(layers: Iterable[Layer], cwd: Path | None = None) -> Path:
 #: How deep skills may sit below a skills folder (``skills/group/name/SKILL.md``
 #: is 2), as OpenClaw; and how many folders one layer's walk may enter.
 MAX_SKILL_DEPTH = 6
-MAX_SKILL_FOLDERS = 2000
+#: 20,000: a layer of 10,000 skills is supported (issue 15) with room for
+#: group folders; the bound still stops a walk of a huge tree.
+MAX_SKILL_FOLDERS = 20_000
 SKILL_FILE = "SKILL.md"
 # Folders that hold no skills however deep they go.
 _NOT_SKILLS = {"node_modules", "__pycache__"}
@@ -287,12 +289,18 @@ def walk_skills(skills_dir: Path, confine_to: Path | None = None) -> Iterator[Fo
             "warning",
             "a SKILL.md directly in a skills folder is not loaded: give the skill a folder of its own",
         )
-    yield from _walk_folder(skills_dir, 1, seen, budget, confine_to)
+    yield from _walk_folder(skills_dir, 1, seen, budget, confine_to, top)
 
 
 def _walk_folder(
-    folder: Path, depth: int, seen: set[Path], budget: list[int], confine_to: Path | None
+    folder: Path,
+    depth: int,
+    seen: set[Path],
+    budget: list[int],
+    confine_to: Path | None,
+    real_folder: Path,
 ) -> Iterator[Found]:
+    """Walk ``folder``, whose real (resolved) path is ``real_folder``."""
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as err:
@@ -303,11 +311,14 @@ def _walk_folder(
             continue
         path = Path(entry.path)
         try:
-            if entry.is_symlink():
+            link = entry.is_symlink()
+            if link:
                 os.stat(entry.path)  # a dangling link or a loop raises here
             if not entry.is_dir():
                 continue
-            real = path.resolve(strict=True)
+            # Only a link needs resolving (a syscall per component): a plain
+            # folder's real path is its parent's plus its name.
+            real = path.resolve(strict=True) if link else real_folder / entry.name
         except (OSError, RuntimeError) as err:
             errno = getattr(err, "errno", None)
             reason = "symlink loop" if errno == 40 or isinstance(err, RuntimeError) else err
@@ -352,7 +363,7 @@ def _walk_folder(
             )
         if depth < MAX_SKILL_DEPTH:
             found_any = False
-            for found in _walk_folder(path, depth + 1, seen, budget, confine_to):
+            for found in _walk_folder(path, depth + 1, seen, budget, confine_to, real):
                 found_any = found_any or found.kind == "skill"
                 yield found
             if depth == 1 and not found_any:

@@ -100,6 +100,12 @@ class Served:
             )
         return out
 
+    def render_prompt(self, skill: Skill, arguments: str) -> str:
+        """``skill``'s prompt for ``arguments``, its commands run as the client's calls."""
+        from mdagent.promptskills import render
+
+        return render(skill, arguments, self.runtime.context(self.box, caller="mcp"))
+
     def schema(self, name: str) -> dict[str, Any] | None:
         return self.box.tool_for(name).schema if name in self.names else None
 
@@ -269,7 +275,8 @@ def build_server(served: Served) -> Any:
     from mcp.shared.exceptions import MCPError
 
     from mdagent import __version__
-    from mdagent.skills import read_body, substitute
+    from mdagent.errors import MdagentError
+    from mdagent.skills import read_body
 
     def bad_request(message: str) -> MCPError:
         return MCPError(code=types.INVALID_PARAMS, message=message)
@@ -334,7 +341,14 @@ def build_server(served: Served) -> Any:
         missing = [n for n, _, required in spec if required and not given.get(n)]
         if missing:
             raise bad_request(f"prompt {skill.name}: missing argument(s): {', '.join(missing)}")
-        text = substitute(body, argument_string(spec, given), skill.dir)
+        try:
+            # Rendered as `agent /name` renders it, its !`cmd` run as the MCP
+            # client's calls (judged as a model's: policy, sandbox, audit).
+            text = await anyio.to_thread.run_sync(
+                served.render_prompt, skill, argument_string(spec, given)
+            )
+        except MdagentError as exc:
+            raise bad_request(f"prompt {skill.name}: {exc}") from None
         return types.GetPromptResult(
             description=skill.description,
             messages=[

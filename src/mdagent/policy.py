@@ -917,7 +917,12 @@ class Policy:
         """The person's answer, or the decision when nobody could answer."""
         try:
             return self._ask_person(
-                tool.name, args, getattr(ctx, "cancel", None), always=always, note=note
+                tool.name,
+                args,
+                getattr(ctx, "cancel", None),
+                always=always,
+                note=note,
+                workdir=self._workdir(ctx),
             )
         except EOFError as closed:
             if "closed" in str(closed):  # a person was there and ended the input
@@ -968,6 +973,7 @@ class Policy:
         *,
         always: bool = True,
         note: str | None = None,
+        workdir: str | None = None,
     ) -> str:
         prompt = self._prompt
         if prompt is None:
@@ -975,7 +981,9 @@ class Policy:
 
             # The call's cancel event: Ctrl-C must drop the question at once,
             # not leave it waiting to swallow the person's next line.
-            answer = ask_terminal(tool_name, args, cancel=cancel, always=always, note=note)
+            answer = ask_terminal(
+                tool_name, args, cancel=cancel, always=always, note=note, workdir=workdir
+            )
         else:
             answer = prompt(tool_name, args)
         answer = str(answer).strip().lower()

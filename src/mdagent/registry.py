@@ -53,6 +53,7 @@ _COMPILER_MODULES = (
     "yamlsource.py",
     "skills.py",
     "declarations.py",
+    "schemacompile.py",
     "specs.py",
     "builtins/__init__.py",
     "implementations.py",
@@ -169,9 +170,13 @@ def load_registry(layers: list[Layer], cache_dir: Path | None = None) -> Registr
     cache_file = cache_dir / f"registry-{_layers_key(layers)}.json"
     skills_file = cache_file.with_suffix(".skills.json")
     cached = _read_cache(cache_file)
-    if cached is not None and _fresh(cached["sources"]):
-        skills = _SkillsOnDemand(skills_file, cached["token"], layers)
-        return Registry.from_dict(cached["registry"], layers, skills)
+    if cached is not None:
+        try:
+            if _well_formed(cached) and _fresh(cached["sources"]):
+                skills = _SkillsOnDemand(skills_file, cached["token"], layers)
+                return Registry.from_dict(cached["registry"], layers, skills)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            pass  # valid JSON of the wrong shape (another version, a hand edit): rebuild
     registry, sources = compile_registry(layers)
     token = os.urandom(8).hex()
     # Skills first: a reader that finds the new main file finds its skills too.
@@ -205,7 +210,11 @@ class _SkillsOnDemand(Mapping[str, Skill]):
     def _skills(self) -> Mapping[str, Skill]:
         if self._loaded is None:
             data = _read_cache(self._path)
-            if data is not None and data.get("token") == self._token:
+            if (
+                data is not None
+                and data.get("token") == self._token
+                and isinstance(data.get("skills"), dict)
+            ):
                 self._loaded = LazyRecords(data["skills"], Skill)
             else:
                 self._loaded = compile_registry(self._layers)[0].skills
@@ -237,6 +246,21 @@ def _read_cache(path: Path) -> dict[str, Any] | None:
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
         return None
     return data
+
+
+def _well_formed(data: dict[str, Any]) -> bool:
+    """Whether a main cache file has the shape this version writes (else: rebuild)."""
+    registry = data.get("registry")
+    return (
+        isinstance(data.get("token"), str)
+        and isinstance(data.get("sources"), list)
+        and all(isinstance(s, list) and len(s) == 3 for s in data["sources"])
+        and isinstance(registry, dict)
+        and all(isinstance(registry.get(k), dict) for k in ("tools", "commands", "settings"))
+        and isinstance(registry.get("sources", []), list)
+        and isinstance(registry.get("problems"), list)
+        and all(isinstance(p, list) and len(p) == 5 for p in registry["problems"])
+    )
 
 
 def _write_cache(path: Path, data: dict[str, Any]) -> None:
@@ -287,8 +311,14 @@ class _Compiler:
     def __init__(self, layers: list[Layer]) -> None:
         self.layers = layers
         self.problems: list[Problem] = []
-        self.watched: list[str] = []
+        #: path -> its stamp, taken when the path is first watched, before it
+        #: is read: a file saved during the compile then has a stamp older
+        #: than its new content, and the next run compiles again.
+        self.watched: dict[str, list[Any]] = {}
         self.tools: dict[str, ToolSpec] = {}
+        #: alias -> name of the tool in ``self.tools`` that has it: alias
+        #: lookups stay O(1), so compiling n tools is linear, not quadratic.
+        self.alias_of: dict[str, str] = {}
         self.commands: dict[str, CommandSpec] = {}
         self.skills: dict[str, Skill] = {}
         self.settings_by_layer: list[dict[str, Any]] = []
@@ -298,7 +328,10 @@ class _Compiler:
         self.problems.append(Problem(path, line or 1, 1, severity, message))
 
     def watch(self, path: Path | str) -> None:
-        self.watched.append(str(path))
+        """Stamp ``path`` now: call this before reading it."""
+        key = str(path)
+        if key not in self.watched:
+            self.watched[key] = _stamp(key)
 
     def run(self) -> Registry:
         from mdagent.builtins import SPECS as BUILTIN_SPECS
@@ -323,6 +356,7 @@ class _Compiler:
                 source="(built-in)",
                 layer="builtin",
             )
+            self.alias_of.update(dict.fromkeys(spec.get("aliases", ()), name))
         self.builtin_names = frozenset(builtin_names)
         # Settings first: `skills.interop` decides which layers' skills load.
         for layer in reversed(self.layers):
@@ -354,6 +388,7 @@ class _Compiler:
 
         if layer.config_dir is None:
             return  # another agent's skill folder: skills only
+        self.watch(layer.config_dir)  # before looking: an agent.yaml created now is noticed
         settings_path = layer.config_dir / SETTINGS_FILE
         if settings_path.exists():
             self.watch(settings_path)
@@ -375,6 +410,7 @@ class _Compiler:
             self.problem(str(layer.path), 1, "warning", f"{origin} names no folder")
             return []
         layer_tools: dict[str, ToolSpec] = {}
+        layer_aliases: dict[str, ToolSpec] = {}
         layer_commands: dict[str, CommandSpec] = {}
         checks: list[tuple[ToolSpec, Path]] = []
         if layer.config_dir is not None and layer.config_dir.is_dir():
@@ -385,7 +421,7 @@ class _Compiler:
                 tools, commands, problems = load_declarations(path, layer.kind)
                 self.problems.extend(problems)
                 for tool in tools:
-                    if self._add_tool(tool, layer_tools):
+                    if self._add_tool(tool, layer_tools, layer_aliases):
                         checks.append((tool, path))
                 for command in commands:
                     self._add_command(command, layer_commands)
@@ -435,7 +471,12 @@ class _Compiler:
 
     # -- entries --
 
-    def _add_tool(self, tool: ToolSpec, layer_tools: dict[str, ToolSpec]) -> bool:
+    def _add_tool(
+        self,
+        tool: ToolSpec,
+        layer_tools: dict[str, ToolSpec],
+        layer_aliases: dict[str, ToolSpec],
+    ) -> bool:
         names = [tool.name, *tool.aliases]
         for name in names:
             if name in self.builtin_names:
@@ -443,9 +484,7 @@ class _Compiler:
                     tool.source, tool.line, "error", f"tool {name!r} is the name of a built-in tool"
                 )
                 return False
-            other = layer_tools.get(name) or next(
-                (t for t in layer_tools.values() if name in t.aliases), None
-            )
+            other = layer_tools.get(name) or layer_aliases.get(name)
             if other is not None:
                 self.problem(
                     tool.source,
@@ -455,9 +494,7 @@ class _Compiler:
                 )
                 return False
         for name in names:
-            shadowed = self.tools.get(name) or next(
-                (t for t in self.tools.values() if name in t.aliases), None
-            )
+            shadowed = self._tool_named(name)
             if shadowed is not None:
                 self.problem(
                     shadowed.source,
@@ -465,10 +502,19 @@ class _Compiler:
                     "info",
                     f"tool {name!r} is shadowed by {tool.source}:{tool.line}",
                 )
-                self.tools.pop(shadowed.name, None)
+                self._drop_tool(shadowed.name)
         layer_tools[tool.name] = tool
+        layer_aliases.update(dict.fromkeys(tool.aliases, tool))
         self.tools[tool.name] = tool
+        self.alias_of.update(dict.fromkeys(tool.aliases, tool.name))
         return True
+
+    def _drop_tool(self, name: str) -> None:
+        """Remove tool ``name`` and the aliases that lead to it."""
+        tool = self.tools.pop(name, None)
+        for alias in tool.aliases if tool is not None else ():
+            if self.alias_of.get(alias) == name:
+                del self.alias_of[alias]
 
     def _add_command(self, command: CommandSpec, layer_commands: dict[str, CommandSpec]) -> None:
         key = command_key(command.name)
@@ -548,9 +594,10 @@ class _Compiler:
     # -- cross references --
 
     def _tool_named(self, name: str | None) -> ToolSpec | None:
-        if name in self.tools:
-            return self.tools[name]
-        return next((t for t in self.tools.values() if name in t.aliases), None)
+        """The tool called ``name`` or having it as an alias (O(1))."""
+        if not name:
+            return None
+        return self.tools.get(name) or self.tools.get(self.alias_of.get(name, ""))
 
     def _fits(self, command: CommandSpec, key: str, tool: ToolSpec) -> bool:
         """Whether raw arguments can ever satisfy ``tool`` (else: an error, now)."""
@@ -607,7 +654,7 @@ class _Compiler:
         from mdagent.implementations import check_implementation, message_line
         from mdagent.yamlsource import did_you_mean
 
-        names = set(self.tools) | {a for t in self.tools.values() for a in t.aliases}
+        names = set(self.tools) | set(self.alias_of)
         broken_tools: set[str] = set()
         for tool, path in checks:
             if self.tools.get(tool.name) is not tool:
@@ -627,7 +674,7 @@ class _Compiler:
             if messages:
                 broken_tools.add(tool.name)
         for name in broken_tools:
-            del self.tools[name]
+            self._drop_tool(name)
         for key, command in list(self.commands.items()):
             if command.kind != "tool":
                 continue
@@ -643,9 +690,7 @@ class _Compiler:
                 command, key, target
             ):
                 del self.commands[key]
-            elif self.tools.get(command.tool) is None and command.tool not in {
-                a for t in self.tools.values() for a in t.aliases
-            }:
+            elif self._tool_named(command.tool) is None:
                 message = f"tool {command.tool!r} is declared but broken (see its error)"
                 self._refuse_command(command, key, command.line, message)
                 del self.commands[key]
@@ -675,5 +720,4 @@ def compile_registry(layers: list[Layer]) -> tuple[Registry, list[list[Any]]]:
     """Parse every layer (no cache). Returns the registry and the watched stamps."""
     compiler = _Compiler(layers)
     registry = compiler.run()
-    sources = [_stamp(p) for p in dict.fromkeys(compiler.watched)]
-    return registry, sources
+    return registry, list(compiler.watched.values())

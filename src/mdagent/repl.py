@@ -161,8 +161,10 @@ class Repl:
     def provider(self) -> Provider:
         """The model's provider, made on first use."""
         if self._provider is None:
+            from mdagent.ask import require_key
             from mdagent.providers import get_provider
 
+            require_key(self.config())  # before any request: say how to configure one
             self._provider = get_provider(self.config())
         return self._provider
 
@@ -287,8 +289,18 @@ class Repl:
             return
         self.chat({"role": "user", "content": text})
 
-    def chat(self, message: dict[str, Any], allow: list[str] | None = None) -> None:
-        """One agent turn in this session (``allow``: extra allow rules for this turn)."""
+    def chat(
+        self,
+        message: dict[str, Any],
+        allow: list[str] | None = None,
+        without: Any = (),
+        max_steps: int | None = None,
+    ) -> None:
+        """One agent turn in this session.
+
+        ``allow``: extra allow rules for this turn; ``without``: tools not
+        offered; ``max_steps``: its step limit (a prompt skill's settings).
+        """
         from mdagent.ask import build_agent
 
         self.runtime.check_settings()  # a half-read policy is not a policy
@@ -307,6 +319,8 @@ class Repl:
             allow=allow or (),
             toolbox=box,
             display=self.display(),
+            without=without,
+            max_steps=max_steps,
         )
         try:
             outcome = agent.run(message)
@@ -327,12 +341,14 @@ class Repl:
         command, tool_spec = resolve_command(self.runtime, name)
         self.runtime.check_settings()
         if command.kind == "prompt":
-            from mdagent.ask import prompt_skill, skill_allow_rules, skill_message
+            from mdagent.ask import prompt_skill, skill_message, skill_turn
 
             skill = prompt_skill(self.runtime, command)
             if skill.name not in self.skills_used:
                 self.skills_used.append(skill.name)
-            self.chat(skill_message(skill, rest), allow=skill_allow_rules(skill))
+            # The person typed it: the body's !`cmd` run as the person's calls.
+            ctx = self.runtime.context(self.person_box(), caller="person")
+            self.chat(skill_message(skill, rest, ctx), **skill_turn(skill))
             return
         run_tool_command(self.runtime, command, tool_spec, text=rest, box=self.person_box())
 

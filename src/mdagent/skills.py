@@ -50,6 +50,8 @@ COMMAND_KEYS = frozenset(
         "command_arg_mode",
         "command-with",
         "command_with",
+        # Declared tests (`agent test`): a malformed one refuses /name, at its line.
+        "tests",
     }
 )
 KNOWN_KEYS = frozenset(
@@ -660,12 +662,13 @@ def _covers_every_command(rule: str) -> bool:
 
 def _check_schema(meta: dict[str, Any], where: str, at, problems: list[Problem]) -> list[Problem]:
     """Schema errors: the command part's are returned, the others added to ``problems``."""
+    from mdagent.declarations import _message as schema_message
     from mdagent.schemas import validator
 
     command: list[Problem] = []
     for err in validator("skill").iter_errors(plain(meta)):
         key = ".".join(str(p) for p in err.absolute_path) or "front-matter"
-        found = Problem(where, *at(*err.absolute_path), "error", f"{key}: {err.message}")
+        found = Problem(where, *at(*err.absolute_path), "error", f"{key}: {schema_message(err)}")
         is_command = bool(err.absolute_path) and err.absolute_path[0] in COMMAND_KEYS
         (command if is_command else problems).append(found)
     return command
