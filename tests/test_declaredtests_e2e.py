@@ -314,7 +314,8 @@ def test_a_prompt_skill_is_tested_with_a_scripted_model(workspace, run_agent):
 def test_the_bundled_layer_passes_its_own_declared_tests(workspace, run_agent):
     result = run_agent("test", "--layer", "bundled")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.splitlines()[-1].endswith(" passed, 0 failed")
+    summary = result.stdout.splitlines()[-1]
+    assert summary.endswith(" passed, 0 failed") and not summary.startswith("0 ")
 
 
 def test_a_workspace_too_large_to_copy_is_refused_in_one_line(workspace, run_agent):
@@ -330,3 +331,13 @@ def test_a_workspace_too_large_to_copy_is_refused_in_one_line(workspace, run_age
     assert result.returncode == 2
     assert result.stderr.startswith(f"agent: the workspace {workspace} is too large to copy")
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_new_skills_come_with_an_example_test_that_passes(workspace, run_agent):
+    for args in (["deploy", "--tool", "exec", "--arg-mode", "raw"], ["helper"]):
+        assert run_agent("new", "skill", *args).returncode == 0
+    text = (workspace / ".agents" / "skills" / "deploy" / "SKILL.md").read_text()
+    assert "tests:" in text
+    result = run_agent("test", "deploy", "helper")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1] == "2 passed, 0 failed"

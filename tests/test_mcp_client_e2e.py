@@ -296,3 +296,17 @@ def test_mcp_list_and_tools_show_each_server(workspace, run_agent, log):
     )
     one = run_agent("tools", "fx__add", env=env_for(log))
     assert "category: mcp  security: moderate" in one.stdout
+
+
+def test_a_servers_prompt_runs_in_the_interactive_session_too(workspace, run_agent, log):
+    declare(workspace)
+    with ModelServer([{"text": "Looks fine."}]) as model:
+        done = run_agent(
+            *provider_args(model),
+            input="/fx:review 'the parser' tone=stern\n/exit\n",
+            env=env_for(log),
+        )
+    assert done.returncode == 0, done.stderr
+    assert "Looks fine." in done.stdout and "unknown command" not in done.stderr
+    user = [m for m in model.requests[0]["json"]["messages"] if m["role"] == "user"]
+    assert user[-1]["content"] == "Please review the parser in a stern tone."

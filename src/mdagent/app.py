@@ -712,6 +712,23 @@ def run_template(run: str) -> str:
     return template
 
 
+def _example_test(tool: str, arg_mode: str) -> str:
+    """One example test for a new command skill: a real one where its outcome is known."""
+    if tool in ("exec", "bash", "sh", "shell", "execute") and arg_mode == "raw":
+        return (
+            "tests:                 # `agent test` runs these in a copy of the workspace\n"
+            "  - name: echoes\n"
+            "    approve: true\n"
+            "    argv: echo hello\n"
+            "    expect: {ok: true, contains: hello}\n"
+        )
+    return (
+        "# `agent test` runs these; an example to adapt:\n"
+        "# tests:\n"
+        "#   - {name: works, approve: true, argv: 'ARGS', expect: {ok: true}}\n"
+    )
+
+
 def skill_skeleton(name: str, tool: str | None, arg_mode: str, run: str | None = None) -> str:
     """The text of a new SKILL.md."""
     if run is not None:
@@ -721,20 +738,31 @@ def skill_skeleton(name: str, tool: str | None, arg_mode: str, run: str | None =
             f"description: Describe what /{name} does and when to use it\n"
             f"command-dispatch: tool\ncommand-tool: exec\n"
             f"command-with: {{command: {json.dumps(template)}}}\n"
-            f"argument-hint: '[args...]'\n---\n"
+            f"argument-hint: '[args...]'\n"
+            "# `agent test` runs these; an example to adapt:\n"
+            "# tests:\n"
+            "#   - {name: runs, approve: true, argv: 'ARGS', expect: {ok: true}}\n"
+            "---\n"
             f"`agent /{name} ARGS` runs `{run.strip()}` with ARGS, each one quoted.\n"
         )
     if tool:
         return (
             f"---\nname: {name}\n"
             f"description: Describe what /{name} does and when to use it\n"
-            f"command-dispatch: tool\ncommand-tool: {tool}\ncommand-arg-mode: {arg_mode}\n---\n"
+            f"command-dispatch: tool\ncommand-tool: {tool}\ncommand-arg-mode: {arg_mode}\n"
+            + _example_test(tool, arg_mode)
+            + "---\n"
             f"`agent /{name} ARGS` runs the `{tool}` tool with ARGS ({arg_mode} arguments).\n"
         )
     return (
         f"---\nname: {name}\n"
         f"description: Describe what this skill does and when a model should use it\n"
-        f"argument-hint: <what to pass>\n---\n"
+        f"argument-hint: <what to pass>\n"
+        "tests:                 # `agent test` runs the turn against this scripted model\n"
+        "  - argv: an example\n"
+        "    model: {script: [Done.]}\n"
+        "    expect: {contains: Done., prompt_contains: an example}\n"
+        "---\n"
         f"# {name}\n\nInstructions for the model go here.\n\nThe user asked for: $ARGUMENTS\n"
     )
 

@@ -335,6 +335,15 @@ class Repl:
         from mdagent.person import resolve_command, run_tool_command
 
         registry = self.runtime.registry
+        if ":" in name and registry.settings.get("mcp_servers"):
+            import shlex
+
+            from mdagent.mcptools import prompt_target, run_prompt
+
+            target = prompt_target(self.runtime, name)  # `/server:prompt` of an MCP server
+            if target is not None:
+                run_prompt(self.runtime, *target, shlex.split(rest))
+                return
         command = registry.command(name)
         if command is None or not command.user_invocable:
             raise UsageError(self.unknown(name))

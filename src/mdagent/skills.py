@@ -662,11 +662,17 @@ def _covers_every_command(rule: str) -> bool:
 
 def _check_schema(meta: dict[str, Any], where: str, at, problems: list[Problem]) -> list[Problem]:
     """Schema errors: the command part's are returned, the others added to ``problems``."""
+    from mdagent.schemacompile import schema_check
+
+    data = plain(meta)
+    check = schema_check("skill")
+    if check is not None and check(data):
+        return []  # plainly valid: jsonschema only runs to explain a problem
     from mdagent.declarations import _message as schema_message
     from mdagent.schemas import validator
 
     command: list[Problem] = []
-    for err in validator("skill").iter_errors(plain(meta)):
+    for err in validator("skill").iter_errors(data):
         key = ".".join(str(p) for p in err.absolute_path) or "front-matter"
         found = Problem(where, *at(*err.absolute_path), "error", f"{key}: {schema_message(err)}")
         is_command = bool(err.absolute_path) and err.absolute_path[0] in COMMAND_KEYS
