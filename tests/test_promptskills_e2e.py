@@ -277,3 +277,15 @@ def test_a_call_to_a_disallowed_tool_is_refused(workspace, run_agent, tmp_path):
 
     assert "unknown tool: exec" in tool_results(server)[0]["error"]
     assert not marker.exists()
+
+
+def test_the_interactive_session_honours_a_skills_model_and_fork(workspace, run_agent):
+    prompt_skill(workspace, "small", "go\n", "model: tiny-model\n")
+    prompt_skill(workspace, "research", "Find it\n", "context: fork\n")
+    with ModelServer([{"text": "small done"}, {"text": "It is in a.py."}]) as server:
+        result = run_agent(*provider_args(server), input="/small\n/research\n/exit\n")
+    assert result.returncode == 0, result.stderr
+    assert "small done" in result.stdout and "It is in a.py." in result.stdout
+    assert server.requests[0]["json"]["model"] == "tiny-model"
+    found = {s["title"]: s for s in sessions()}
+    assert found["/research (forked)"]["parent"] == found["/research"]["id"]

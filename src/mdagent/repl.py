@@ -355,6 +355,19 @@ class Repl:
             skill = prompt_skill(self.runtime, command)
             if skill.name not in self.skills_used:
                 self.skills_used.append(skill.name)
+            if skill.context == "fork" or skill.model:
+                # A fork, or a model of its own, is a turn of its own: run it
+                # as `agent /name` does; its answer is shown here.
+                import shlex
+
+                from mdagent.ask import run_prompt_skill
+
+                try:
+                    words = shlex.split(rest)
+                except ValueError:
+                    words = [rest] if rest else []
+                run_prompt_skill(self.runtime, command, words)
+                return
             # The person typed it: the body's !`cmd` run as the person's calls.
             ctx = self.runtime.context(self.person_box(), caller="person")
             self.chat(skill_message(skill, rest, ctx), **skill_turn(skill))
