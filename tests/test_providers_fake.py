@@ -191,7 +191,7 @@ def test_bad_values_are_one_line_errors():
 
 
 def test_the_defaults_are_the_settings_defaults():
-    from mdagent.declarations import DEFAULT_SETTINGS
+    from mdagent.defaults import DEFAULT_SETTINGS
 
     config = ProviderConfig()
     assert {name: getattr(config, name) for name in DEFAULT_SETTINGS["model"]} == DEFAULT_SETTINGS[

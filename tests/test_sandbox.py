@@ -414,7 +414,7 @@ def test_a_child_that_cannot_enter_the_sandbox_never_runs(dirs):
 
 
 def test_the_dataclass_defaults_are_the_settings_defaults():
-    from mdagent.declarations import DEFAULT_SETTINGS
+    from mdagent.defaults import DEFAULT_SETTINGS
 
     assert SandboxSettings.from_mapping(DEFAULT_SETTINGS["sandbox"]) == SandboxSettings()
 

@@ -28,7 +28,8 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 def layer_settings(runtime: Runtime) -> list[tuple[str, str, dict[str, Any]]]:
     """``(label, agent.yaml path, its settings)`` of each layer that has one, highest first."""
-    from mdagent.declarations import SETTINGS_FILE, load_settings
+    from mdagent.declarations import load_settings
+    from mdagent.defaults import SETTINGS_FILE
 
     found = []
     for layer in runtime.layers:
@@ -92,7 +93,7 @@ def config_report(runtime: Runtime) -> dict[str, Any]:
 
 
 def _settings_of(layer: Any, layers: list[tuple[str, str, dict]]) -> str | None:
-    from mdagent.declarations import SETTINGS_FILE
+    from mdagent.defaults import SETTINGS_FILE
 
     if layer.config_dir is None:
         return None

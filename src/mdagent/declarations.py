@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from mdagent.defaults import DEFAULT_SETTINGS
 from mdagent.errors import ConfigError, Problem
 from mdagent.implementations import IMPLEMENTATION_KEYS
 from mdagent.specs import CommandSpec, ToolSpec
@@ -20,49 +21,8 @@ from mdagent.yamlsource import (
     read_capped,
 )
 
-SETTINGS_FILE = "agent.yaml"
 # The lists of `policy` whose entries carry provenance (see read_settings).
 POLICY_LISTS = ("deny", "ask", "allow", "tests")
-
-DEFAULT_SETTINGS: dict[str, Any] = {
-    # What mdagent.providers.base.ProviderConfig reads; its field defaults match these.
-    # timeout is the idle limit between data events; request_timeout (None: off)
-    # bounds a whole request, retries included.
-    "model": {
-        "stream": True,
-        "timeout": 120,
-        "request_timeout": None,
-        "max_tokens": 4096,
-        "max_retries": 3,
-    },
-    "agent": {"max_steps": 25, "tier": "full"},
-    "policy": {
-        "mode": "ask",
-        "allow": [],
-        "ask": [],
-        "deny": [],
-        "paths": [],
-        "inline_eval": "ask",
-        "tests": [],
-    },
-    "exec": {"timeout": 120, "max_output": 100_000},
-    "fetch": {"timeout": 30, "max_bytes": 1_000_000},
-    "hooks": {"before": [], "after": []},
-    # Other tools' skill folders (.claude/skills, ~/.codex/skills...) read as layers.
-    "skills": {"interop": True},
-    # MCP servers whose tools join the registry (mdagent.mcpconfig reads them); `mcp`
-    # holds the defaults of their per-server startup_timeout and timeout (seconds).
-    "mcp": {"startup_timeout": 30, "timeout": 120},
-    "mcp_servers": {},
-    # What mdagent.sandbox.SandboxSettings reads; its field defaults match these.
-    "sandbox": {
-        "mode": "workspace-write",
-        "network": True,
-        "writable": [],
-        "applies_to": "model",
-        "required": False,
-    },
-}
 
 
 def read_yaml_file(path: Path) -> tuple[Any, list[Problem]]:

@@ -297,7 +297,8 @@ def write_listing(config: ServerConfig, listing: dict[str, Any], workdir: Any = 
 
 def server_locations(layers: list[Any]) -> dict[str, tuple[str, int, int]]:
     """Server name -> ``(agent.yaml path, line, col)`` of the entry in force (highest layer)."""
-    from mdagent.declarations import SETTINGS_FILE, read_yaml_file
+    from mdagent.declarations import read_yaml_file
+    from mdagent.defaults import SETTINGS_FILE
     from mdagent.yamlsource import position
 
     found: dict[str, tuple[str, int, int]] = {}

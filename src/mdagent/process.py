@@ -267,7 +267,7 @@ def run_tool_process(
     demands, or whose child cannot enter the sandbox, is refused
     (``code: DENIED``) and nothing runs.
     """
-    from mdagent.declarations import DEFAULT_SETTINGS
+    from mdagent.defaults import DEFAULT_SETTINGS
     from mdagent.environment import env_for
     from mdagent.errors import MdagentError, PolicyDenied
     from mdagent.specs import setting

@@ -53,6 +53,7 @@ _COMPILER_MODULES = (
     "yamlsource.py",
     "skills.py",
     "declarations.py",
+    "defaults.py",
     "schemacompile.py",
     "specs.py",
     "builtins/__init__.py",
@@ -384,7 +385,8 @@ class _Compiler:
     # -- one layer --
 
     def _load_settings(self, layer: Layer) -> None:
-        from mdagent.declarations import SETTINGS_FILE, read_settings
+        from mdagent.declarations import read_settings
+        from mdagent.defaults import SETTINGS_FILE
 
         if layer.config_dir is None:
             return  # another agent's skill folder: skills only
@@ -398,7 +400,8 @@ class _Compiler:
             self.sources[:0] = sources  # layers load lowest first
 
     def _load_layer(self, layer: Layer) -> list[tuple[ToolSpec, Path]]:
-        from mdagent.declarations import SETTINGS_FILE, load_declarations
+        from mdagent.declarations import load_declarations
+        from mdagent.defaults import SETTINGS_FILE
 
         self.watch(layer.path)
         if layer.config_dir is not None:

@@ -236,7 +236,7 @@ class Runtime:
         the files, decides. It points at the project's settings file, where
         ``sandbox:`` is changed. None when the sandbox works or is off.
         """
-        from mdagent.declarations import SETTINGS_FILE
+        from mdagent.defaults import SETTINGS_FILE
         from mdagent.sandbox import SandboxSettings, available, unavailable_note
 
         try:
