@@ -183,7 +183,7 @@ def run_ask(
         agent = build_agent(runtime, provider, conversation)
         return finish(runtime, agent.run(text))
     finally:
-        _close(provider)
+        close_provider(provider)
 
 
 def run_prompt_skill(runtime: Runtime, command: CommandSpec, argv: list[str]) -> int:
@@ -217,7 +217,7 @@ def run_prompt_skill(runtime: Runtime, command: CommandSpec, argv: list[str]) ->
         agent = build_agent(runtime, provider, conversation, **skill_turn(skill))
         return finish(runtime, agent.run(message))
     finally:
-        _close(provider)
+        close_provider(provider)
 
 
 def run_fork(
@@ -241,7 +241,7 @@ def run_fork(
         )
         return agent.run(message)
     finally:
-        _close(provider)
+        close_provider(provider)
 
 
 def _skill_provider(runtime: Runtime, skill: Skill) -> tuple[Provider, ProviderConfig]:
@@ -305,12 +305,12 @@ def _register_fork(runtime: Runtime, conversation: Conversation, *, enabled: boo
 
 def _tool_names(entries: Iterable[str]) -> list[str]:
     """``disallowed-tools`` entries as tool names (Claude Code's ``Bash`` is ``exec``)."""
-    from mdagent.skills import _TOOL_NAMES
+    from mdagent.skills import TOOL_NAMES
 
     names = []
     for entry in entries:
         name = entry.split("(", 1)[0].strip()
-        names.append(_TOOL_NAMES.get(name.lower(), name))
+        names.append(TOOL_NAMES.get(name.lower(), name))
     return names
 
 
@@ -366,7 +366,7 @@ def skill_allow_rules(skill: Skill) -> list[str]:
     return rules
 
 
-def _close(provider: Provider) -> None:
+def close_provider(provider: Provider) -> None:
     close = getattr(provider, "close", None)
     if callable(close):
         close()

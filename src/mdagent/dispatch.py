@@ -99,7 +99,7 @@ def check_command_with(command: CommandSpec, tool: ToolSpec) -> list[tuple[str, 
     placeholders that are no typed word, and templates for ``exec``'s
     ``command`` that would put a word where the shell reads code.
     """
-    from mdagent.implementations import _shell_argument
+    from mdagent.implementations import shell_argument
     from mdagent.templates import check_shell, placeholders
     from mdagent.yamlsource import did_you_mean
 
@@ -113,7 +113,7 @@ def check_command_with(command: CommandSpec, tool: ToolSpec) -> list[tuple[str, 
             continue
         try:
             used = placeholders(_positional_names(template))
-            if key == "command" and _shell_argument(tool.name, with_) is not None:
+            if key == "command" and shell_argument(tool.name, with_) is not None:
                 check_shell(_positional_names(template))
         except ValueError as exc:
             problems.append((key, f"command-with.{key}: {exc}"))
@@ -147,7 +147,7 @@ def template_arguments(
     each word is shell-quoted on its own, so what was typed stays literal.
     """
     from mdagent import templates
-    from mdagent.implementations import _shell_argument
+    from mdagent.implementations import shell_argument
 
     words = list(argv) if argv is not None else _split(text or "", command, tool)
     used, needed, takes_all = _word_slots(command)
@@ -165,7 +165,7 @@ def template_arguments(
     params = {name: {} for name in values}
     with_ = _positional_names(command.command_with or {})
     inner = templates.expand_value(with_, values, params)
-    shell = _shell_argument(tool.name, with_)
+    shell = shell_argument(tool.name, with_)
     if shell is not None:
         # A person's words are taken as meant (`/disk -h`), but always as words.
         inner["command"] = templates.expand_shell(shell, values, params)

@@ -126,7 +126,7 @@ def check_implementation(
         if "with" in spec:
             if isinstance(spec["with"], Mapping):
                 check_template("with", spec["with"])
-                command = _shell_argument(target, spec["with"])
+                command = shell_argument(target, spec["with"])
                 if command is not None:
                     check_template("with.command", command, shell=True)
             else:
@@ -145,7 +145,7 @@ def message_line(message: str, lines: Mapping[str, int], default: int) -> int:
     return lines.get(key) or lines.get(key.partition(".")[0]) or default
 
 
-def _shell_argument(target: Any, with_: Mapping[str, Any]) -> str | None:
+def shell_argument(target: Any, with_: Mapping[str, Any]) -> str | None:
     """The ``command`` template of a composition that calls ``exec``, if any.
 
     exec's ``command`` is shell code, so its template is expanded like a
@@ -539,7 +539,7 @@ def _tool_handler(
             inner = dict(args)
         else:
             inner = templates.expand_value(with_, args, params, required=required)
-            command = _shell_argument(target, with_)
+            command = shell_argument(target, with_)
             if command is not None:
                 allow = _allowed_options(ctx, options)
                 try:

@@ -330,7 +330,7 @@ def run_prompt(runtime: Runtime, server: str, prompt_name: str, argv: list[str])
 
 
 def _turn(runtime: Runtime, command: CommandSpec, messages: list[dict[str, str]]) -> int:
-    from mdagent.ask import _close, build_agent, finish, make_provider
+    from mdagent.ask import build_agent, close_provider, finish, make_provider
     from mdagent.conversation import Conversation
 
     provider, config = make_provider(runtime)
@@ -347,7 +347,7 @@ def _turn(runtime: Runtime, command: CommandSpec, messages: list[dict[str, str]]
         agent = build_agent(runtime, provider, conversation)
         return finish(runtime, agent.run(dict(last)))
     finally:
-        _close(provider)
+        close_provider(provider)
 
 
 # -- status, for `agent mcp list` and `agent check` ---------------------------------------

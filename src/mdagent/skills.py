@@ -576,7 +576,7 @@ def refused(name: str, message: str) -> str:
 
 
 # Claude Code's tool names (``Bash``, ``Read``...) as the built-in tools they mean.
-_TOOL_NAMES = {
+TOOL_NAMES = {
     "exec": "exec", "bash": "exec", "sh": "exec", "shell": "exec", "execute": "exec",
     "read_file": "read_file", "read": "read_file", "open": "read_file",
     "write_file": "write_file", "write": "write_file",
@@ -623,7 +623,7 @@ def allowed_tool_rules(entry: str) -> list[str]:
     match = re.fullmatch(r"([^()\s]+)(?:\((.*)\))?", entry.strip(), re.S)
     if not match:
         raise ConfigError(f"`{entry}` is not a tool name or `Tool(pattern)`")
-    name = _TOOL_NAMES.get(match.group(1).lower(), match.group(1))
+    name = TOOL_NAMES.get(match.group(1).lower(), match.group(1))
     pattern = match.group(2)
     if pattern is None:
         rules = [name]
