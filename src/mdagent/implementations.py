@@ -44,7 +44,6 @@ IMPLEMENTATION_KEYS = ("run", "shell", "handler", "http", "tool")
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 HTTP_KEYS = ("method", "url", "headers", "json", "body", "timeout")
 HTTP_MAX_BYTES = 1_000_000
-HTTP_TIMEOUT = 30
 # Composition is a tool calling a tool; a cycle in declarations (a -> b -> a)
 # would otherwise recurse until Python's own limit.
 MAX_COMPOSITION_DEPTH = 8
@@ -454,7 +453,9 @@ def _call_with_timeout(
 
 def _http_handler(http: Mapping[str, Any], params, required, timeout) -> ToolHandler:
     method = str(http.get("method") or "GET").upper()
-    limit = http.get("timeout") or timeout or HTTP_TIMEOUT
+    from mdagent.defaults import DEFAULT_SETTINGS
+
+    limit = http.get("timeout") or timeout or DEFAULT_SETTINGS["fetch"]["timeout"]
 
     def request(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         from mdagent.builtins.web import request as web_request
