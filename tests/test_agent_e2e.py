@@ -144,8 +144,12 @@ def test_a_stream_cut_off_midway_is_an_error_not_an_answer(api, ask, server):
     server.add({"text": "This answer will never reach its proper ending", "cut_off": True})
     result = ask(api, "--json", "hi")
     assert result.returncode == 1
-    assert result.stdout == ""  # no JSON answer object
-    assert result.stderr.strip() == "agent: the model's answer was cut off mid-stream"
+    # No answer object: with --json the error is the one JSON object on stdout.
+    assert json.loads(result.stdout) == {
+        "ok": False,
+        "error": {"code": "PROVIDER", "message": "the model's answer was cut off mid-stream"},
+    }
+    assert "This answer" not in result.stdout + result.stderr
     session = Store().latest_session()
     assert [m["role"] for m in Store().messages(session)] == ["user"]
 

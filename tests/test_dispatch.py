@@ -117,7 +117,8 @@ def test_too_many_positionals():
 
 def test_json_mode():
     assert build_call(cmd("json"), TOOL, argv=['{"pattern":', '"x"}']).args == {"pattern": "x"}
-    assert build_call(cmd("json"), TOOL, text="").args == {}
+    with pytest.raises(UsageError, match="missing argument: pattern"):
+        build_call(cmd("json"), TOOL, text="")  # nothing: {} without the required key
     with pytest.raises(UsageError, match="not valid JSON"):
         build_call(cmd("json"), TOOL, text="{nope")
     with pytest.raises(UsageError, match="JSON object"):
@@ -236,3 +237,28 @@ def test_check_command_with():
     assert "no command, which it requires" in problems[""]
     (unsafe,) = check_command_with(wrap({"command": "sh -c {0}"}), EXEC)
     assert unsafe[0] == "command" and "sh -c" in unsafe[1]
+
+
+EXEC_LIKE = ToolSpec(
+    name="exec", description="d", params={"command": {"type": "string"}}, required=["command"]
+)
+SAY = ToolSpec(name="say", description="d", params={"command": {"type": "string"}})
+
+
+@pytest.mark.parametrize("given", [{"argv": []}, {"argv": ["  "]}, {"text": ""}, {"text": " \t"}])
+def test_raw_mode_with_nothing_is_missing_when_the_tool_requires_its_command(given):
+    with pytest.raises(UsageError, match=r"missing argument: <line>\nusage: /x <line>"):
+        build_call(cmd("raw", argument_hint="<line>"), EXEC_LIKE, **given)
+    assert build_call(cmd("raw"), SAY, **given).args["command"].strip() == ""
+
+
+def test_a_leading_double_dash_is_dropped_from_shell_words_except_in_parsed_mode():
+    assert build_call(cmd("raw"), EXEC_LIKE, argv=["--", "-h"]).args["command"] == "-h"
+    assert build_call(cmd("raw"), EXEC_LIKE, text="-- -h").args["command"] == "-- -h"  # as typed
+    assert build_call(cmd("json"), TOOL, argv=["--", '{"pattern": "x"}']).args == {"pattern": "x"}
+    assert build_call(cmd("parsed"), TOOL, argv=["--", "-h"]).args == {"pattern": "-h"}
+
+
+def test_parsed_mode_names_what_is_missing():
+    with pytest.raises(UsageError, match=r"^/x: missing argument: pattern\nusage: /x <pattern>"):
+        build_call(cmd("parsed"), TOOL, argv=["--count", "2"])

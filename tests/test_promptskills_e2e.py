@@ -56,6 +56,17 @@ def test_the_model_receives_the_command_output_and_the_file(workspace, run_agent
     assert "!`" not in prompt and "@{" not in prompt
 
 
+def test_typed_in_a_subfolder_the_body_still_runs_at_the_workspace_root(workspace, run_agent):
+    write(workspace / "notes.txt", "ROOT-NOTES\n")
+    (workspace / "sub").mkdir()
+    prompt_skill(workspace, "where", "Here: !`pwd`\n@{notes.txt}\n")
+    with ModelServer(["ok"]) as server:
+        result = run_agent(*provider_args(server), "/where", cwd=workspace / "sub")
+    assert result.returncode == 0, result.stderr
+    prompt = first_prompt(server)
+    assert f"Here: {workspace.resolve()}\n" in prompt and "ROOT-NOTES" in prompt
+
+
 def test_a_hostile_argument_stays_literal(workspace, run_agent, tmp_path):
     marker = tmp_path / "pwned"
     prompt_skill(workspace, "say", "Said: !`echo {0}`\n")

@@ -65,7 +65,7 @@ def test_a_tool_command_runs_as_the_cli_would(declared, monkeypatch, capsys):
     repl_session(declared, monkeypatch, ["/shout hello", "/shout"])
     captured = capsys.readouterr()
     assert "HELLO" in captured.out
-    assert "agent: /shout: value at `/word` is required" in captured.err
+    assert "agent: /shout: missing argument: word" in captured.err
 
 
 def test_unknown_commands_are_reported_and_the_session_goes_on(declared, monkeypatch, capsys):
@@ -135,10 +135,11 @@ def test_an_unavailable_skill_is_refused_as_from_the_shell(declared, monkeypatch
 def test_unknown_builtin_suggests_the_nearest_and_help_shows_one_command(
     declared, monkeypatch, capsys
 ):
-    repl_session(declared, monkeypatch, ["/hlep", "/help shout", "/help context"])
+    repl_session(declared, monkeypatch, ["/hlep", "/help shout", "/help context", "/shout -h"])
     captured = capsys.readouterr()
     assert "unknown command /hlep" in captured.err and "did you mean /help?" in captured.err
-    assert "usage: /shout <word>" in captured.out
+    # `/help shout` and `/shout -h` both show the help; -h is not shouted.
+    assert captured.out.count("usage: /shout <word>") == 2 and "-H" not in captured.out
     assert "/context - What the conversation holds" in captured.out
 
 

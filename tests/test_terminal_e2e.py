@@ -118,7 +118,10 @@ class Terminal:
             fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
             # This pty answers no cursor-position request (a real terminal does):
             # without NO_CPR, prompt_toolkit waits for the answer, then warns.
-            env = dict(os.environ, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", **(env or {}))
+            # The window's size is the pty's: a COLUMNS/LINES inherited from
+            # the runner (xdist workers may carry one) would override it.
+            inherited = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+            env = dict(inherited, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", **(env or {}))
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", CTTY_WRAPPER, agent_executable(), *args],
                 stdin=slave,

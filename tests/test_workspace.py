@@ -279,3 +279,58 @@ def test_skill_read_roots_of_a_context_without_a_registry(ws):
     from mdagent.workspace import skill_read_roots
 
     assert skill_read_roots(object(), "x", ws.resolve()) == ()
+
+
+# -- a person's command typed in a subfolder ----------------------------------------
+
+
+def test_a_persons_base_is_the_folder_typed_in_when_inside_the_workspace(ws, tmp_path):
+    from mdagent.workspace import base_for
+
+    root = ws.resolve()
+    typed = ToolContext(workdir=str(ws), caller="person", cwd=str(ws / "src"))
+    assert base_for(typed) == root / "src"
+    # A model's call (or any other caller's) never starts anywhere but the root.
+    assert base_for(typed.replace(caller="model")) == root
+    assert base_for(typed.replace(caller="mcp")) == root
+    assert base_for(ToolContext(workdir=str(ws), caller="person")) == root
+    # A folder outside the workspace never becomes the base.
+    assert base_for(typed.replace(cwd=str(tmp_path / "outside"))) == root
+
+
+def test_a_persons_relative_path_is_rebased_on_the_workspace_root(ws):
+    from mdagent.workspace import person_arguments
+
+    ctx = ToolContext(workdir=str(ws), caller="person", cwd=str(ws / "src"))
+    assert person_arguments("read_file", {"path": "a.py"}, ctx) == {"path": "src/a.py"}
+    # `..` is kept, not folded away: the tool resolves it (and symlinks) itself.
+    assert person_arguments("write_file", {"path": "../x", "content": ""}, ctx) == {
+        "path": "src/../x",
+        "content": "",
+    }
+    assert person_arguments("exec", {"command": "ls", "cwd": "d"}, ctx)["cwd"] == "src/d"
+    assert person_arguments("exec", {"command": "ls"}, ctx) == {"command": "ls"}
+    # A search without a path searches the folder typed in, as a shell's would.
+    assert person_arguments("grep", {"pattern": "a"}, ctx) == {"pattern": "a", "path": "src"}
+    assert person_arguments("glob", {"pattern": "*", "path": ""}, ctx)["path"] == "src"
+    # Absolute and home paths mean what they say; other tools' arguments are left as typed.
+    assert person_arguments("read_file", {"path": "/etc/x"}, ctx) == {"path": "/etc/x"}
+    assert person_arguments("read_file", {"path": "~/x"}, ctx) == {"path": "~/x"}
+    assert person_arguments("count", {"path": "a.py"}, ctx) == {"path": "a.py"}
+    # Typed at the root, or by a model: unchanged.
+    at_root = ctx.replace(cwd=str(ws))
+    assert person_arguments("read_file", {"path": "a.py"}, at_root) == {"path": "a.py"}
+    model = ctx.replace(caller="model")
+    assert person_arguments("read_file", {"path": "a.py"}, model) == {"path": "a.py"}
+
+
+def test_a_rebased_path_that_leaves_the_workspace_is_still_refused(ws):
+    from mdagent.workspace import person_arguments
+
+    ctx = ToolContext(workdir=str(ws), caller="person", cwd=str(ws / "src"))
+    rebased = person_arguments("read_file", {"path": "../../outside/secret.txt"}, ctx)
+    with pytest.raises(PolicyDenied, match="escapes the workspace"):
+        confine_for(ctx, rebased["path"])
+    assert confine_for(ctx, person_arguments("read_file", {"path": "a.py"}, ctx)["path"]) == (
+        ws.resolve() / "src" / "a.py"
+    )

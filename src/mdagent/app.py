@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from mdagent.console import table
+from mdagent.console import first_line, say_error, table
 from mdagent.errors import MdagentError, UsageError
 from mdagent.runtime import Options, Runtime
 
@@ -77,22 +77,13 @@ class AgentGroup(TyperGroup):
 
 def _nearest_name(ctx, group, typed: str) -> str | None:
     """``agent NAME`` or ``agent /NAME`` nearest to ``typed``: the subcommands and slash commands."""
-    import difflib
+    from mdagent.person import nearest_name
 
     try:
         registry = Runtime(_options(ctx)).registry
     except Exception:  # a broken layer must not hide the usage error itself
         registry = None
-    slash = [k for k, c in registry.commands.items() if c.user_invocable] if registry else []
-    key = typed.lower()
-    if key in slash:
-        return f"agent /{key}"
-    names = {f"agent {n}": n for n in group.list_commands(ctx)}
-    names |= {f"agent /{k}": k for k in slash}
-    close = difflib.get_close_matches(key, list(names.values()), n=1, cutoff=0.6)
-    if not close:
-        return None
-    return next(full for full, short in names.items() if short == close[0])
+    return nearest_name(registry, typed, slash=False)
 
 
 app = typer.Typer(
@@ -243,8 +234,10 @@ def check(
             ]
         )
     else:
+        from mdagent.console import problem_line
+
         for problem in problems:
-            typer.echo(str(problem))
+            typer.echo(problem_line(problem))  # the severity red or yellow on a terminal
         errors = len(registry.errors) + len(failed) + len(mcp_errors)
         warnings = sum(1 for p in problems if p.severity == "warning")
         summary = (
@@ -293,11 +286,12 @@ def test_declarations(
     if _wants_json(ctx, json_out):
         _print_json([o.to_dict() for o in outcomes])
     else:
+        from mdagent.console import mark
+
         for outcome in outcomes:
+            typer.echo(f"{mark(outcome.passed)} {outcome.test.label}")
             if outcome.passed:
-                typer.echo(f"✓ {outcome.test.label}")
                 continue
-            typer.echo(f"✗ {outcome.test.label}")
             for failure in outcome.failures:
                 text = failure.replace("\n", "\n    ")
                 typer.echo(f"  {outcome.test.where}: {text}")
@@ -387,13 +381,21 @@ def tools(
         ]
         for s, r in rows
     ]
-    typer.echo(table(listing, ["NAME", "ALIASES", "CATEGORY", "SECURITY", "TIER", "SOURCE"]))
+    typer.echo(
+        table(listing, ["NAME", "ALIASES", "CATEGORY", "SECURITY", "TIER", "SOURCE"], fit=True)
+    )
 
 
 def _short_source(source: str, line: int = 0) -> str:
-    try:
-        shown = str(Path(source).relative_to(Path.cwd()))
-    except ValueError:
+    """A declaration's place, short: relative to here, ``bundled:…`` or ``~/…``."""
+    from mdagent.layers import bundled_layer_path
+
+    path = Path(source)
+    if path.is_relative_to(Path.cwd()):
+        shown = str(path.relative_to(Path.cwd()))
+    elif path.is_relative_to(bundled := bundled_layer_path()):
+        shown = f"bundled:{path.relative_to(bundled)}"
+    else:
         shown = source.replace(str(Path.home()), "~")
     return f"{shown}:{line}" if line else shown
 
@@ -414,11 +416,11 @@ def commands(
             c.tool if c.kind == "tool" else "(prompt)",
             c.arg_mode if c.kind == "tool" else "",
             _short_source(c.source, c.line if not c.skill else 0),
-            c.description[:60],
+            first_line(c.description, None),  # the table fits it to the terminal
         ]
         for c in visible
     ]
-    typer.echo(table(rows, ["COMMAND", "TOOL", "ARGS", "SOURCE", "DESCRIPTION"]))
+    typer.echo(table(rows, ["COMMAND", "TOOL", "ARGS", "SOURCE", "DESCRIPTION"], fit=True))
 
 
 skills_app = typer.Typer(
@@ -463,7 +465,7 @@ def _list_skills(ctx: typer.Context, json_out: bool) -> None:
             flags.append(f"unavailable: {reason}")
         layer = INTEROP_KINDS.get(s.layer, s.layer)
         rows.append([s.name, kind, ",".join(flags), layer, _short_source(s.path)])
-    typer.echo(table(rows, ["SKILL", "KIND", "FLAGS", "LAYER", "SOURCE"]))
+    typer.echo(table(rows, ["SKILL", "KIND", "FLAGS", "LAYER", "SOURCE"], fit=True))
 
 
 # -- sharing skills: add, update, remove (issue 19) ---------------------------------
@@ -609,7 +611,7 @@ def skills_update(
             if len(names) == 1:
                 raise
             failed += 1
-            typer.echo(f"agent: {err}", err=True)
+            say_error(str(err))
     raise typer.Exit(1 if failed else 0)
 
 
@@ -690,6 +692,139 @@ def new_skill(
         raise MdagentError(f"cannot write {target}: {err.strerror or err}") from None
     typer.echo(f"wrote {target}")
     typer.echo(f"try: agent /{name} --help")
+
+
+@new_app.command("tool")
+def new_tool(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., metavar="NAME", help="The tool's name."),
+    run: str = typer.Option(
+        ...,
+        "--run",
+        metavar="COMMAND",
+        help="What it runs, e.g. 'wc -l {path}': each {placeholder} is a required parameter.",
+    ),
+) -> None:
+    """Append a tool declaration to .agents/config/tools.yaml, then check it."""
+    from mdagent.scaffold import name_problem, tool_entry
+
+    problem = name_problem(name)
+    if problem:
+        raise UsageError(problem)
+    runtime = _runtime(ctx)
+    taken = runtime.registry.tool(name)
+    if taken is not None:
+        raise UsageError(
+            f"a tool called {name!r} already exists ({_declared_where(taken)}); choose another name"
+        )
+    _add_declaration(
+        ctx,
+        runtime,
+        "tools.yaml",
+        tool_entry(name, run),
+        f"agent tools {name}; to type it as /{name}: agent new command {name} --tool {name}",
+    )
+
+
+@new_app.command("command")
+def new_command(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., metavar="NAME", help="The command's name: /NAME."),
+    tool: str = typer.Option(..., "--tool", metavar="TOOL", help="The tool /NAME runs."),
+    arg_mode: str | None = typer.Option(
+        None,
+        "--arg-mode",
+        metavar="MODE",
+        help="raw, parsed or json (default: raw for a tool taking a command, else parsed).",
+    ),
+) -> None:
+    """Append a command declaration to .agents/config/commands.yaml, then check it."""
+    from mdagent.registry import RESERVED_NAMES
+    from mdagent.scaffold import command_entry, name_problem
+    from mdagent.specs import ARG_MODES
+
+    problem = name_problem(name)
+    if problem:
+        raise UsageError(problem)
+    if name in RESERVED_NAMES:
+        raise UsageError(f"{name!r} is a built-in command name; choose another")
+    if arg_mode is not None and arg_mode not in ARG_MODES:
+        raise UsageError(f"--arg-mode must be one of {', '.join(ARG_MODES)}")
+    runtime = _runtime(ctx)
+    taken = runtime.registry.command(name)
+    if taken is not None:
+        raise UsageError(
+            f"a command called /{name} already exists ({_declared_where(taken)}); "
+            "choose another name"
+        )
+    spec = runtime.registry.tool(tool)
+    if spec is None:
+        raise UsageError(
+            f"unknown tool: {tool}. Available: {', '.join(sorted(runtime.registry.tools))}"
+        )
+    mode = arg_mode or ("raw" if "command" in spec.params else "parsed")
+    entry = command_entry(name, spec.name, mode)
+    _add_declaration(ctx, runtime, "commands.yaml", entry, f"agent /{name} --help")
+
+
+def _declared_where(spec: Any) -> str:
+    source = getattr(spec, "source", "") or ""
+    if source.startswith("("):  # "(built-in)"
+        return "built in"
+    line = getattr(spec, "line", 0)
+    return f"{spec.layer} layer, {source}:{line}" if line else f"{spec.layer} layer, {source}"
+
+
+def _add_declaration(
+    ctx: typer.Context, runtime: Runtime, file: str, entry: Any, hint: str
+) -> None:
+    """Append ``entry`` to the project layer's ``config/FILE``, run check on it, report.
+
+    The problems shown are those the new entry brought (the file's older
+    ones are not repeated). An error puts the file back as it was (it was
+    locked, so nothing else changed in between is lost): exit 1.
+    """
+    from mdagent.console import problem_line
+    from mdagent.scaffold import add_entry, undo
+
+    target = runtime.project_layer / "config" / file
+    kind = entry.section[:-1]
+
+    def problems(registry: Any) -> list[Any]:
+        resolved = target.resolve()
+        return [p for p in registry.problems if p.path and Path(p.path).resolve() == resolved]
+
+    known = {(p.severity, p.message) for p in problems(runtime.registry)}
+    added = add_entry(target, entry)
+    found = [p for p in problems(_runtime(ctx).registry) if (p.severity, p.message) not in known]
+    for problem in found:
+        typer.echo(problem_line(problem, sys.stderr), err=True)
+    shown = _shown_path(target)
+    if any(p.severity == "error" for p in found):
+        if undo(added):
+            typer.echo(
+                f"agent: check failed on the new {kind} {entry.name}; {shown} is unchanged",
+                err=True,
+            )
+        else:
+            typer.echo(
+                f"agent: check failed on the new {kind} {entry.name} at {shown}:{added.first}; "
+                "the file changed since, so it was left as it is: fix or remove the entry",
+                err=True,
+            )
+        raise typer.Exit(1)
+    typer.echo(f"added {kind} {entry.name} to {shown} (lines {added.first}-{added.last})")
+    warnings = sum(1 for p in found if p.severity == "warning")
+    typer.echo(f"check: {_count(warnings, 'warning')}" if warnings else "check: no problems")
+    typer.echo(f"try: {hint}")
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` relative to the working directory when it is under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def run_template(run: str) -> str:
@@ -792,12 +927,9 @@ def help_command(
         sub_ctx = sub.make_context(name, [], parent=root_ctx, resilient_parsing=True)
         typer.echo(sub.get_help(sub_ctx))
         return
-    from mdagent.dispatch import help_text
-    from mdagent.person import resolve_command
+    from mdagent.person import command_help
 
-    slash = name if name.startswith("/") else "/" + name
-    command, tool_spec = resolve_command(_runtime(ctx), slash)
-    typer.echo(help_text(command, tool_spec))
+    typer.echo(command_help(_runtime(ctx), name))
 
 
 # -- init -----------------------------------------------------------------------
@@ -918,7 +1050,7 @@ def sessions_list(
         [r["id"], str(r["updated"])[:19], str(r.get("messages", "")), (r.get("title") or "")[:60]]
         for r in rows
     ]
-    typer.echo(table(listing, ["ID", "UPDATED", "MESSAGES", "TITLE"]))
+    typer.echo(table(listing, ["ID", "UPDATED", "MESSAGES", "TITLE"], fit=True))
 
 
 @sessions_app.command("show")
@@ -994,11 +1126,21 @@ def logs(
     tool: str | None = typer.Option(
         None, "--tool", metavar="NAME", help="Only calls of this tool."
     ),
+    session: str | None = typer.Option(
+        None, "--session", metavar="ID", help="Only calls of this session (id or prefix)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     limit: int = typer.Option(20, "-n", metavar="N", help="How many, newest first."),
 ) -> None:
     """The audit log: every tool call, who made it, its outcome and who approved it."""
-    rows = _runtime(ctx).store.calls(tool=tool, limit=limit)
+    store = _runtime(ctx).store
+    session_id = None
+    if session is not None:
+        found = store.session(session)  # a prefix, as `agent ask --session` takes
+        if found is None:
+            raise UsageError(f"no session {session!r} (see: agent sessions)")
+        session_id = found["id"]
+    rows = store.calls(tool=tool, limit=limit, session_id=session_id)
     if _wants_json(ctx, json_out):
         _print_json(rows)
         return
@@ -1109,7 +1251,7 @@ def policy_rules(
         ]
         for r in rows
     ]
-    typer.echo(table(listing, ["KIND", "RULE", "LAYER", "WHERE", "REASON"]))
+    typer.echo(table(listing, ["KIND", "RULE", "LAYER", "WHERE", "REASON"], fit=True))
 
 
 @policy_app.command("revoke")
@@ -1232,8 +1374,10 @@ def doctor(
     if _wants_json(ctx, json_out):
         _print_json([{"ok": ok, "check": what, "detail": detail} for ok, what, detail in checks])
     else:
+        from mdagent.console import mark
+
         for ok, what, detail in checks:
-            typer.echo(f"{'✓' if ok else '✗'} {what:<8} {detail}")
+            typer.echo(f"{mark(ok)} {what:<8} {detail}")
     raise typer.Exit(0 if all(ok for ok, _, _ in checks) else 1)
 
 
@@ -1257,18 +1401,30 @@ def config_env(
 
 
 def run_app(argv: list[str]) -> int:
-    """Run the typer app on ``argv``; errors become one line and an exit status."""
+    """Run the typer app on ``argv``; errors become one line and an exit status.
+
+    With ``--json`` (global or the command's own) the line is one
+    ``{"ok": false, "error": {"code", "message"}}`` object on stdout instead.
+    """
     from typer.main import get_command
+
+    from mdagent.console import report_error
 
     command = get_command(app)
     verbose = any(a in ("-v", "--verbose") for a in argv)
+    # Decided from the words, not the parsed options: a usage error stops
+    # click before the options exist. Words after `--` are arguments.
+    as_json = "--json" in (argv[: argv.index("--")] if "--" in argv else argv)
     try:
-        returned = command.main(args=argv, prog_name="agent", standalone_mode=False)
+        # `mdagent` or `agent`: click names the completion variable and script after it.
+        from mdagent.cli import program_name
+
+        returned = command.main(args=argv, prog_name=program_name(), standalone_mode=False)
     except MdagentError as err:
-        typer.echo(f"agent: {err}", err=True)
+        report_error(str(err), err.code, as_json=as_json)
         return err.exit_code
     except KeyboardInterrupt:
-        _say_interrupted()
+        _say_interrupted(as_json)
         return 130
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -1277,26 +1433,32 @@ def run_app(argv: list[str]) -> int:
         if isinstance(err, typer.Exit):
             return err.exit_code
         if isinstance(err, click.ClickException):
-            err.show()
-            return 2 if isinstance(err, click.UsageError) else err.exit_code
+            usage = isinstance(err, click.UsageError)
+            if as_json:
+                report_error(err.format_message(), "USAGE" if usage else "ERROR", as_json=True)
+            else:
+                err.show()
+            return 2 if usage else err.exit_code
         if isinstance(err, typer.Abort):  # click's word for Ctrl-C (and SIGTERM, SIGHUP)
-            _say_interrupted()
+            _say_interrupted(as_json)
             return 130
         if verbose:
             raise
-        typer.echo(f"agent: internal error: {type(err).__name__}: {err} (rerun with -v)", err=True)
+        message = f"internal error: {type(err).__name__}: {err} (rerun with -v)"
+        report_error(message, "INTERNAL", as_json=as_json)
         return 1
     return returned if isinstance(returned, int) else 0
 
 
-def _say_interrupted() -> None:
+def _say_interrupted(as_json: bool = False) -> None:
     """One line saying the run was interrupted (and by which signal, if one)."""
     import contextlib
 
     from mdagent import signals
+    from mdagent.console import report_error
 
     with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
-        typer.echo(f"agent: {signals.message()}", err=True)
+        report_error(signals.message(), "INTERRUPTED", as_json=as_json)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -274,7 +274,7 @@ def add_allow_rule(path: str | os.PathLike[str], rule: str) -> bool:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(target) as handle:
+    with locked_file(target) as handle:
         text = handle.read()
         try:
             # As strict as the registry's reading: a file it would refuse is not edited.
@@ -305,7 +305,7 @@ def add_allow_rule(path: str | os.PathLike[str], rule: str) -> bool:
             import yaml
 
             new_text = yaml.safe_dump(expected, sort_keys=False, allow_unicode=True)
-        _replace(target, new_text)
+        replace_file(target, new_text)
     return True
 
 
@@ -323,7 +323,7 @@ def remove_allow_rule(path: str | os.PathLike[str], rule: str) -> int | None:
     target = Path(path)
     if not target.is_file():
         return None
-    with _locked(target) as handle:
+    with locked_file(target) as handle:
         text = handle.read()
         try:
             before = plain(load_yaml(text, target)) if text.strip() else None
@@ -350,7 +350,7 @@ def remove_allow_rule(path: str | os.PathLike[str], rule: str) -> int | None:
             import yaml
 
             edit = (yaml.safe_dump(expected, sort_keys=False, allow_unicode=True), 0)
-        _replace(target, edit[0])
+        replace_file(target, edit[0])
     return edit[1] or 1
 
 
@@ -508,7 +508,7 @@ def _insert(lines: list[str], index: int, new: str) -> str:
 
 
 @contextlib.contextmanager
-def _locked(target: Path) -> Any:
+def locked_file(target: Path) -> Any:
     """The file opened for reading under an exclusive lock, created empty if missing.
 
     The file is replaced (not rewritten in place) so a crash never leaves
@@ -519,7 +519,8 @@ def _locked(target: Path) -> Any:
 
     while True:
         fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
-        handle = os.fdopen(fd, "r+", encoding="utf-8")
+        # newline="": the text as it is on disk, so a CRLF file keeps its line ends.
+        handle = os.fdopen(fd, "r+", encoding="utf-8", newline="")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
@@ -533,13 +534,17 @@ def _locked(target: Path) -> Any:
             handle.close()
 
 
-def _replace(target: Path, text: str) -> None:
+def replace_file(target: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``target`` and rename it over ``target``.
+
+    Readers see the old file or the new one, never half of one; the mode is kept.
+    """
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         mode = target.stat().st_mode & 0o777
     except OSError:
         mode = 0o644
-    with open(tmp, "w", encoding="utf-8") as f:
+    with open(tmp, "w", encoding="utf-8", newline="") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())

@@ -157,12 +157,30 @@ def _default_display(runtime: Runtime) -> Display:
 
 
 def finish(runtime: Runtime, outcome: Outcome) -> int:
-    """Print how the turn ended (the JSON object with ``--json``); the exit status."""
+    """Print how the turn ended (the JSON object with ``--json``); the exit status.
+
+    On a terminal the last line (stderr, dimmed) is what the turn took:
+    tokens, and the cost when ``model.price`` is known; ``--json`` has them
+    as ``usage`` and ``cost``.
+    """
     if runtime.options.json:
         print(json.dumps(outcome.to_dict(), ensure_ascii=False, default=str))
     if outcome.message:
-        print(f"agent: {outcome.message}", file=sys.stderr)
+        from mdagent.console import say_error
+
+        say_error(outcome.message)
+    if not runtime.options.json:
+        _show_usage(outcome)
     return outcome.exit_status
+
+
+def _show_usage(outcome: Outcome) -> None:
+    from mdagent.console import is_terminal, paint
+    from mdagent.display import usage_line
+
+    line = usage_line(outcome.usage, outcome.cost)
+    if line and is_terminal(sys.stderr):
+        print(paint(line, "dim", sys.stderr), file=sys.stderr, flush=True)
 
 
 def run_ask(

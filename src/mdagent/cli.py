@@ -37,6 +37,33 @@ _VALUED = {
 _COMPLETE_VARS = ("_AGENT_COMPLETE", "_MDAGENT_COMPLETE")
 
 
+def program_name(argv0: str | None = None) -> str:
+    """``mdagent`` when run by that name, else ``agent``: the name given to click.
+
+    click names the completion variable and the script ``--show-completion``
+    and ``--install-completion`` emit after it (``_MDAGENT_COMPLETE``,
+    ``complete ... mdagent``), so each installed name completes itself.
+    """
+    name = os.path.basename(sys.argv[0] if argv0 is None else argv0)
+    return "mdagent" if name == "mdagent" else "agent"
+
+
+def _completion_variable() -> None:
+    """Answer a completion request made under the other name's variable too.
+
+    A script installed for ``agent`` and reused for ``mdagent`` (or the
+    reverse) sets the other variable; click reads only its own, and without
+    it would run the program instead of completing.
+    """
+    wanted = f"_{program_name().upper()}_COMPLETE"
+    if wanted in os.environ:
+        return
+    for var in _COMPLETE_VARS:
+        if var in os.environ:
+            os.environ[wanted] = os.environ[var]
+            return
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``agent`` and ``mdagent`` scripts."""
     from mdagent import signals
@@ -60,8 +87,11 @@ def _main(argv: list[str] | None) -> int:
     options, rest = _global_options(argv)
     _configure_logging(options.verbose)
     slash = rest is not None and rest[:1] and rest[0].startswith("/")
-    if slash and not any(v in os.environ for v in _COMPLETE_VARS):
+    completing = any(v in os.environ for v in _COMPLETE_VARS)
+    if slash and not completing:
         return _guarded(options, lambda: run_slash(options, rest[0], rest[1:]))
+    if completing:
+        _completion_variable()
     if argv[:1] in (["--version"], ["-V"]):
         from mdagent import __version__
 
@@ -122,17 +152,23 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def _guarded(options: Options, action) -> int:
-    """Run ``action``; any error becomes one line on stderr and an exit status."""
+    """Run ``action``; any error becomes one line and an exit status.
+
+    The line is ``agent: …`` on stderr (red on a terminal) or, with
+    ``--json``, one ``{"ok": false, "error": {...}}`` object on stdout.
+    """
+    from mdagent.console import report_error
+
     try:
         return action()
     except MdagentError as err:
-        print(f"agent: {err}", file=sys.stderr)
+        report_error(str(err), err.code, as_json=options.json)
         return err.exit_code
     except KeyboardInterrupt:
         from mdagent import signals
 
         with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
-            print(f"agent: {signals.message()}", file=sys.stderr)
+            report_error(signals.message(), "INTERRUPTED", as_json=options.json)
         return 130
     except BrokenPipeError:
         # The reader went away (`agent /x | head -1`): point stdout at
@@ -143,9 +179,8 @@ def _guarded(options: Options, action) -> int:
     except Exception as err:  # a bug: still one line unless -v
         if options.verbose:
             raise
-        print(
-            f"agent: internal error: {type(err).__name__}: {err} (rerun with -v)", file=sys.stderr
-        )
+        message = f"internal error: {type(err).__name__}: {err} (rerun with -v)"
+        report_error(message, "INTERNAL", as_json=options.json)
         return 1
 
 
@@ -153,23 +188,35 @@ def _guarded(options: Options, action) -> int:
 
 
 def run_slash(options: Options, name: str, argv: list[str]) -> int:
-    """Run ``/name`` with shell words ``argv``; returns the exit status."""
+    """Run ``/name`` with shell words ``argv``; returns the exit status.
+
+    ``-h`` or ``--help`` as the only word shows the command's help whatever
+    its argument mode; ``agent /name -- -h`` passes ``-h`` on.
+    """
     from mdagent.dispatch import help_text
+    from mdagent.errors import UsageError
+    from mdagent.person import HELP_WORDS, command_help
     from mdagent.specs import command_key
 
     runtime = Runtime(options)
     registry = runtime.registry
     if command_key(name) in ("help", ""):  # `agent /` lists the commands too
-        print(command_listing(registry))
+        if argv in HELP_WORDS:
+            print("usage: /help [NAME]\nThe slash commands; with NAME, that command's help.")
+            return 0
+        if len(argv) > 1 or (argv and argv[0].startswith("-")):
+            raise UsageError("usage: /help [NAME]")
+        print(command_help(runtime, argv[0]) if argv else command_listing(registry))
         return 0
+    wants_help = argv in HELP_WORDS
     if ":" in name and registry.settings.get("mcp_servers"):
         from mdagent.mcptools import prompt_target, run_prompt
 
         target = prompt_target(runtime, name)  # `/server:prompt` of a declared MCP server
         if target is not None:
-            return run_prompt(runtime, *target, argv)
+            return run_prompt(runtime, *target, ["--help"] if wants_help else argv)
     command, tool_spec = resolve_command(runtime, name)
-    if argv == ["--help"]:
+    if wants_help:
         print(help_text(command, tool_spec))
         return 0
     runtime.check_settings()

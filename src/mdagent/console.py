@@ -1,9 +1,21 @@
-"""What a person sees: terminal checks and plain-text tables (no rich on the fast path)."""
+"""What a person sees: terminal checks, colour and plain-text tables (no rich on the fast path).
+
+Colour is a handful of ANSI codes, only on a terminal and never with
+``NO_COLOR`` set (no-color.org) or ``TERM=dumb``. Tables fit the terminal's
+width by shortening their last column; piped output keeps every character,
+so ``agent tools | grep`` sees whole descriptions.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+_CODES = {"red": "31", "green": "32", "yellow": "33", "bold": "1", "dim": "2"}
+#: The last column never gets narrower than this: below it, the line overflows instead.
+MIN_LAST_COLUMN = 12
 
 
 def is_terminal(stream: Any) -> bool:
@@ -14,25 +26,145 @@ def is_terminal(stream: Any) -> bool:
         return False
 
 
-def first_line(text: str | None, limit: int = 80) -> str:
-    """The first non-blank line of ``text``, shortened to ``limit`` characters."""
+def colour_enabled(stream: Any) -> bool:
+    """Whether to colour what goes to ``stream``: a terminal, no ``NO_COLOR``, not ``TERM=dumb``."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return is_terminal(stream)
+
+
+def paint(text: str, colour: str, stream: Any = None) -> str:
+    """``text`` in ``colour`` (red, green, yellow, bold, dim) when ``stream`` takes colour.
+
+    ``stream`` is where the text will be written (default stdout); ``text``
+    comes back unchanged when that is a pipe, a file or ``NO_COLOR`` is set.
+    """
+    if not colour_enabled(sys.stdout if stream is None else stream):
+        return text
+    return f"\x1b[{_CODES[colour]}m{text}\x1b[0m"
+
+
+def mark(ok: bool, stream: Any = None) -> str:
+    """``✓`` in green or ``✗`` in red (plain when ``stream`` takes no colour)."""
+    return paint("✓", "green", stream) if ok else paint("✗", "red", stream)
+
+
+_SEVERITY_COLOURS = {"error": "red", "warning": "yellow"}
+
+
+def problem_line(problem: Any, stream: Any = None) -> str:
+    """``path:line:col: severity: message`` with the severity coloured (red error, yellow warning)."""
+    colour = _SEVERITY_COLOURS.get(problem.severity)
+    if colour is None:
+        return str(problem)
+    where = f"{problem.path}:{problem.line}:{problem.col}"
+    return f"{where}: {paint(problem.severity, colour, stream)}: {problem.message}"
+
+
+def say_error(message: str, stream: Any = None) -> None:
+    """Print ``agent: message`` on stderr, its first line red on a colour terminal.
+
+    Every error line a person sees goes through here, so they all look the same.
+    """
+    stream = sys.stderr if stream is None else stream
+    first, _, rest = f"agent: {message}".partition("\n")
+    text = paint(first, "red", stream) + (f"\n{rest}" if rest else "")
+    print(text, file=stream)
+
+
+def report_error(message: str, code: str = "ERROR", *, as_json: bool = False) -> None:
+    """An error at a CLI edge: one JSON object on stdout with ``--json``, else one line on stderr.
+
+    The JSON is ``{"ok": false, "error": {"code": ..., "message": ...}}`` (see
+    :attr:`mdagent.errors.MdagentError.code`), so a script reading ``--json``
+    output always gets JSON, even when no tool ran.
+    """
+    if as_json:
+        print(error_json(code, message), flush=True)
+    else:
+        say_error(message)
+
+
+def say_warning(message: str, stream: Any = None) -> None:
+    """Print ``agent: warning: message`` on stderr, yellow on a colour terminal."""
+    stream = sys.stderr if stream is None else stream
+    print(paint(f"agent: warning: {message}", "yellow", stream), file=stream)
+
+
+def error_json(code: str, message: str) -> str:
+    """The one line ``--json`` prints for an error raised before any tool ran."""
+    import json
+
+    return json.dumps(
+        {"ok": False, "error": {"code": code, "message": message}}, ensure_ascii=False
+    )
+
+
+def terminal_width(stream: Any = None) -> int | None:
+    """Columns to fit output to: the terminal's (``COLUMNS`` wins) or None when not a terminal."""
+    if not is_terminal(sys.stdout if stream is None else stream):
+        return None
+    import shutil
+
+    return shutil.get_terminal_size().columns
+
+
+def first_line(text: str | None, limit: int | None = 80) -> str:
+    """The first non-blank line of ``text``, shortened to ``limit`` characters (None: whole)."""
     lines = (text or "").strip().splitlines()
     line = lines[0] if lines else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return line if limit is None or len(line) <= limit else line[: limit - 1] + "…"
 
 
-def table(rows: Iterable[Sequence[Any]], header: Sequence[str] | None = None) -> str:
-    """Rows as left-aligned columns two spaces apart, with an optional header line."""
+def shorten(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters with ``…``, at a word's end when one is near."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    cut = text[: width - 1]
+    # Break after a whole word, unless that would waste more than half the room.
+    space = cut.rfind(" ")
+    if space >= width // 2 and not text[width - 1].isspace():
+        cut = cut[:space]
+    return cut.rstrip() + "…"
+
+
+def table(
+    rows: Iterable[Sequence[Any]],
+    header: Sequence[str] | None = None,
+    width: int | None = None,
+    *,
+    fit: bool = False,
+    stream: Any = None,
+) -> str:
+    """Rows as left-aligned columns two spaces apart, with an optional header line.
+
+    With ``fit`` (or a ``width``) the last column is shortened with ``…`` so
+    each line fits ``width`` (default: the terminal's, when ``stream``,
+    stdout by default, is one), never wrapped. Without a terminal nothing is
+    shortened. Opt-in: a table whose last column must be copied whole (a
+    rule to paste) stays as it is.
+    """
     body = [[str(c) for c in row] for row in rows]
     lines = ([list(header)] if header else []) + body
     if not lines:
         return ""
-    widths = [max(len(r[i]) for r in lines if i < len(r)) for i in range(len(lines[0]))]
+    if width is None and fit:
+        width = terminal_width(stream)
+    columns = max(len(r) for r in lines)
+    widths = [max((len(r[i]) for r in lines if i < len(r)), default=0) for i in range(columns)]
+    if width is not None:
+        # The columns before the last, each with two spaces after it.
+        before = sum(w + 2 for w in widths[:-1])
+        room = max(width - before, MIN_LAST_COLUMN)
+        lines = [[*r[:-1], shorten(r[-1], room)] if len(r) == columns else r for r in lines]
     return "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in lines
     )
 
 
-def described(pairs: Iterable[tuple[Any, Any]]) -> str:
-    """``name  description`` rows (descriptions cut to their first line)."""
-    return table((name, first_line(description)) for name, description in pairs)
+def described(pairs: Iterable[tuple[Any, Any]], width: int | None = None) -> str:
+    """``name  description`` rows (descriptions cut to their first line, then to the width)."""
+    rows = ((name, first_line(description, None)) for name, description in pairs)
+    return table(rows, width=width, fit=True)

@@ -39,6 +39,10 @@ def build_call(
     not fit the tool's parameters.
     """
     mode = command.arg_mode
+    if argv and argv[0] == "--" and (mode != "parsed" or command.command_with is not None):
+        # `agent /term -- -h`: what follows `--` is the command's own, even
+        # `-h`; parsed mode reads `--` itself (the end of the options).
+        argv = argv[1:]
     if command.command_with is not None:
         args = template_arguments(command, tool, argv, text)
     elif mode == "raw":
@@ -50,7 +54,29 @@ def build_call(
         args = json_arguments(argv, text, command, tool)
     else:  # the registry rejects other modes; never guess
         raise UsageError(f"/{command.name}: unknown argument mode {mode!r}")
+    missing = missing_arguments(command, tool, args)
+    if missing:
+        raise UsageError(
+            f"/{command.name}: missing argument: {', '.join(missing)}\n{usage(command, tool)}"
+        )
     return Call(command, tool.name, args)
+
+
+def missing_arguments(command: CommandSpec, tool: ToolSpec, args: dict[str, Any]) -> list[str]:
+    """What a person left out that the command needs (exit 2 with the usage line).
+
+    parsed and json: a parameter the tool requires and the words did not
+    set. raw: a blank line, when the tool requires its ``command`` (``agent
+    /term`` alone would otherwise run nothing and succeed silently); a raw
+    tool that does not require it may be run with nothing. command-with:
+    the word counts are checked where the templates are filled.
+    """
+    if command.command_with is not None:
+        return []
+    if command.arg_mode == "raw":
+        blank = "command" in tool.required and not str(args.get("command") or "").strip()
+        return [command.argument_hint or "<text...>"] if blank else []
+    return [name for name in tool.required if name not in args]
 
 
 def raw_arguments(command: CommandSpec, argv: list[str] | None, text: str | None) -> dict[str, Any]:
@@ -319,44 +345,97 @@ def _coerce(value: str, schema: dict[str, Any], fail) -> Any:
 
 def usage(command: CommandSpec, tool: ToolSpec | None) -> str:
     """A one-line usage generated from the argument mode and the tool's schema."""
-    name = f"/{command.name}"
+    return f"usage: {f'/{command.name} {arguments_usage(command, tool)}'.rstrip()}"
+
+
+def arguments_usage(command: CommandSpec, tool: ToolSpec | None) -> str:
+    """The arguments part of the usage line (``<name> [--times N] [--loud]``), or ``""``.
+
+    Written as a person types them: ``<x>`` must be given, ``[...]`` may be,
+    ``--flag VALUE`` names an option, ``...`` takes several words. The
+    ``argument-hint`` an author wrote wins over what is generated.
+    """
     if command.argument_hint:
-        return f"usage: {name} {command.argument_hint}"
+        return command.argument_hint
     if command.kind == "prompt" or tool is None:
-        return f"usage: {name} [text...]"
+        return "[text...]"
     if command.command_with is not None:
         _, needed, takes_all = _word_slots(command)
         words = [
             f"<{command.arguments[i] if i < len(command.arguments) else i}>" for i in range(needed)
         ]
-        return f"usage: {' '.join([name, *words, *(['[args...]'] if takes_all else [])])}"
+        return " ".join([*words, *(["[args...]"] if takes_all else [])])
     if command.arg_mode == "raw":
-        return f"usage: {name} <text...>"
+        return "<text...>"
     if command.arg_mode == "json":
-        return f"usage: {name} '<json object>'"
+        return "'<json object>'"
+    return _parsed_usage(tool)
+
+
+def _parsed_usage(tool: ToolSpec) -> str:
     parts = []
     required = set(tool.required)
     names = list(tool.params)
+    # Words fill the parameters in declared order: a required parameter is
+    # shown as a bare word only while every one before it is required too.
+    positional = True
     for i, param in enumerate(names):
         schema = tool.params[param]
         kind = _type(schema)
         if kind == "boolean":
-            parts.append(f"[--{param}]")
+            if param in required:
+                parts.append(f"--{param}|--no-{param}")
+            elif schema.get("default") is True:
+                parts.append(f"[--no-{param}]")
+            else:
+                parts.append(f"[--{param}]")
             continue
+        value = _placeholder(param, schema)
         if kind == "array" and i == len(names) - 1:
-            word = f"<{param}...>" if param in required else f"[{param}...]"
+            parts.append(f"<{param}...>" if param in required else f"[{param}...]")
+        elif param in required:
+            parts.append(f"<{param}>" if positional else f"--{param} {value}")
         else:
-            word = f"<{param}>" if param in required else f"[--{param} {_placeholder(kind)}]"
-        parts.append(word)
-    return f"usage: {name} {' '.join(parts)}".rstrip()
+            parts.append(f"[--{param} {value}]")
+        positional = positional and param in required
+    return " ".join(parts)
 
 
-def _placeholder(kind: str | None) -> str:
-    return {"integer": "N", "number": "X", "array": "A", "object": "JSON"}.get(kind or "", "VALUE")
+def _placeholder(param: str, schema: dict[str, Any]) -> str:
+    """The value word after ``--param``: ``N``, ``a|b`` for an enum, else the name in capitals."""
+    kind = _type(schema)
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return "|".join(str(v) for v in schema["enum"])
+    fixed = {"integer": "N", "number": "X", "object": "JSON"}.get(kind or "")
+    if fixed:
+        return fixed
+    word = param.upper().replace("-", "_")
+    return f"{word}..." if kind == "array" else word
+
+
+def _kind_word(schema: dict[str, Any]) -> str:
+    """A parameter's type as a person reads it: ``integer``, ``list of strings``, ``one of a, b``."""
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return "one of " + ", ".join(str(v) for v in schema["enum"])
+    kind = _type(schema) or "any"
+    if kind == "array":
+        items = schema.get("items")
+        item = _type(items) if isinstance(items, dict) else None
+        return f"list of {item}s" if item else "list"
+    return kind
+
+
+def _default_note(schema: dict[str, Any]) -> str:
+    """`` (default: 10)``; nothing for a flag that is off unless given."""
+    if "default" not in schema or (_type(schema) == "boolean" and schema["default"] is False):
+        return ""
+    value = schema["default"]
+    shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return f" (default: {shown})"
 
 
 def help_text(command: CommandSpec, tool: ToolSpec | None) -> str:
-    """What ``agent /name --help`` prints."""
+    """What ``agent /name --help`` (and ``-h``, ``agent help name``, ``/help name``) prints."""
     lines = [f"/{command.name} - {command.description or '(no description)'}", usage(command, tool)]
     if command.kind == "prompt":
         lines.append("Runs an agent turn with this skill's instructions.")
@@ -366,14 +445,19 @@ def help_text(command: CommandSpec, tool: ToolSpec | None) -> str:
     elif tool is not None:
         lines.append(f"Runs tool {tool.name} ({command.arg_mode} arguments).")
         if command.arg_mode in ("parsed", "json") and tool.params:
-            lines.append("")
-            lines.append("Parameters:")
-            for param, schema in tool.params.items():
-                flag = " (required)" if param in tool.required else ""
-                kind = _type(schema) or "any"
-                desc = schema.get("description", "")
-                default = f" [default: {schema['default']}]" if "default" in schema else ""
-                lines.append(f"  {param:<16} {kind:<8} {desc}{default}{flag}".rstrip())
+            rows = [
+                (
+                    param,
+                    _kind_word(schema),
+                    f"{schema.get('description', '')}{_default_note(schema)}"
+                    + (" (required)" if param in tool.required else ""),
+                )
+                for param, schema in tool.params.items()
+            ]
+            width = max(16, *(len(r[0]) + 1 for r in rows))
+            kinds = max(8, *(len(r[1]) + 1 for r in rows))
+            lines += ["", "Parameters:"]
+            lines += [f"  {p:<{width}} {k:<{kinds}} {d.strip()}".rstrip() for p, k, d in rows]
     if command.source:
         lines.append(f"Declared in {command.source}")
     return "\n".join(lines)

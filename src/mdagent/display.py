@@ -261,6 +261,30 @@ def outcome_line(name: str, result: Result, seconds: float | None = None) -> str
     return " · ".join([f"{mark} {head}", *parts])
 
 
+def usage_line(usage: Mapping[str, Any], cost: float | None = None) -> str:
+    """What a turn took: ``tokens: 1,234 in · 56 out · $0.0012`` ("" when nothing was counted).
+
+    The cost is shown when the model's price is known (``model.price``),
+    to two significant digits below a cent.
+    """
+    tokens_in = int(usage.get("input_tokens") or 0)
+    tokens_out = int(usage.get("output_tokens") or 0)
+    if not (tokens_in or tokens_out):
+        return ""  # a server that reports no usage: 0 would be a claim, not a count
+    line = f"tokens: {tokens_in:,} in · {tokens_out:,} out"
+    if cost is not None:
+        line += f" · {format_cost(cost)}"
+    return line
+
+
+def format_cost(cost: float) -> str:
+    """``$1.23``, ``$0.0012``: enough decimals for two significant digits, at least two."""
+    import math
+
+    decimals = 2 if cost <= 0 else min(8, max(2, 1 - math.floor(math.log10(cost))))
+    return f"${cost:,.{decimals}f}"
+
+
 def short_arguments(arguments: Any, limit: int = 80) -> str:
     """A call's arguments in a few words: the main value when there is one, else JSON."""
     if isinstance(arguments, Mapping):

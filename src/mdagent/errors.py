@@ -1,24 +1,40 @@
 """One exception hierarchy for the whole package.
 
 Every error a user can cause is an :class:`MdagentError`; the CLI catches it
-once, prints one line and exits with the error's ``exit_code``.
+once, prints one line and exits with the error's ``exit_code``. With
+``--json`` the line is a JSON object naming the error's ``code`` instead.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
 class MdagentError(Exception):
-    """Base class of every error mdagent raises on purpose."""
+    """Base class of every error mdagent raises on purpose.
+
+    ``code`` is the stable name ``--json`` reports (``{"ok": false, "error":
+    {"code", "message"}}``). A subclass that names none gets one from its
+    class name (``InstallError`` -> ``INSTALL``), so every error has one; a
+    subclass of a class with a code shares it (``HookBlocked`` is ``DENIED``).
+    """
 
     exit_code = 1
+    code = "ERROR"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.code == MdagentError.code:
+            name = re.sub(r"Error$", "", cls.__name__) or cls.__name__
+            cls.code = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper()
 
 
 class ConfigError(MdagentError):
     """A declaration file is wrong; carries where (``path``, ``line``, ``col``)."""
 
     exit_code = 2
+    code = "CONFIG"
 
     def __init__(self, message: str, path: str | None = None, line: int = 0, col: int = 0):
         super().__init__(message)
@@ -40,10 +56,13 @@ class UsageError(MdagentError):
     """The user called something the wrong way (unknown command, bad arguments)."""
 
     exit_code = 2
+    code = "USAGE"
 
 
 class ToolFailed(MdagentError):
     """A tool ran and failed; ``exit_code`` is what the shell should see."""
+
+    code = "TOOL_FAILED"
 
     def __init__(self, message: str, exit_code: int = 1):
         super().__init__(message)
@@ -54,18 +73,21 @@ class PolicyDenied(MdagentError):
     """The policy refused a call."""
 
     exit_code = 126
+    code = "DENIED"
 
 
 class ToolTimeout(MdagentError):
     """A tool ran past its time limit."""
 
     exit_code = 124
+    code = "TIMEOUT"
 
 
 class Interrupted(MdagentError):
     """The user pressed Ctrl-C."""
 
     exit_code = 130
+    code = "INTERRUPTED"
 
 
 class StateError(MdagentError):
@@ -76,12 +98,14 @@ class StateError(MdagentError):
     """
 
     exit_code = 1
+    code = "STATE"
 
 
 class ProviderError(MdagentError):
     """A model provider could not be reached or answered with an error."""
 
     exit_code = 1
+    code = "PROVIDER"
 
 
 SEVERITIES = ("error", "warning", "info")

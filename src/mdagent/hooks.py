@@ -57,7 +57,6 @@ import contextlib
 import json
 import re
 import shlex
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -236,7 +235,9 @@ def _answer(stdout: str, event: str) -> tuple[dict[str, Any], str | None]:
 def _warn(message: str) -> None:
     log.warning("%s", message)
     with contextlib.suppress(OSError, ValueError):  # stderr closed: the log has it
-        print(f"agent: warning: {message}", file=sys.stderr)
+        from mdagent.console import say_warning
+
+        say_warning(message)
 
 
 class SessionHooks:

@@ -112,6 +112,7 @@ class Outcome:
 
     ``stop_reason`` says why an answer that arrived is not complete
     (``max_tokens``, ``context_window``, ``refusal``, ``content_filter``).
+    ``cost`` is what ``usage`` cost at ``model.price`` (None: price unknown).
     """
 
     answer: str | None
@@ -121,6 +122,7 @@ class Outcome:
     session: str | None = None
     message: str = ""
     stop_reason: str | None = None
+    cost: float | None = None
 
     @property
     def exit_status(self) -> int:
@@ -136,6 +138,8 @@ class Outcome:
             "steps": self.steps,
             "usage": self.usage,
         }
+        if self.cost is not None:
+            data["cost"] = round(self.cost, 8)  # no float noise (0.0011770000000000001)
         if self.message:
             data["error"] = self.message
         if self.stop_reason:
@@ -240,10 +244,16 @@ class Agent:
             session=self.conversation.session_id,
             message=why,
             stop_reason=short,
+            cost=self._cost(),
         )
         if self.hooks is not None:
             self.hooks.close_turn(outcome)
         return outcome
+
+    def _cost(self) -> float | None:
+        # A provider built by hand (tests, benchmarks) may have no config, or no price.
+        cost = getattr(getattr(self.provider, "config", None), "cost", None)
+        return cost(self.usage) if callable(cost) else None
 
     def step(self) -> None:
         """One model call and the tool calls it asks for."""

@@ -480,8 +480,7 @@ async def _http(server: Any, sock: Any, host: str, verbose: bool) -> None:
         bound = sock.getsockname()
         shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
         if host not in ("127.0.0.1", "localhost", "::1"):
-            print(
-                f"agent: warning: serving on {host}, reachable from other machines, without authentication",
-                file=sys.stderr,
-            )
+            from mdagent.console import say_warning
+
+            say_warning(f"serving on {host}, reachable from other machines, without authentication")
         print(f"agent: serving MCP on http://{shown}:{bound[1]}/mcp", file=sys.stderr, flush=True)

@@ -20,6 +20,32 @@ if TYPE_CHECKING:
     from mdagent.runtime import Runtime
 
 
+# The typer subcommands of `agent` (mdagent.app), spelled out here so a
+# "did you mean `agent tools`?" never imports typer on the /name fast path;
+# tests/test_help_e2e.py checks it against the app.
+SUBCOMMANDS = (
+    "ask",
+    "check",
+    "commands",
+    "config",
+    "doctor",
+    "help",
+    "init",
+    "logs",
+    "mcp",
+    "new",
+    "policy",
+    "sessions",
+    "skills",
+    "test",
+    "tools",
+)
+
+#: ``agent /name -h`` and ``--help``, as the only word, show the help in every
+#: argument mode; ``agent /name -- -h`` passes ``-h`` to the command.
+HELP_WORDS = (["-h"], ["--help"])
+
+
 def resolve_command(runtime: Runtime, name: str):
     """``(command, tool spec or None)`` for ``/name`` typed by a person.
 
@@ -86,7 +112,9 @@ def render(result, *, as_json: bool, label: str) -> int:
         elif result.ok:
             print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
     if not result.ok and not _is_exit_status(data):
-        print(f"agent: {label}: {result.error}", file=sys.stderr)
+        from mdagent.console import say_error
+
+        say_error(f"{label}: {result.error}")
     return exit_status(result)
 
 
@@ -120,20 +148,70 @@ def exit_status(result) -> int:
     return 1
 
 
-def command_listing(registry) -> str:
-    """``/name  description`` for every user-invocable command."""
-    from mdagent.console import described
+def command_help(runtime: Runtime, name: str) -> str:
+    """What ``agent /name --help``, ``agent /help name`` and ``agent help name`` print."""
+    from mdagent.dispatch import help_text
 
-    rows = sorted(
-        (f"/{key} {command.argument_hint}".rstrip(), command.description)
-        for key, command in registry.commands.items()
-        if command.user_invocable
+    return help_text(*resolve_command(runtime, name if name.startswith("/") else f"/{name}"))
+
+
+def command_listing(registry) -> str:
+    """``/name usage  description`` for every user-invocable command.
+
+    The usage is the command's ``argument-hint``, else the one generated from
+    its tool's parameters (``/greet <name> [--times N] [--loud]``); a tool
+    only an MCP server knows is not started for a listing.
+    """
+    from mdagent.console import described
+    from mdagent.dispatch import arguments_usage
+
+    rows = []
+    for key, command in registry.commands.items():
+        if not command.user_invocable:
+            continue
+        words = command.argument_hint
+        if not words and command.kind == "tool":
+            tool = registry.tool(command.tool)
+            words = arguments_usage(command, tool) if tool is not None else ""
+        rows.append((f"/{key} {words}".rstrip(), command.description))
+    return described(sorted(rows)) or "(no commands)"
+
+
+def nearest_name(registry, typed: str, *, slash: bool) -> str | None:
+    """The name a person most likely meant, as they would type it (``agent /count``).
+
+    Both worlds are searched: the slash commands (``/help`` included) and the
+    subcommands. ``slash`` says which world ``typed`` came from; an exact name
+    in the other world wins (``agent /tools`` -> ``agent tools``, ``agent count``
+    -> ``agent /count``), then the closest spelling, then a name it begins.
+    """
+    import difflib
+
+    from mdagent.specs import command_key
+
+    key = command_key(typed)
+    commands = {k for k, c in registry.commands.items() if c.user_invocable} if registry else set()
+    commands.add("help")
+    if slash and key in SUBCOMMANDS and key != "help":
+        return f"agent {key}"
+    if not slash and key in commands and key != "help":
+        return f"agent /{key}"
+    # A name in both worlds (help) is offered in the one it was typed in.
+    if slash:
+        names = {f"agent /{n}": n for n in sorted(commands)}
+        names |= {f"agent {n}": n for n in SUBCOMMANDS if n not in commands}
+    else:
+        names = {f"agent {n}": n for n in SUBCOMMANDS}
+        names |= {f"agent /{n}": n for n in sorted(commands) if n not in SUBCOMMANDS}
+    close = difflib.get_close_matches(key, list(names.values()), n=1, cutoff=0.6)
+    close = close or [n for n in names.values() if key and n.startswith(key)][:1]
+    return (
+        next((full for full, short in names.items() if short == close[0]), None) if close else None
     )
-    return described(rows) or "(no commands)"
 
 
 def unknown_command(registry, name: str) -> str:
-    """The unknown-command message: did you mean, and the list."""
+    """The unknown-command message: did you mean (either world), and the list."""
     from mdagent.specs import command_key
 
     key = command_key(name)
@@ -144,9 +222,11 @@ def unknown_command(registry, name: str) -> str:
         ):
             lines[0] += f" (it did not load: {problem})"
             break
-    similar = registry.similar_commands(key)
-    if similar:
-        lines.append(f"did you mean /{similar[0]}?")
+    near = nearest_name(registry, key, slash=True)
+    if near is not None:
+        # A slash command reads as typed in the session too (/count); a
+        # subcommand exists only on the shell (`agent tools`).
+        lines.append(f"did you mean {near[6:] if near.startswith('agent /') else f'`{near}`'}?")
     names = sorted(k for k, c in registry.commands.items() if c.user_invocable)
     lines.append("commands: " + (", ".join(f"/{n}" for n in names) or "(none)"))
     return "\n".join(lines)

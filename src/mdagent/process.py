@@ -252,7 +252,8 @@ def run_tool_process(
 
     The child gets the call's scrubbed environment
     (:func:`mdagent.environment.env_for`) and runs in ``cwd`` — relative to
-    the workspace, which it must not leave (default: the workspace root).
+    the workspace, which it must not leave (default: the workspace root, or
+    for a person's command the folder it was typed in, :func:`mdagent.workspace.base_for`).
     ``timeout`` (seconds; default the ``exec.timeout`` setting) and the
     ``exec.max_output`` setting limit it; its output streams live to
     ``ctx.output`` when a person watches; ``ctx.cancel`` stops it. The
@@ -271,10 +272,11 @@ def run_tool_process(
     from mdagent.environment import env_for
     from mdagent.errors import MdagentError, PolicyDenied
     from mdagent.specs import setting
-    from mdagent.workspace import confine, roots_from
+    from mdagent.workspace import base_for, confine, roots_from
 
     root, extras = roots_from(ctx)
-    where = root
+    # A person's command runs where it was typed (inside the workspace), a model's at the root.
+    where = base_for(ctx)
     if cwd:
         try:
             where = confine(cwd, root, extras)

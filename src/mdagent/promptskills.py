@@ -156,6 +156,11 @@ def render(
     """
     from mdagent.skills import read_body, substitute, with_skill_dir
 
+    # A skill's body is written against the workspace, like the model's calls
+    # it feeds: its commands run at the root even when a person typed /name in
+    # a subfolder, so `!`cmd`` and `@{path}` name the same files.
+    if getattr(ctx, "cwd", None) is not None:
+        ctx = ctx.replace(cwd=None)
     try:
         body = read_body(skill.path).replace("\x00", "")
     except OSError as exc:

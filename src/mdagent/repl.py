@@ -80,8 +80,10 @@ class Repl:
 
     @staticmethod
     def warn(text: str) -> None:
-        """Print ``agent: text`` on stderr."""
-        print(f"agent: {text}", file=sys.stderr, flush=True)
+        """Print ``agent: text`` on stderr, yellow on a colour terminal."""
+        from mdagent.console import paint
+
+        print(paint(f"agent: {text}", "yellow", sys.stderr), file=sys.stderr, flush=True)
 
     # -- names ------------------------------------------------------------------
 
@@ -332,7 +334,7 @@ class Repl:
 
     def declared(self, name: str, rest: str) -> None:
         """Run ``/name rest`` from the registry, as the CLI would."""
-        from mdagent.person import resolve_command, run_tool_command
+        from mdagent.person import HELP_WORDS, command_help, resolve_command, run_tool_command
 
         registry = self.runtime.registry
         if ":" in name and registry.settings.get("mcp_servers"):
@@ -347,6 +349,9 @@ class Repl:
         command = registry.command(name)
         if command is None or not command.user_invocable:
             raise UsageError(self.unknown(name))
+        if rest.split() in HELP_WORDS:  # `/name -h` as at the shell: help, not a run
+            self.say(command_help(self.runtime, name))
+            return
         command, tool_spec = resolve_command(self.runtime, name)
         self.runtime.check_settings()
         if command.kind == "prompt":

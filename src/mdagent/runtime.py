@@ -197,9 +197,14 @@ class Runtime:
 
         ``"person"`` (a command typed), ``"model"`` (an agent turn) or
         ``"mcp"`` (another agent, through ``agent mcp serve``): every caller but
-        a person is judged as a model is, and confined by the sandbox.
+        a person is judged as a model is, and confined by the sandbox. A
+        person's command typed in a subfolder of the workspace carries that
+        folder (``cwd``): its relative paths start there and its processes run
+        there, as at a shell; the workspace still confines them.
         """
         extra = {} if cancel is None else {"cancel": cancel}
+        if caller == "person" and self.cwd != self.workdir:
+            extra["cwd"] = str(self.cwd)
         return ToolContext(
             tool_call_id=tool_call_id,
             conversation_id=conversation_id,

@@ -178,14 +178,12 @@ def _help_for(repl: Repl, name: str) -> str:
     own = dict(repl.commands)
     if f"/{command_key(name)}" in own:
         return f"/{command_key(name)} - {own[f'/{command_key(name)}']}"
-    from mdagent.dispatch import help_text
-    from mdagent.person import resolve_command
+    from mdagent.person import command_help
 
     command = repl.runtime.registry.command(name)
     if command is None or not command.user_invocable:
         raise UsageError(repl.unknown(name))
-    command, tool_spec = resolve_command(repl.runtime, name)
-    return help_text(command, tool_spec)
+    return command_help(repl.runtime, name)  # what `agent /name --help` prints
 
 
 def estimate_tokens(text: str) -> int:

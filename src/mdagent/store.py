@@ -640,9 +640,9 @@ def _retry_busy(action: Callable[[], Any], attempts: int = 100) -> Any:
 
 
 def _say(message: str) -> None:
-    import sys
+    from mdagent.console import say_warning
 
-    print(f"agent: {message}", file=sys.stderr)
+    say_warning(message.removeprefix("warning: "))
 
 
 # SQLite's primary result codes (the low byte of an extended code).

@@ -49,7 +49,11 @@ class ToolContext:
     A handler that accepts a second parameter receives one of these.
     ``toolbox`` lets a tool call another tool (validation, policy and hooks
     apply); ``cancel`` is set when the user interrupts; ``output`` is where a
-    tool may stream progress (``None`` when nobody is watching).
+    tool may stream progress (``None`` when nobody is watching). ``cwd`` is
+    the folder a person typed the command in, when it is not the workspace
+    root ``workdir``: a person's relative paths start there and their
+    commands run there (:func:`mdagent.workspace.base_for`); a model's
+    calls always start at the root.
     Immutable: :meth:`replace` gives a copy with some fields changed.
     """
 
@@ -67,6 +71,7 @@ class ToolContext:
     settings: Mapping[str, Any]
     registry: Any
     approve_all: bool
+    cwd: str | None
 
     def __init__(
         self,
@@ -82,6 +87,7 @@ class ToolContext:
         settings: Mapping[str, Any] | None = None,
         registry: Any = None,
         approve_all: bool = False,
+        cwd: str | None = None,
     ) -> None:
         self.__dict__.update(
             tool_call_id=tool_call_id,
@@ -96,6 +102,7 @@ class ToolContext:
             settings={} if settings is None else settings,
             registry=registry,
             approve_all=approve_all,
+            cwd=cwd,
         )
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -521,7 +528,14 @@ class Toolbox:
             return tool.run(args)
         ctx = self._context(context)
         started = time.perf_counter()
-        args, decision, refusal = self._admit(tool, dict(args or {}), ctx)
+        args = dict(args or {})
+        if getattr(ctx, "cwd", None) is not None and ctx.caller == "person":
+            # Typed in a subfolder: its relative paths are rebased once, here,
+            # so the deny rules judge the very path the tool opens.
+            from mdagent.workspace import person_arguments
+
+            args = person_arguments(tool.name, args, ctx)
+        args, decision, refusal = self._admit(tool, args, ctx)
         if refusal is not None:  # never runs, but goes on the record
             return self._observe(None, tool, args, refusal, decision, started, ctx)
         try:

@@ -1,7 +1,9 @@
 """Keeping file tools inside the workspace.
 
 The workspace is the working directory of the call (``ctx.workdir``) plus any
-extra roots the settings grant (``policy.paths``). A path is judged by where
+extra roots the settings grant (``policy.paths``). A person's relative paths
+start in the folder the command was typed in (:func:`base_for`,
+:func:`person_arguments`); the workspace still confines them. A path is judged by where
 it really leads: ``..`` and symlinks are resolved first, so neither
 ``../outside`` nor a link pointing out of the workspace gets through.
 
@@ -68,6 +70,67 @@ def roots_from(ctx: Any) -> tuple[Path, tuple[Path, ...]]:
         extra = Path(str(entry)).expanduser()
         extras.append((extra if extra.is_absolute() else root / extra).resolve())
     return root, tuple(extras)
+
+
+# The built-in tools' arguments that name a file or folder. A person's
+# relative value is taken from the folder the command was typed in; a run:
+# or shell: tool's arguments are left as typed (its process runs in that
+# folder, where they mean what the person meant).
+PATH_ARGUMENTS = {
+    "read_file": "path",
+    "write_file": "path",
+    "edit_file": "path",
+    "glob": "path",
+    "grep": "path",
+    "exec": "cwd",
+}
+# Whose missing path means "here" (a shell's `find`, `grep -r`): the folder typed in.
+_HERE_BY_DEFAULT = frozenset({"glob", "grep"})
+
+
+def base_for(ctx: Any) -> Path:
+    """The folder the relative paths of the call ``ctx`` serves start from, and its commands run in.
+
+    A person's command starts where it was typed (``ctx.cwd``, a folder
+    inside the workspace), as at a shell; every other call (a model's,
+    another agent's, a declared test's) at the workspace root. A folder
+    outside the workspace never becomes the base: the root does.
+    """
+    root = Path(getattr(ctx, "workdir", None) or os.getcwd()).expanduser().resolve()
+    typed = getattr(ctx, "cwd", None)
+    if not typed or getattr(ctx, "caller", None) != "person":
+        return root
+    here = Path(typed).expanduser().resolve()
+    return here if here.is_relative_to(root) else root
+
+
+def person_arguments(tool_name: str, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """``args`` of a person's call with a relative path made relative to the workspace root.
+
+    ``read_file notes.txt`` typed in ``docs/`` reads ``docs/notes.txt``: the
+    tool, the deny rules (written relative to the root), the hooks and the
+    audit log all see that one path. Only the arguments of
+    :data:`PATH_ARGUMENTS`; absolute and ``~`` paths are left alone, and so
+    is ``..`` (``docs/../../x`` still escapes and is refused; symlinks
+    resolve as the shell would resolve them). Unchanged when the base is
+    the root.
+    """
+    key = PATH_ARGUMENTS.get(tool_name)
+    if key is None:
+        return args
+    base = base_for(ctx)
+    root = Path(getattr(ctx, "workdir", None) or os.getcwd()).expanduser().resolve()
+    if base == root:
+        return args
+    prefix = base.relative_to(root).as_posix()
+    value = args.get(key)
+    if not value and tool_name in _HERE_BY_DEFAULT:
+        return {**args, key: prefix}
+    if not isinstance(value, str) or not value:
+        return args
+    if value.startswith("~") or os.path.isabs(value):
+        return args
+    return {**args, key: f"{prefix}/{value}"}
 
 
 def confine_for(ctx: Any, path: str | os.PathLike[str]) -> Path:

@@ -175,7 +175,9 @@ class ProviderConfig:
     ``request_timeout`` (None: no limit) bounds a whole request, retries
     included. ``max_retries`` counts retries, not attempts: 3 means up to 4
     requests. ``thinking_budget`` turns on Anthropic's extended thinking.
-    ``script`` is the YAML file the ``fake`` backend replays. The numbers
+    ``script`` is the YAML file the ``fake`` backend replays. ``price`` is
+    ``(input, output)`` per million tokens, from ``model.price``, for
+    :meth:`cost`. The numbers
     match ``DEFAULT_SETTINGS["model"]`` in :mod:`mdagent.declarations`.
     """
 
@@ -190,6 +192,7 @@ class ProviderConfig:
     max_tokens: int = 4096
     thinking_budget: int | None = None
     script: str | None = None
+    price: tuple[float, float] | None = None
 
     @classmethod
     def from_settings(
@@ -201,7 +204,8 @@ class ProviderConfig:
         """The configuration from merged agent.yaml ``settings``, CLI ``overrides`` and ``environ``.
 
         Precedence, per field: a CLI override that is not None > ``AGENT_PROVIDER`` /
-        ``AGENT_MODEL`` / ``AGENT_BASE_URL`` > ``settings["model"]`` > backend defaults.
+        ``AGENT_MODEL`` / ``AGENT_BASE_URL`` > ``settings["model"]`` > backend defaults;
+        a ``script`` override with no ``provider`` one means the ``fake`` provider.
         When a flag or env var switches to a different provider than agent.yaml
         names, agent.yaml's ``name``, ``base_url``, ``api_key_env`` and
         ``thinking`` are ignored: they describe the other provider (a gpt model
@@ -223,13 +227,19 @@ class ProviderConfig:
         def env(name: str) -> str | None:
             return environ.get(name) or None  # an empty variable counts as unset
 
-        provider = overrides.get("provider") or env("AGENT_PROVIDER") or section.get("provider")
+        provider = (
+            overrides.get("provider")
+            # `--script FILE` means the fake provider: no other backend reads a script.
+            or ("fake" if overrides.get("script") else None)
+            or env("AGENT_PROVIDER")
+            or section.get("provider")
+        )
         provider = str(provider or "openai")
         if section.get("provider") and section["provider"] != provider:
             section = {
                 k: v
                 for k, v in section.items()
-                if k not in ("name", "base_url", "api_key_env", "thinking")
+                if k not in ("name", "base_url", "api_key_env", "thinking", "price")
             }
         defaults = DEFAULTS.get(provider, {})
 
@@ -260,9 +270,26 @@ class ProviderConfig:
             if budget is None:
                 raise ProviderError("model.thinking must be a mapping with budget_tokens: N")
             values["thinking_budget"] = budget
+        if "price" in overrides:
+            values["price"] = overrides["price"]
+        elif isinstance(section.get("price"), Mapping) and values["model"] == (
+            section.get("name") or defaults.get("model", "")
+        ):
+            # The price is model.name's: a flag or variable naming another model drops it.
+            price = section["price"]
+            values["price"] = (price.get("input"), price.get("output"))
         config = cls(**values)
         config._check()
         return config
+
+    def cost(self, figures: Mapping[str, Any]) -> float | None:
+        """What ``figures`` (a usage dict) cost at :attr:`price`; None when the price is unknown."""
+        if self.price is None:
+            return None
+        per_input, per_output = self.price
+        tokens_in = int(figures.get("input_tokens") or 0)
+        tokens_out = int(figures.get("output_tokens") or 0)
+        return (tokens_in * per_input + tokens_out * per_output) / 1_000_000
 
     def _check(self) -> None:
         # agent.yaml is schema-checked elsewhere; flags and hand-built configs are not.
@@ -280,6 +307,20 @@ class ProviderConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ProviderError(
                     f"model.{name} must be a whole number >= {least}, not {value!r}"
+                )
+        if self.price is not None:
+            numbers = (
+                isinstance(self.price, tuple | list)
+                and len(self.price) == 2
+                and all(
+                    isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
+                    for v in self.price
+                )
+            )
+            if not numbers:
+                raise ProviderError(
+                    f"model.price must be {{input: N, output: N}} (per million tokens, >= 0), "
+                    f"not {self.price!r}"
                 )
         budget = self.thinking_budget
         if budget is None:
