@@ -158,3 +158,19 @@ def test_every_error_has_a_code_named_after_its_class():
 
     assert QuotaExceededError.code == "QUOTA_EXCEEDED"
     assert Refused.code == "DENIED"
+
+
+def test_a_wide_middle_column_is_narrowed_so_every_line_fits():
+    rows = [("/count", "bundled:config/a-rather-long-folder/files.yaml:44", "Count lines of a file")]
+    for width in (60, 50):
+        line = console.table(rows, width=width)
+        assert len(line) <= width, line
+        name, source, description = line.split("  ")
+        assert name == "/count" and source.endswith("…") and description.startswith("Count")
+
+
+def test_costs_show_two_significant_digits():
+    from mdagent.display import format_cost
+
+    shown = [format_cost(c) for c in (0, 0.0062, 0.00999, 1.234, 12345.678, 0.0000001)]
+    assert shown == ["$0.00", "$0.0062", "$0.010", "$1.23", "$12,345.68", "< $0.0001"]

@@ -252,9 +252,11 @@ def test_raw_mode_with_nothing_is_missing_when_the_tool_requires_its_command(giv
     assert build_call(cmd("raw"), SAY, **given).args["command"].strip() == ""
 
 
-def test_a_leading_double_dash_is_dropped_from_shell_words_except_in_parsed_mode():
+def test_a_leading_double_dash_is_dropped_except_in_parsed_mode():
     assert build_call(cmd("raw"), EXEC_LIKE, argv=["--", "-h"]).args["command"] == "-h"
-    assert build_call(cmd("raw"), EXEC_LIKE, text="-- -h").args["command"] == "-- -h"  # as typed
+    # Typed in the session the same way: `/term -- -h` (`--` is no command in any shell).
+    assert build_call(cmd("raw"), EXEC_LIKE, text="-- -h").args["command"] == "-h"
+    assert build_call(cmd("raw"), EXEC_LIKE, text="--x").args["command"] == "--x"
     assert build_call(cmd("json"), TOOL, argv=["--", '{"pattern": "x"}']).args == {"pattern": "x"}
     assert build_call(cmd("parsed"), TOOL, argv=["--", "-h"]).args == {"pattern": "-h"}
 

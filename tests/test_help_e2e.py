@@ -213,3 +213,18 @@ def test_the_static_subcommand_names_match_the_app():
     group = typer.main.get_command(app)
     ctx = group.make_context("agent", [], resilient_parsing=True)
     assert sorted(group.list_commands(ctx)) == sorted(SUBCOMMANDS)
+
+
+def test_help_walks_down_to_a_nested_subcommand(workspace, run_agent):
+    shown = run_agent("help", "new", "tool")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("Usage: agent new tool") and "--run" in shown.stdout
+    wrong = run_agent("help", "new", "bogus")
+    assert wrong.returncode == 2 and "no help for 'new bogus'" in wrong.stderr
+
+
+def test_the_session_reads_a_double_dash_and_knows_the_shell_subcommands(workspace, run_agent):
+    result = run_agent(input="/term -- echo hi\n/doctor\n")
+    assert "hi\n" in result.stdout
+    assert "unknown command /doctor" in result.stderr
+    assert "did you mean `agent doctor` (at the shell)?" in result.stderr

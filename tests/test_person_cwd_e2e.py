@@ -73,6 +73,31 @@ def test_a_run_tool_takes_its_path_argument_as_typed_there(sub, run_agent):
     assert result.stdout.split() == ["2", "note.txt"]
 
 
+def test_a_handler_tools_path_is_taken_from_the_folder_typed_in(sub, run_agent):
+    # The bundled `wc` tool is a Python handler (config/handlers/wc.py), not a built-in.
+    config(sub.parent, "wc.yaml", "commands:\n  lines: {tool: wc, arg-mode: parsed}\n")
+    write(sub / "only.txt", "a\nb\nc\n")
+    result = run_agent("--json", "/lines", "only.txt", cwd=sub)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["lines"] == 3
+    again = run_agent("--json", "/lines", "note.txt", cwd=sub)
+    assert json.loads(again.stdout)["lines"] == 2  # sub's note.txt, not the root's
+
+
+def test_a_tool_names_its_own_files_from_the_root_with_agent_workspace(sub, run_agent):
+    write(sub.parent / "scripts" / "where.sh", 'echo "ran in $(pwd)"\n')
+    config(
+        sub.parent,
+        "script.yaml",
+        "tools:\n  where:\n    description: d\n"
+        '    shell: sh "$AGENT_WORKSPACE/scripts/where.sh"\n'
+        "commands:\n  where: {tool: where, arg-mode: parsed}\n",
+    )
+    result = run_agent("/where", cwd=sub)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"ran in {sub.resolve()}"
+
+
 def test_a_path_leading_out_of_the_workspace_is_still_refused(sub, run_agent, tmp_path):
     write(tmp_path / "outside", "secret\n")
     result = run_agent("/cat", "../../outside", cwd=sub)

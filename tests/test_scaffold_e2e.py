@@ -173,3 +173,19 @@ def test_a_crlf_file_keeps_its_line_ends(workspace, run_agent):
     assert after[len(before) :] == (
         b"  two:\r\n    description: Runs the wc tool\r\n    tool: wc\r\n    arg-mode: parsed\r\n"
     )
+
+
+def test_a_symlinked_tools_file_is_edited_through_its_link(workspace, run_agent):
+    shared = write(workspace / "shared" / "tools.yaml", "tools:\n  a: {description: a, run: [true]}\n")
+    (workspace / ".agents" / "config").mkdir(parents=True)
+    (workspace / TOOLS).symlink_to(shared)
+    result = run_agent("new", "tool", "b", "--run", "echo b")
+    assert result.returncode == 0, result.stderr
+    assert (workspace / TOOLS).is_symlink()
+    assert set(yaml.safe_load(shared.read_text())["tools"]) == {"a", "b"}
+
+
+def test_a_built_in_name_is_refused_in_any_case(workspace, run_agent):
+    result = run_agent("new", "command", "Help", "--tool", "wc")
+    assert result.returncode == 2 and "built-in command name" in result.stderr
+    assert not (workspace / COMMANDS).exists()

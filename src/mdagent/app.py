@@ -653,12 +653,12 @@ def new_skill(
     """Write a valid SKILL.md skeleton into the project layer (never overwrites)."""
     from mdagent.registry import RESERVED_NAMES
     from mdagent.skills import name_problem
-    from mdagent.specs import ARG_MODES
+    from mdagent.specs import ARG_MODES, command_key
 
     problem = name_problem(name)
     if problem:
         raise UsageError(problem)
-    if name in RESERVED_NAMES:
+    if command_key(name) in RESERVED_NAMES:  # names match without case or -/_: /Help is /help
         raise UsageError(f"{name!r} is a built-in command name; choose another")
     if arg_mode not in ARG_MODES:
         raise UsageError(f"--arg-mode must be one of {', '.join(ARG_MODES)}")
@@ -741,12 +741,12 @@ def new_command(
     """Append a command declaration to .agents/config/commands.yaml, then check it."""
     from mdagent.registry import RESERVED_NAMES
     from mdagent.scaffold import command_entry, name_problem
-    from mdagent.specs import ARG_MODES
+    from mdagent.specs import ARG_MODES, command_key
 
     problem = name_problem(name)
     if problem:
         raise UsageError(problem)
-    if name in RESERVED_NAMES:
+    if command_key(name) in RESERVED_NAMES:  # names match without case or -/_: /Help is /help
         raise UsageError(f"{name!r} is a built-in command name; choose another")
     if arg_mode is not None and arg_mode not in ARG_MODES:
         raise UsageError(f"--arg-mode must be one of {', '.join(ARG_MODES)}")
@@ -908,8 +908,10 @@ def skill_skeleton(name: str, tool: str | None, arg_mode: str, run: str | None =
 @app.command("help")
 def help_command(
     ctx: typer.Context,
-    name: str | None = typer.Argument(
-        None, metavar="[NAME]", help="A subcommand (tools) or a slash command (/count or count)."
+    names: list[str] | None = typer.Argument(
+        None,
+        metavar="[NAME...]",
+        help="A subcommand (tools, new tool) or a slash command (/count or count).",
     ),
 ) -> None:
     """Help: alone, every subcommand and slash command; with NAME, that one's help."""
@@ -917,16 +919,25 @@ def help_command(
 
     root_ctx = ctx.find_root()
     group = root_ctx.command
-    if name is None:
+    if not names:
         typer.echo(group.get_help(root_ctx))
         typer.echo("\nSlash commands (agent /NAME --help for one):")
         typer.echo(command_listing(_runtime(ctx).registry))
         return
-    sub = None if name.startswith("/") else group.get_command(root_ctx, name)
-    if sub is not None:
-        sub_ctx = sub.make_context(name, [], parent=root_ctx, resilient_parsing=True)
+    name = names[0]
+    # `agent help new tool`: walk down the subcommand groups word by word.
+    sub, sub_ctx, words = None, root_ctx, list(names)
+    while words and not words[0].startswith("/"):
+        found = getattr(sub_ctx.command, "get_command", lambda *_: None)(sub_ctx, words[0])
+        if found is None:
+            break
+        sub = found
+        sub_ctx = sub.make_context(words.pop(0), [], parent=sub_ctx, resilient_parsing=True)
+    if sub is not None and not words:
         typer.echo(sub.get_help(sub_ctx))
         return
+    if len(names) > 1:
+        raise UsageError(f"no help for {' '.join(names)!r} (see: agent help)")
     from mdagent.person import command_help
 
     typer.echo(command_help(_runtime(ctx), name))

@@ -538,7 +538,9 @@ def replace_file(target: Path, text: str) -> None:
     """Write ``text`` to a temporary file beside ``target`` and rename it over ``target``.
 
     Readers see the old file or the new one, never half of one; the mode is kept.
+    A symlinked ``target`` stays a link: the file it points to is replaced.
     """
+    target = Path(os.path.realpath(target))
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         mode = target.stat().st_mode & 0o777

@@ -155,6 +155,22 @@ def table(
     columns = max(len(r) for r in lines)
     widths = [max((len(r[i]) for r in lines if i < len(r)), default=0) for i in range(columns)]
     if width is not None:
+        # Too wide even with the last column at its minimum: narrow the widest
+        # middle column (a long SOURCE path) too, never the first (the name).
+        excess = sum(w + 2 for w in widths[:-1]) + MIN_LAST_COLUMN - width
+        while excess > 0 and columns > 2:
+            widest = max(range(1, columns - 1), key=lambda i: widths[i])
+            if widths[widest] <= MIN_LAST_COLUMN:
+                break
+            cut = min(excess, widths[widest] - MIN_LAST_COLUMN)
+            widths[widest] -= cut
+            excess -= cut
+            lines = [
+                [*r[:widest], shorten(r[widest], widths[widest]), *r[widest + 1 :]]
+                if len(r) == columns
+                else r
+                for r in lines
+            ]
         # The columns before the last, each with two spaces after it.
         before = sum(w + 2 for w in widths[:-1])
         room = max(width - before, MIN_LAST_COLUMN)

@@ -39,10 +39,14 @@ def build_call(
     not fit the tool's parameters.
     """
     mode = command.arg_mode
-    if argv and argv[0] == "--" and (mode != "parsed" or command.command_with is not None):
+    if mode != "parsed" or command.command_with is not None:
         # `agent /term -- -h`: what follows `--` is the command's own, even
-        # `-h`; parsed mode reads `--` itself (the end of the options).
-        argv = argv[1:]
+        # `-h`; parsed mode reads `--` itself (the end of the options). The
+        # same typed in the session: `/term -- -h`.
+        if argv and argv[0] == "--":
+            argv = argv[1:]
+        elif text is not None and (text.strip() == "--" or text.lstrip().startswith("-- ")):
+            text = text.lstrip()[2:].lstrip()
     if command.command_with is not None:
         args = template_arguments(command, tool, argv, text)
     elif mode == "raw":

@@ -281,8 +281,14 @@ def format_cost(cost: float) -> str:
     """``$1.23``, ``$0.0012``: enough decimals for two significant digits, at least two."""
     import math
 
-    decimals = 2 if cost <= 0 else min(8, max(2, 1 - math.floor(math.log10(cost))))
-    return f"${cost:,.{decimals}f}"
+    if 0 < cost < 0.00005:
+        return "< $0.0001"  # more decimals would be noise, none would read as free
+    decimals = 2 if cost <= 0 else max(2, 1 - math.floor(math.log10(cost)))
+    shown = f"{cost:,.{decimals}f}"
+    if decimals > 2 and len(shown.rstrip("0").split(".")[1]) < decimals - 1:
+        decimals -= 1  # 0.00999 rounds to 0.010: keep two significant digits, not three
+        shown = f"{cost:,.{decimals}f}"
+    return f"${shown}"
 
 
 def short_arguments(arguments: Any, limit: int = 80) -> str:

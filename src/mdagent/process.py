@@ -301,7 +301,9 @@ def run_tool_process(
         result = run_process(
             argv,
             cwd=str(where),
-            env=env_for(ctx),
+            # AGENT_WORKSPACE: a tool's own files, named from the root wherever
+            # a person typed the command (`sh "$AGENT_WORKSPACE/scripts/x.sh"`).
+            env={**env_for(ctx), "AGENT_WORKSPACE": str(root)},
             timeout=limit,
             max_output=int(setting(settings, "exec", "max_output", defaults["max_output"])),
             output=output,

@@ -135,7 +135,7 @@ class Repl:
         """The unknown-command message: why, the nearest name (built-ins included)."""
         import difflib
 
-        from mdagent.person import unknown_command
+        from mdagent.person import SUBCOMMANDS, unknown_command
         from mdagent.specs import command_key
 
         key = command_key(name)
@@ -143,7 +143,12 @@ class Repl:
         names = [n[1:] for n in self.completions()]
         close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
         close = close or [n for n in names if n.startswith(key)][:1]
-        hint = f"did you mean /{close[0]}? " if close else ""
+        if close:
+            hint = f"did you mean /{close[0]}? "
+        elif key in SUBCOMMANDS:  # `/doctor` typed here: it is a shell subcommand
+            hint = f"did you mean `agent {key}` (at the shell)? "
+        else:
+            hint = ""
         return f"{first}\n{hint}(/help lists the commands)"
 
     # -- lazily built parts -------------------------------------------------------
@@ -344,7 +349,8 @@ class Repl:
 
             target = prompt_target(self.runtime, name)  # `/server:prompt` of an MCP server
             if target is not None:
-                run_prompt(self.runtime, *target, shlex.split(rest))
+                words = shlex.split(rest)
+                run_prompt(self.runtime, *target, ["--help"] if words in HELP_WORDS else words)
                 return
         command = registry.command(name)
         if command is None or not command.user_invocable:

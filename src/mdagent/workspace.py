@@ -134,9 +134,17 @@ def person_arguments(tool_name: str, args: dict[str, Any], ctx: Any) -> dict[str
 
 
 def confine_for(ctx: Any, path: str | os.PathLike[str]) -> Path:
-    """:func:`confine` ``path`` to the workspace of the call ``ctx`` serves."""
+    """:func:`confine` ``path`` to the workspace of the call ``ctx`` serves.
+
+    A relative ``path`` starts from :func:`base_for` (a person's command:
+    the folder it was typed in), so a handler tool's path argument means what
+    the person's shell completion offered.
+    """
     root, extras = roots_from(ctx)
-    return confine(path, root, extras)
+    candidate = Path(os.fspath(path)).expanduser()
+    if not candidate.is_absolute():
+        candidate = base_for(ctx) / candidate
+    return confine(candidate, root, extras)
 
 
 def skill_read_roots(ctx: Any, path: str | os.PathLike[str], root: Path) -> tuple[Path, ...]:
