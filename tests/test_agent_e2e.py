@@ -333,3 +333,13 @@ def test_ctrl_c_stops_the_running_command_saves_the_session_and_exits_130(server
     messages = Store().messages(Store().latest_session())
     assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
     assert json.loads(messages[-1]["content"])["interrupted"] is True
+
+
+def test_with_json_a_turn_cut_short_says_so_once_in_the_object(workspace, run_agent):
+    script = workspace / "cut.yaml"
+    script.write_text("- {text: partial, stop_reason: max_tokens}\n")
+    result = run_agent("--json", "--script", str(script), "ask", "q")
+    assert result.returncode == 1
+    found = json.loads(result.stdout)
+    assert found["stop_reason"] == "max_tokens" and "cut off" in found["error"]
+    assert result.stderr == ""  # not a second time on stderr

@@ -165,7 +165,7 @@ def finish(runtime: Runtime, outcome: Outcome) -> int:
     """
     if runtime.options.json:
         print(json.dumps(outcome.to_dict(), ensure_ascii=False, default=str))
-    if outcome.message:
+    if outcome.message and not runtime.options.json:  # --json: the object's "error" says it
         from mdagent.console import say_error
 
         say_error(outcome.message)
