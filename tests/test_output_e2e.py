@@ -205,3 +205,9 @@ def test_check_with_json_keeps_its_list_of_problems(workspace: Path, run_agent):
     assert result.returncode == 1
     problems = json.loads(result.stdout)
     assert isinstance(problems, list) and problems[0]["severity"] == "error"
+
+
+def test_json_as_an_options_value_does_not_ask_for_json(workspace, run_agent):
+    result = run_agent("new", "tool", "count-file", "--run", "--json")
+    assert result.returncode == 2
+    assert result.stdout == "" and result.stderr.startswith("agent: ")

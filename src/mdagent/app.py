@@ -1411,6 +1411,31 @@ def config_env(
         typer.echo(f"# dropped ({len(dropped)}): {', '.join(dropped)}", err=True)
 
 
+def _json_requested(command: Any, argv: list[str]) -> bool:
+    """Whether ``--json`` is among ``argv``'s options (not an option's value, not after ``--``).
+
+    Decided from the words, not the parsed options: a usage error stops
+    click before the options exist.
+    """
+    valued: set[str] = set()
+    pending = [command]
+    while pending:  # every option of every (sub)command that takes a value
+        group = pending.pop()
+        for param in group.params:
+            if getattr(param, "is_flag", True) is False and not getattr(param, "count", False):
+                valued.update(param.opts)
+        pending.extend(getattr(group, "commands", {}).values())
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            return False
+        if word == "--json":
+            return True
+        if word in valued:
+            next(words, None)  # `--run --json`: the value of --run
+    return False
+
+
 def run_app(argv: list[str]) -> int:
     """Run the typer app on ``argv``; errors become one line and an exit status.
 
@@ -1423,9 +1448,7 @@ def run_app(argv: list[str]) -> int:
 
     command = get_command(app)
     verbose = any(a in ("-v", "--verbose") for a in argv)
-    # Decided from the words, not the parsed options: a usage error stops
-    # click before the options exist. Words after `--` are arguments.
-    as_json = "--json" in (argv[: argv.index("--")] if "--" in argv else argv)
+    as_json = _json_requested(command, argv)
     try:
         # `mdagent` or `agent`: click names the completion variable and script after it.
         from mdagent.cli import program_name
