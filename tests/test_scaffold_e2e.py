@@ -176,7 +176,9 @@ def test_a_crlf_file_keeps_its_line_ends(workspace, run_agent):
 
 
 def test_a_symlinked_tools_file_is_edited_through_its_link(workspace, run_agent):
-    shared = write(workspace / "shared" / "tools.yaml", "tools:\n  a: {description: a, run: [true]}\n")
+    shared = write(
+        workspace / "shared" / "tools.yaml", "tools:\n  a: {description: a, run: [true]}\n"
+    )
     (workspace / ".agents" / "config").mkdir(parents=True)
     (workspace / TOOLS).symlink_to(shared)
     result = run_agent("new", "tool", "b", "--run", "echo b")
@@ -189,3 +191,24 @@ def test_a_built_in_name_is_refused_in_any_case(workspace, run_agent):
     result = run_agent("new", "command", "Help", "--tool", "wc")
     assert result.returncode == 2 and "built-in command name" in result.stderr
     assert not (workspace / COMMANDS).exists()
+
+
+def test_with_json_the_outcome_is_one_object(workspace, run_agent):
+    import json
+
+    made = run_agent("--json", "new", "tool", "hi", "--run", "echo {x}")
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout) == {
+        "ok": True,
+        "tool": "hi",
+        "file": TOOLS,
+        "lines": [2, 7],
+        "problems": [],
+    }
+    refused = run_agent("--json", "new", "tool", "bad", "--run", "echo # {x}")
+    assert refused.returncode == 1 and refused.stderr == ""
+    found = json.loads(refused.stdout)
+    assert found["ok"] is False and found["error"]["code"] == "CHECK_FAILED"
+    assert (
+        found["problems"][0]["severity"] == "error" and "comment" in found["problems"][0]["message"]
+    )

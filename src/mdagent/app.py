@@ -190,6 +190,17 @@ def _wants_json(ctx: typer.Context, local: bool) -> bool:
     return local or _options(ctx).json
 
 
+def _problem_dict(p: Any) -> dict[str, Any]:
+    """A check problem as ``--json`` shows it."""
+    return {
+        "path": p.path,
+        "line": p.line,
+        "col": p.col,
+        "severity": p.severity,
+        "message": p.message,
+    }
+
+
 def _print_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
@@ -221,18 +232,7 @@ def check(
         problems = [*problems, *found]
         mcp_errors = [p for p in found if p.severity == "error"]
     if _wants_json(ctx, json_out):
-        _print_json(
-            [
-                {
-                    "path": p.path,
-                    "line": p.line,
-                    "col": p.col,
-                    "severity": p.severity,
-                    "message": p.message,
-                }
-                for p in problems
-            ]
-        )
+        _print_json([_problem_dict(p) for p in problems])
     else:
         from mdagent.console import problem_line
 
@@ -797,22 +797,33 @@ def _add_declaration(
     known = {(p.severity, p.message) for p in problems(runtime.registry)}
     added = add_entry(target, entry)
     found = [p for p in problems(_runtime(ctx).registry) if (p.severity, p.message) not in known]
-    for problem in found:
-        typer.echo(problem_line(problem, sys.stderr), err=True)
+    as_json = _wants_json(ctx, False)
+    if not as_json:
+        for problem in found:
+            typer.echo(problem_line(problem, sys.stderr), err=True)
     shown = _shown_path(target)
     if any(p.severity == "error" for p in found):
         if undo(added):
-            typer.echo(
-                f"agent: check failed on the new {kind} {entry.name}; {shown} is unchanged",
-                err=True,
+            message = f"check failed on the new {kind} {entry.name}; {shown} is unchanged"
+        else:
+            message = (
+                f"check failed on the new {kind} {entry.name} at {shown}:{added.first}; "
+                "the file changed since, so it was left as it is: fix or remove the entry"
+            )
+        if as_json:
+            error = {"code": "CHECK_FAILED", "message": message}
+            _print_json(
+                {"ok": False, "error": error, "problems": [_problem_dict(p) for p in found]}
             )
         else:
-            typer.echo(
-                f"agent: check failed on the new {kind} {entry.name} at {shown}:{added.first}; "
-                "the file changed since, so it was left as it is: fix or remove the entry",
-                err=True,
-            )
+            typer.echo(f"agent: {message}", err=True)
         raise typer.Exit(1)
+    if as_json:
+        where = {"file": shown, "lines": [added.first, added.last]}
+        _print_json(
+            {"ok": True, kind: entry.name, **where, "problems": [_problem_dict(p) for p in found]}
+        )
+        return
     typer.echo(f"added {kind} {entry.name} to {shown} (lines {added.first}-{added.last})")
     warnings = sum(1 for p in found if p.severity == "warning")
     typer.echo(f"check: {_count(warnings, 'warning')}" if warnings else "check: no problems")
