@@ -328,9 +328,16 @@ def test_a_rebased_path_that_leaves_the_workspace_is_still_refused(ws):
     from mdagent.workspace import person_arguments
 
     ctx = ToolContext(workdir=str(ws), caller="person", cwd=str(ws / "src"))
+    # A built-in's path is rebased once and then taken from the root, as the tool does.
     rebased = person_arguments("read_file", {"path": "../../outside/secret.txt"}, ctx)
     with pytest.raises(PolicyDenied, match="escapes the workspace"):
-        confine_for(ctx, rebased["path"])
-    assert confine_for(ctx, person_arguments("read_file", {"path": "a.py"}, ctx)["path"]) == (
+        confine(rebased["path"], ws)
+    assert confine(person_arguments("read_file", {"path": "a.py"}, ctx)["path"], ws) == (
         ws.resolve() / "src" / "a.py"
     )
+    # A handler's path is not rebased: confine_for takes it from the folder typed in.
+    assert confine_for(ctx, "a.py") == ws.resolve() / "src" / "a.py"
+    with pytest.raises(PolicyDenied, match="escapes the workspace"):
+        confine_for(ctx, "../../outside/secret.txt")
+    model = ToolContext(workdir=str(ws), caller="model", cwd=str(ws / "src"))
+    assert confine_for(model, "a.py") == ws.resolve() / "a.py"  # a model: the root
