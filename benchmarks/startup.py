@@ -15,6 +15,9 @@ Targets (issue 15):
    parameter, parsed arguments, warm cache) <= 0.6x ``python -c "import
    jsonschema"`` and <= 6x ``python -c pass``, peak RSS <= 18 MiB; the same
    with 1,000 skills installed within 15 % of 10 skills.
+2. Warm start-up independent of the number of skills: ``agent /hi world``
+   with 10,000 skills within 1.10x of 10 skills, ``agent /help`` (which
+   reads and checks every skill) within 2x (``--no-10000`` skips these).
 4. ``agent /term cat F > out`` gives F byte for byte (20 MiB of random
    bytes); throughput to /dev/null >= 0.6x ``sh -c`` running the same
    command (net of start-up: 1 GiB minus an empty run).
@@ -177,6 +180,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python", type=Path, help="interpreter of an existing regular install")
     parser.add_argument("--runs", type=int, default=25)
+    parser.add_argument("--no-10000", action="store_true", help="skip the 10,000-skill rows")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -190,6 +194,7 @@ def main() -> None:
             "AGENT_STATE_DIR": str(root / "state"),
         }
         small, large = make_project(root, 10), make_project(root, 1000)
+        huge = None if args.no_10000 else make_project(root, 10000)
         script = root / "script.yaml"
         script.write_text("- Hello.\n")
         ask = [agent, "--provider", "fake", "--script", str(script), "ask", "hi"]
@@ -202,6 +207,10 @@ def main() -> None:
             "agent check": ([agent, "check"], small),
             "agent ask (fake provider)": (ask, small),
         }
+        if huge is not None:
+            rows["agent /hi world (10,000 skills)"] = ([agent, "/hi", "world"], huge)
+            rows["agent /help (10 skills)"] = ([agent, "/help"], small)
+            rows["agent /help (10,000 skills)"] = ([agent, "/help"], huge)
         print(f"timing {len(rows)} commands x {args.runs} runs, interleaved ...", flush=True)
         figures = measure(rows, env, args.runs)
         floor, _, floor_cpu = figures["python -c pass"]
@@ -231,6 +240,15 @@ def main() -> None:
         print(
             f"     /hi imports: {' '.join(imported(python, ['/hi', 'world'], small, env)) or '-'}"
         )
+        if huge is not None:
+            hi_huge = figures["agent /hi world (10,000 skills)"][0]
+            help_small = figures["agent /help (10 skills)"][0]
+            help_huge = figures["agent /help (10,000 skills)"][0]
+            print(
+                f"  2. /hi, 10,000 skills vs 10: {hi_huge / hi_ms:.2f}x (<= 1.10) "
+                f"{verdict(hi_huge <= 1.10 * hi_ms)}; /help, 10,000 vs 10: "
+                f"{help_huge / help_small:.2f}x (<= 2) {verdict(help_huge <= 2 * help_small)}"
+            )
 
         same = identical_output(agent, small, env, root)
         sh_rate, agent_rate = throughput(agent, small, env, max(3, args.runs // 5))

@@ -161,7 +161,9 @@ def test_every_error_has_a_code_named_after_its_class():
 
 
 def test_a_wide_middle_column_is_narrowed_so_every_line_fits():
-    rows = [("/count", "bundled:config/a-rather-long-folder/files.yaml:44", "Count lines of a file")]
+    rows = [
+        ("/count", "bundled:config/a-rather-long-folder/files.yaml:44", "Count lines of a file")
+    ]
     for width in (60, 50):
         line = console.table(rows, width=width)
         assert len(line) <= width, line

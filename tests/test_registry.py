@@ -23,6 +23,11 @@ def only(tmp_path, *dirs):
     return [Layer(Path(d), "option") for d in dirs]
 
 
+def index_file(cache: Path) -> Path:
+    """The cache's index (``registry-KEY.json``), not its shards or the rest."""
+    return next(p for p in cache.glob("registry-*.json") if p.name.count(".") == 1)
+
+
 def messages(registry, severity=None):
     return [p.message for p in registry.problems if severity in (None, p.severity)]
 
@@ -174,19 +179,20 @@ def test_cache_is_used_then_rebuilt_on_change(tmp_path):
     assert "two" not in load_registry(layers, cache).skills
 
 
-def test_skills_are_read_only_when_asked_for_and_a_stale_file_is_recompiled(tmp_path):
+def test_a_shard_of_another_compile_is_never_used(tmp_path):
     layer = tmp_path / "l"
     skill(layer, "one")
     cache = tmp_path / "state"
     load_registry(only(tmp_path, layer), cache)
-    skills_file = next(cache.glob("registry-*.skills.json"))
-    data = json.loads(skills_file.read_text())
-    data["token"] = "another-compile"
-    data["skills"] = {}
-    skills_file.write_text(json.dumps(data))
+    for shard in cache.glob("registry-*.shard-*.json"):
+        data = json.loads(shard.read_text())
+        data["token"] = "another-compile"
+        data["skills"] = {}
+        shard.write_text(json.dumps(data))
     warm = load_registry(only(tmp_path, layer), cache)
     assert warm.from_cache
     assert set(warm.skills) == {"one"}  # the mismatch is noticed: compiled again
+    assert not warm.from_cache
 
 
 def test_corrupt_cache_is_rebuilt(tmp_path):
@@ -232,11 +238,10 @@ def test_many_processes_compiling_at_once_never_break_the_cache(tmp_path):
     ]
     outs = [p.communicate(timeout=60)[0].strip() for p in procs]
     assert outs == ["30"] * 8
-    main = [f for f in state.glob("registry-*.json") if not f.name.endswith(".skills.json")]
-    skills = list(state.glob("registry-*.skills.json"))
-    assert len(main) == 1 and len(skills) == 1
-    assert len(json.loads(skills[0].read_text())["skills"]) == 30
-    assert "token" in json.loads(main[0].read_text())
+    index = json.loads(index_file(state).read_text())
+    shards = [json.loads(f.read_text()) for f in state.glob("registry-*.shard-*.json")]
+    assert len(shards) == index["shards"]
+    assert sum(len(shard["skills"]) for shard in shards) == 30
     # whichever compile won, the registry always reads a complete set of skills
     assert len(load_registry([Layer(layer, "option")], state).skills) == 30
     assert not list(state.glob(".registry-*"))
@@ -379,7 +384,9 @@ def test_a_skill_added_to_a_group_folder_is_noticed_by_the_cache(tmp_path):
         lambda d: d.update(sources={"a": 1}),
         lambda d: d.update(registry=[]),
         lambda d: d["registry"].update(tools=["x"]),
-        lambda d: d["registry"].update(problems=[["too", "short"]]),
+        lambda d: d["registry"].update(settings_errors=[["too", "short"]]),
+        lambda d: d.update(shards=0),
+        lambda d: d["registry"]["tools"].update(t="not a record"),
         lambda d: d.pop("token"),
     ],
 )
@@ -389,7 +396,7 @@ def test_a_cache_of_the_wrong_shape_is_rebuilt(tmp_path, damage):
     write(layer / "config" / "t.yaml", 'tools:\n  t:\n    description: d\n    run: ["true"]\n')
     cache = tmp_path / "state"
     load_registry(only(tmp_path, layer), cache)
-    main = next(p for p in cache.glob("registry-*.json") if not p.name.endswith(".skills.json"))
+    main = index_file(cache)
     data = json.loads(main.read_text())
     damage(data)
     main.write_text(json.dumps(data))
@@ -417,6 +424,7 @@ def test_a_file_saved_while_compiling_is_compiled_again_next_run(tmp_path, monke
     assert first.skills["one"].description == "one skill"  # read before the save
     monkeypatch.setattr(mdagent.skills, "load_skill", real_load)
     second = load_registry(only(tmp_path, layer), cache)
-    assert not second.from_cache
+    # The index is fresh; the skill's own stamp is not: looking it up compiles again.
     assert second.skills["one"].description == "saved during the compile"
+    assert not second.from_cache
     assert path.read_text().count("saved during the compile") == 1

@@ -11,11 +11,11 @@ below the user layer. They hold skills only, never settings or tools
 (``skills.interop: false`` makes the compiler skip them).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: NamedTuple fields given as strings are
+# compiled one by one at import (typing.ForwardRef), on every `agent /name`.
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -33,8 +33,7 @@ INTEROP_KINDS = {
 }
 
 
-@dataclass(frozen=True)
-class Layer:
+class Layer(NamedTuple):
     """One folder of declarations and where it came from.
 
     ``kind`` is "option", "env", "project", "user", "bundled", or one of

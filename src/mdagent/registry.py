@@ -1,9 +1,28 @@
 """Compile every layer into one :class:`Registry`, cached as JSON in the state dir.
 
-The cache is keyed by the path, size and mtime of every file and folder the
-compile looked at (and of mdagent's own compiler modules), so any edit, new
-skill or deleted file triggers a rebuild. A warm load reads one JSON file and
-re-stats those paths: it imports neither yaml nor frontmatter.
+The cache is sharded so that a warm ``agent /name`` reads a small index and
+one shard, whatever the number of skills (issue 15):
+
+- the index (``registry-KEY.json``): the tools, the settings, the settings
+  files' errors, how many shards there are, and the stamps (path, size,
+  mtime) of everything but the SKILL.md files: compiler modules, settings
+  and declaration files, handler files, and the folders above skill folders
+  (a skill folder added or removed changes its parent's mtime);
+- the shards (``registry-KEY.shard-N.json``): commands and skills by command
+  key (a hash picks the shard), each key with the stamps of the SKILL.md
+  files behind it;
+- the listing (``registry-KEY.commands.json``): every command and the stamps
+  of every SKILL.md, for what lists or checks them all (``/help``, "did you
+  mean") without parsing every skill;
+- the rest (``registry-KEY.rest.json``): every problem.
+
+A file saved in place does not change its folder's mtime, so a SKILL.md is
+checked when its own record is read: looking up ``/name`` checks that
+command's SKILL.md, and whatever reads every skill or command (``/help``,
+``agent check``, a name that is not found) checks every one of them. Any
+stale stamp, a file of another compile (a shared token ties them) or of
+the wrong shape means: compile again, slower, never wrong. A warm load
+imports neither yaml nor frontmatter.
 """
 
 from __future__ import annotations
@@ -11,8 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +38,9 @@ from mdagent.errors import Problem
 from mdagent.layers import Layer, state_dir
 from mdagent.specs import CommandSpec, LazyRecords, Skill, ToolSpec, command_key, compact
 
-CACHE_FORMAT = 6
+CACHE_FORMAT = 7
+#: About this many command keys per shard: a lookup parses one shard this size.
+SHARD_SIZE = 64
 
 #: Names the built-in commands of the CLI and the interactive session use.
 RESERVED_NAMES = frozenset(
@@ -64,6 +84,8 @@ _COMPILER_MODULES = (
     "schemas/skill.json",
 )
 
+_RECORD_ERRORS = (KeyError, TypeError, ValueError, AttributeError)
+
 
 class Registry:
     """Tools, commands, skills and settings compiled from all layers, plus problems."""
@@ -84,13 +106,19 @@ class Registry:
         self.commands = commands
         self.skills = skills
         self.settings = settings
-        self.problems = problems
+        self._problems = problems
         self.layers = layers
         self.from_cache = from_cache
         #: Where each policy rule and test was written, highest layer first
         #: (see :func:`mdagent.declarations.read_settings`).
         self.sources = sources or []
         self._aliases: dict[str, str] | None = None
+        self._settings_errors: list[Problem] | None = None
+
+    @property
+    def problems(self) -> list[Problem]:
+        """Every problem the compile found (from the cache: every skill is checked first)."""
+        return self._problems
 
     @property
     def aliases(self) -> dict[str, str]:
@@ -103,6 +131,16 @@ class Registry:
     def errors(self) -> list[Problem]:
         """Problems of severity ``error``."""
         return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def settings_errors(self) -> list[Problem]:
+        """Errors in the settings files (``agent.yaml``): what every run must refuse.
+
+        Kept in the cache's index, so checking them reads no skill.
+        """
+        if self._settings_errors is None:
+            self._settings_errors = _settings_errors(self.problems)
+        return self._settings_errors
 
     def tool(self, name: str | None) -> ToolSpec | None:
         """The tool called ``name`` or having it as an alias."""
@@ -132,7 +170,7 @@ class Registry:
         return read_body(skill.path)
 
     def to_dict(self) -> dict[str, Any]:
-        """Everything but the skills, which the cache keeps in a file of their own."""
+        """Tools, commands, settings, rule sources and problems (not the skills)."""
         return {
             "tools": {k: compact(v) for k, v in self.tools.items()},
             "commands": {k: compact(v) for k, v in self.commands.items()},
@@ -141,20 +179,12 @@ class Registry:
             "problems": [list(p) for p in self.problems],
         }
 
-    @classmethod
-    def from_dict(
-        cls, data: dict[str, Any], layers: list[Layer], skills: Mapping[str, Skill]
-    ) -> Registry:
-        return cls(
-            tools=LazyRecords(data["tools"], ToolSpec),
-            commands=LazyRecords(data["commands"], CommandSpec),
-            skills=skills,
-            settings=data["settings"],
-            problems=[Problem(*p) for p in data["problems"]],
-            layers=layers,
-            from_cache=True,
-            sources=data.get("sources", []),
-        )
+
+def _settings_errors(problems: Iterable[Problem]) -> list[Problem]:
+    from mdagent.defaults import SETTINGS_FILE
+
+    names = (SETTINGS_FILE, SETTINGS_FILE.replace(".yaml", ".yml"))
+    return [p for p in problems if p.severity == "error" and p.path.endswith(names)]
 
 
 # -- loading with the cache -------------------------------------------------
@@ -163,72 +193,294 @@ class Registry:
 def load_registry(layers: list[Layer], cache_dir: Path | None = None) -> Registry:
     """The registry of ``layers``: from the cache when nothing changed, else compiled.
 
-    The cache is two files: the registry without its skills, read on every
-    start, and the skills (the bulk, with thousands installed), read only
-    when something asks for a skill. A shared token ties the two together.
+    From the cache, commands and skills are read shard by shard as they are
+    looked up, and each lookup checks the stamps of the SKILL.md files behind
+    it; reading all of them (iterating, ``problems``) checks every one. A
+    stale stamp compiles again and the registry carries on with the result.
     """
-    cache_dir = cache_dir or state_dir()
-    cache_file = cache_dir / f"registry-{_layers_key(layers)}.json"
-    skills_file = cache_file.with_suffix(".skills.json")
-    cached = _read_cache(cache_file)
-    if cached is not None:
+    files = _CacheFiles((cache_dir or state_dir()) / f"registry-{_layers_key(layers)}")
+    index = _read_cache(files.index)
+    if index is not None:
         try:
-            if _well_formed(cached) and _fresh(cached["sources"]):
-                skills = _SkillsOnDemand(skills_file, cached["token"], layers)
-                return Registry.from_dict(cached["registry"], layers, skills)
-        except (KeyError, TypeError, ValueError, AttributeError):
+            if _well_formed(index) and _fresh(index["sources"]):
+                return _CachedRegistry(index, files, layers)
+        except _RECORD_ERRORS:
             pass  # valid JSON of the wrong shape (another version, a hand edit): rebuild
-    registry, sources = compile_registry(layers)
+    return _compile_and_cache(layers, files)
+
+
+class _CacheFiles:
+    """The paths of one set of layers' cache files."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.index = base.with_name(base.name + ".json")
+        self.rest = base.with_name(base.name + ".rest.json")
+        self.listing = base.with_name(base.name + ".commands.json")
+
+    def shard(self, number: int) -> Path:
+        return self.base.with_name(f"{self.base.name}.shard-{number}.json")
+
+
+def _shard_of(key: str, shards: int) -> int:
+    import zlib
+
+    return zlib.crc32(key.encode()) % shards
+
+
+def _compile_and_cache(layers: list[Layer], files: _CacheFiles) -> Registry:
+    compiler = _Compiler(layers)
+    registry = compiler.run()
     token = os.urandom(8).hex()
-    # Skills first: a reader that finds the new main file finds its skills too.
-    skills = {k: compact(v) for k, v in registry.skills.items()}
-    _write_cache(skills_file, {"format": CACHE_FORMAT, "token": token, "skills": skills})
-    _write_cache(
-        cache_file,
-        {
-            "format": CACHE_FORMAT,
-            "token": token,
-            "sources": sources,
-            "registry": registry.to_dict(),
+    keys = {*registry.commands, *(command_key(name) for name in registry.skills)}
+    shards = max(1, -(-len(keys) // SHARD_SIZE))
+    parts: list[dict[str, Any]] = [
+        {"format": CACHE_FORMAT, "token": token, "commands": {}, "skills": {}, "stamps": {}}
+        for _ in range(shards)
+    ]
+    commands = {k: compact(v) for k, v in registry.commands.items()}
+    for key, command in commands.items():
+        parts[_shard_of(key, shards)]["commands"][key] = command
+    for name, skill in registry.skills.items():
+        parts[_shard_of(command_key(name), shards)]["skills"][name] = compact(skill)
+    every: list[list[Any]] = []  # the stamp of every SKILL.md, loaded or not
+    skill_files = compiler.skill_files
+    for path, key in skill_files.items():
+        stamp = compiler.watched[path]
+        every.append(stamp)
+        if key is not None:
+            parts[_shard_of(key, shards)]["stamps"].setdefault(key, []).append(stamp)
+    # Everything else first: a reader that finds the new index finds them too
+    # (and one that finds a file of another compile compiles again).
+    for number, part in enumerate(parts):
+        _write_cache(files.shard(number), part)
+    listing = {"format": CACHE_FORMAT, "token": token, "commands": commands, "stamps": every}
+    _write_cache(files.listing, listing)
+    problems = [list(p) for p in registry.problems]
+    _write_cache(files.rest, {"format": CACHE_FORMAT, "token": token, "problems": problems})
+    index = {
+        "format": CACHE_FORMAT,
+        "token": token,
+        "shards": shards,
+        "sources": [s for p, s in compiler.watched.items() if p not in skill_files],
+        "registry": {
+            "tools": {k: compact(v) for k, v in registry.tools.items()},
+            "settings": registry.settings,
+            "sources": registry.sources,
+            "settings_errors": [list(p) for p in registry.settings_errors],
         },
-    )
+    }
+    _write_cache(files.index, index)
+    _remove_shards_from(files, shards)
     return registry
 
 
-class _SkillsOnDemand(Mapping[str, Skill]):
-    """The skills of a cached registry, read from their own file on first use.
+def _remove_shards_from(files: _CacheFiles, first: int) -> None:
+    """Delete shards a previous, larger compile left (they name another token)."""
+    number = first
+    while True:
+        try:
+            os.unlink(files.shard(number))
+        except OSError:  # none left (or not ours to delete: harmless, its token differs)
+            return
+        number += 1
 
-    If that file is missing or belongs to another compile (two processes
-    raced), the layers are compiled again: slower, never wrong.
+
+class _CachedRegistry(Registry):
+    """A registry read from the cache's index; commands and skills come from shards.
+
+    When a stamp turns out stale or a shard is missing, torn or of another
+    compile, the layers are compiled again (and cached) and this object
+    carries on with the fresh registry.
     """
 
-    def __init__(self, path: Path, token: str, layers: list[Layer]) -> None:
-        self._path = path
-        self._token = token
-        self._layers = layers
-        self._loaded: Mapping[str, Skill] | None = None
+    def __init__(self, index: dict[str, Any], files: _CacheFiles, layers: list[Layer]) -> None:
+        data = index["registry"]
+        super().__init__(
+            tools=LazyRecords(data["tools"], ToolSpec),
+            commands=_Records(self, "commands"),
+            skills=_Records(self, "skills"),
+            settings=data["settings"],
+            problems=[],
+            layers=layers,
+            from_cache=True,
+            sources=data["sources"],
+        )
+        self._settings_errors = [Problem(*p) for p in data["settings_errors"]]
+        self._files = files
+        self._token: str = index["token"]
+        self._shards: int = index["shards"]
+        self._read: dict[int, dict[str, Any]] = {}  # shard number -> its data
+        self._checked: set[str] = set()  # keys whose SKILL.md stamps were fresh
+        self._built: dict[tuple[str, str], Any] = {}
+        #: "commands", "skills" -> all of them, read once every stamp was checked
+        self._all_read: dict[str, Mapping[str, Any]] = {}
+        self._problems_read: list[Problem] | None = None
+        self._compiled: Registry | None = None
 
-    def _skills(self) -> Mapping[str, Skill]:
-        if self._loaded is None:
-            data = _read_cache(self._path)
-            if (
-                data is not None
-                and data.get("token") == self._token
-                and isinstance(data.get("skills"), dict)
-            ):
-                self._loaded = LazyRecords(data["skills"], Skill)
+    @property
+    def problems(self) -> list[Problem]:
+        if self._compiled is None and self._problems_read is None:
+            rest = _read_cache(self._files.rest)
+            if self._commands() is not None and _valid_rest(rest, self._token):
+                self._problems_read = [Problem(*p) for p in rest["problems"]]
             else:
-                self._loaded = compile_registry(self._layers)[0].skills
-        return self._loaded
+                self._recompiled("commands")
+        if self._compiled is not None:
+            return self._compiled.problems
+        return self._problems_read or []
 
-    def __getitem__(self, key: str) -> Skill:
-        return self._skills()[key]
+    # -- what the views ask --
 
-    def __iter__(self):
-        return iter(self._skills())
+    def _lookup(self, kind: str, name: str) -> Any:
+        """The record ``name`` of ``kind`` ("commands" or "skills"); KeyError when none."""
+        if self._compiled is not None:
+            return getattr(self._compiled, kind)[name]
+        if self._all_read.get(kind) is not None:
+            return self._all_read[kind][name]
+        key = command_key(name) if kind == "skills" else name
+        shard = self._shard(_shard_of(key, self._shards))
+        if shard is None:
+            return self._recompiled(kind)[name]
+        if key not in self._checked:
+            if not _fresh(shard["stamps"].get(key, ())):
+                return self._recompiled(kind)[name]
+            self._checked.add(key)
+        raw = shard[kind].get(name)
+        if raw is None:
+            # Not found here: a skill renamed in place would be, so check them all.
+            return self._every(kind)[name]
+        built = self._built.get((kind, name))
+        if built is None:
+            try:
+                built = (CommandSpec if kind == "commands" else Skill).from_dict(raw)
+            except _RECORD_ERRORS:
+                return self._recompiled(kind)[name]
+            self._built[(kind, name)] = built
+        return built
+
+    def _every(self, kind: str) -> Mapping[str, Any]:
+        """Every command or skill, after checking every SKILL.md's stamp."""
+        if self._compiled is None and self._all_read.get(kind) is None:
+            commands = self._commands()
+            if commands is not None and kind == "skills":
+                raw: dict[str, Any] = {}
+                for number in range(self._shards):
+                    shard = self._shard(number)
+                    if shard is None:
+                        break
+                    raw.update(shard["skills"])
+                else:
+                    self._all_read["skills"] = _CheckedRecords(raw, Skill, self)
+            if self._all_read.get(kind) is None:
+                self._recompiled(kind)
+        if self._compiled is not None:
+            return getattr(self._compiled, kind)
+        return self._all_read[kind]
+
+    def _commands(self) -> Mapping[str, Any] | None:
+        """Every command from the listing, if every SKILL.md is as compiled (else None)."""
+        if self._all_read.get("commands") is None:
+            listing = _read_cache(self._files.listing)
+            if (
+                listing is None
+                or listing.get("token") != self._token
+                or not isinstance(listing.get("commands"), dict)
+                or not isinstance(listing.get("stamps"), list)
+                or not _fresh(listing["stamps"])
+            ):
+                return None
+            self._all_read["commands"] = _CheckedRecords(listing["commands"], CommandSpec, self)
+        return self._all_read["commands"]
+
+    def _shard(self, number: int) -> dict[str, Any] | None:
+        shard = self._read.get(number)
+        if shard is None:
+            shard = _read_cache(self._files.shard(number))
+            if not _valid_shard(shard, self._token):
+                return None
+            self._read[number] = shard
+        return shard
+
+    def _recompiled(self, kind: str) -> Mapping[str, Any]:
+        """Compile again, cache the result and carry on with it; its ``kind`` records."""
+        if self._compiled is None:
+            compiled = _compile_and_cache(self.layers, self._files)
+            self._compiled = compiled
+            self.tools = compiled.tools
+            self.settings = compiled.settings
+            self.sources = compiled.sources
+            self._settings_errors = compiled.settings_errors
+            self._aliases = None
+            self.from_cache = False
+        return getattr(self._compiled, kind)
+
+
+class _Records(Mapping[str, Any]):
+    """The commands or skills of a cached registry: one key reads one shard."""
+
+    def __init__(self, registry: _CachedRegistry, kind: str) -> None:
+        self._registry = registry
+        self._kind = kind
+
+    def __getitem__(self, name: str) -> Any:
+        return self._registry._lookup(self._kind, name)
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        try:
+            self._registry._lookup(self._kind, name)
+        except KeyError:
+            return False
+        return True
+
+    def _mapping(self) -> Mapping[str, Any]:
+        return self._registry._every(self._kind)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._mapping())
 
     def __len__(self) -> int:
-        return len(self._skills())
+        return len(self._mapping())
+
+    def items(self):
+        return self._mapping().items()
+
+    def values(self):
+        return self._mapping().values()
+
+    def keys(self):
+        return self._mapping().keys()
+
+
+class _CheckedRecords(LazyRecords):
+    """Records read from the cache: one that cannot be built compiles the layers again."""
+
+    def __init__(self, raw: dict[str, Any], cls: type, registry: _CachedRegistry) -> None:
+        super().__init__(raw, cls)
+        self._registry = registry
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return super().__getitem__(key)
+        except KeyError:
+            raise
+        except _RECORD_ERRORS:  # valid JSON of the wrong shape: compile again
+            return self._registry._recompiled(self._kind)[key]
+
+    @property
+    def _kind(self) -> str:
+        return "commands" if self._cls is CommandSpec else "skills"
+
+    def items(self):
+        try:
+            return super().items()
+        except _RECORD_ERRORS:
+            return list(self._registry._recompiled(self._kind).items())
+
+    def values(self):
+        return [record for _, record in self.items()]
 
 
 def _layers_key(layers: list[Layer]) -> str:
@@ -243,35 +495,69 @@ def _read_cache(path: Path) -> dict[str, Any] | None:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
     except (OSError, ValueError):
-        return None
+        return None  # missing, or torn (not written by _write_cache): never used
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
         return None
     return data
 
 
+def _stamps(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(s, list) and len(s) == 3 for s in value)
+
+
+def _problem_rows(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(p, list) and len(p) == 5 for p in value)
+
+
 def _well_formed(data: dict[str, Any]) -> bool:
-    """Whether a main cache file has the shape this version writes (else: rebuild)."""
+    """Whether an index has the shape this version writes (else: rebuild)."""
     registry = data.get("registry")
+    shards = data.get("shards")
     return (
         isinstance(data.get("token"), str)
-        and isinstance(data.get("sources"), list)
-        and all(isinstance(s, list) and len(s) == 3 for s in data["sources"])
+        and isinstance(shards, int)
+        and shards >= 1
+        and _stamps(data.get("sources"))
         and isinstance(registry, dict)
-        and all(isinstance(registry.get(k), dict) for k in ("tools", "commands", "settings"))
-        and isinstance(registry.get("sources", []), list)
-        and isinstance(registry.get("problems"), list)
-        and all(isinstance(p, list) and len(p) == 5 for p in registry["problems"])
+        and isinstance(registry.get("settings"), dict)
+        and isinstance(registry.get("tools"), dict)
+        and all(isinstance(t, dict) for t in registry["tools"].values())
+        and isinstance(registry.get("sources"), list)
+        and _problem_rows(registry.get("settings_errors"))
     )
+
+
+def _valid_shard(data: dict[str, Any] | None, token: str) -> bool:
+    """Whether a shard belongs to the index's compile and has this version's shape.
+
+    The records and stamps inside are checked where they are used (a record
+    that cannot be built, a stamp that is not one: compile again).
+    """
+    return (
+        data is not None
+        and data.get("token") == token
+        and isinstance(data.get("commands"), dict)
+        and isinstance(data.get("skills"), dict)
+        and isinstance(data.get("stamps"), dict)
+    )
+
+
+def _valid_rest(data: dict[str, Any] | None, token: str) -> bool:
+    return data is not None and data.get("token") == token and _problem_rows(data.get("problems"))
 
 
 def _write_cache(path: Path, data: dict[str, Any]) -> None:
     """Write atomically (temp file + rename): concurrent writers never leave half a file."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # only a compile writes the cache; tempfile costs ~3 ms to import
+
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".registry-", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, separators=(",", ":"))
+                # dumps, not dump: json.dump streams through the pure-Python
+                # encoder, several times slower on a cold compile's megabytes.
+                fh.write(json.dumps(data, separators=(",", ":")))
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -289,17 +575,23 @@ def _stamp(path: str) -> list[Any]:
     return [path, st.st_size, st.st_mtime_ns]
 
 
-def _fresh(sources: list[list[Any]]) -> bool:
+def _fresh(sources: Iterable[list[Any]]) -> bool:
+    """Whether every ``[path, size, mtime_ns]`` stamp still holds (size -1: absent)."""
     stat = os.stat
-    for path, size, mtime in sources:
-        try:
-            st = stat(path)
-        except OSError:
-            if size != -1:
+    try:
+        for path, size, mtime in sources:
+            if path.__class__ is not str:
+                return False  # a hand-edited cache: os.stat would take an int as a descriptor
+            try:
+                st = stat(path)
+            except (OSError, ValueError):
+                if size != -1:
+                    return False
+                continue
+            if st.st_size != size or st.st_mtime_ns != mtime:
                 return False
-            continue
-        if st.st_size != size or st.st_mtime_ns != mtime:
-            return False
+    except (TypeError, ValueError):  # not [path, size, mtime]: of the wrong shape
+        return False
     return True
 
 
@@ -316,6 +608,9 @@ class _Compiler:
         #: is read: a file saved during the compile then has a stamp older
         #: than its new content, and the next run compiles again.
         self.watched: dict[str, list[Any]] = {}
+        #: SKILL.md path -> the command key of the skill it declares (None: it
+        #: did not load). The cache checks these stamps per key, not every run.
+        self.skill_files: dict[str, str | None] = {}
         self.tools: dict[str, ToolSpec] = {}
         #: alias -> name of the tool in ``self.tools`` that has it: alias
         #: lookups stay O(1), so compiling n tools is linear, not quadratic.
@@ -452,6 +747,7 @@ class _Compiler:
             skill_file = item.path / "SKILL.md"
             self.watch(skill_file)
             skill, problems = load_skill(skill_file, layer.kind)
+            self.skill_files[str(skill_file)] = None if skill is None else command_key(skill.name)
             self.problems.extend(problems)
             if skill is None:
                 continue

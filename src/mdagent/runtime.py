@@ -260,9 +260,9 @@ class Runtime:
 
     def check_settings(self) -> None:
         """Refuse to run with broken settings: a half-read policy is not a policy."""
-        for problem in self.registry.errors:
-            if problem.path.endswith(("agent.yaml", "agent.yml")):
-                raise ConfigError(problem.message, problem.path, problem.line, problem.col)
+        # settings_errors comes from the cache's index: no skill is read for it.
+        for problem in self.registry.settings_errors:
+            raise ConfigError(problem.message, problem.path, problem.line, problem.col)
 
 
 def add_declared_tool(box: Toolbox, spec: ToolSpec) -> None:

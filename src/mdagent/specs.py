@@ -4,10 +4,10 @@ They round-trip through plain dicts because the compiled registry is cached
 as JSON; nothing here imports yaml or frontmatter.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: NamedTuple fields given as strings are
+# compiled one by one at import (typing.ForwardRef): ~60 fields here, every `agent /name`.
 
 import os
-import shutil
 import sys
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, TypeVar
@@ -30,6 +30,14 @@ def setting(settings: Mapping[str, Any] | None, section: str, key: str, default:
 def command_key(name: str) -> str:
     """The canonical form of a command name: no ``/``, lower case, ``_`` as ``-``."""
     return name.lstrip("/").strip().lower().replace("_", "-")
+
+
+def _from_dict(cls: Any, data: dict[str, Any]) -> Any:
+    """``cls`` from ``data``, ignoring keys it has no field for (a newer cache's)."""
+    try:
+        return cls(**data)  # the cache's own dicts: one call, no filtering (/help builds 10,000)
+    except TypeError:
+        return cls(**{k: v for k, v in data.items() if k in cls._fields})
 
 
 # Records are NamedTuples, not dataclasses: a frozen dataclass costs about a
@@ -86,8 +94,8 @@ class ToolSpec(NamedTuple):
         return self._asdict()
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ToolSpec:
-        return cls(**{k: v for k, v in data.items() if k in cls._fields})
+    def from_dict(cls, data: dict[str, Any]) -> "ToolSpec":
+        return _from_dict(cls, data)
 
 
 class CommandSpec(NamedTuple):
@@ -119,8 +127,8 @@ class CommandSpec(NamedTuple):
         return self._asdict()
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CommandSpec:
-        return cls(**{k: v for k, v in data.items() if k in cls._fields})
+    def from_dict(cls, data: dict[str, Any]) -> "CommandSpec":
+        return _from_dict(cls, data)
 
 
 class Skill(NamedTuple):
@@ -168,8 +176,8 @@ class Skill(NamedTuple):
         return self._asdict()
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Skill:
-        return cls(**{k: v for k, v in data.items() if k in cls._fields})
+    def from_dict(cls, data: dict[str, Any]) -> "Skill":
+        return _from_dict(cls, data)
 
 
 R = TypeVar("R", ToolSpec, CommandSpec, Skill)
@@ -207,6 +215,20 @@ class LazyRecords(Mapping[str, R]):
     def __contains__(self, key: object) -> bool:
         return key in self._raw
 
+    def items(self) -> list[tuple[str, R]]:  # type: ignore[override]
+        """Every ``(key, record)``, built in one pass: a listing (``/help``) touches all."""
+        build, built = self._cls.from_dict, self._built
+        pairs = []
+        for key, raw in self._raw.items():
+            record = built.get(key)
+            if record is None:
+                record = built[key] = build(raw)
+            pairs.append((key, record))
+        return pairs
+
+    def values(self) -> list[R]:  # type: ignore[override]
+        return [record for _, record in self.items()]
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._raw)
 
@@ -230,6 +252,8 @@ def unmet_requirement(requires: dict[str, Any] | None, environ=os.environ) -> st
     here = _OS_NAMES.get(sys.platform, sys.platform)
     if oses and here not in oses and sys.platform not in oses:
         reasons.append(f"needs os {', '.join(oses)} (this is {here})")
+    import shutil  # ~1 ms (it loads zlib, bz2, lzma): only tools with requirements need it
+
     missing = [b for b in requires.get("bins") or [] if shutil.which(b) is None]
     if missing:
         reasons.append(f"needs {', '.join(missing)} on PATH")
