@@ -228,3 +228,15 @@ def test_the_session_reads_a_double_dash_and_knows_the_shell_subcommands(workspa
     assert "hi\n" in result.stdout
     assert "unknown command /doctor" in result.stderr
     assert "did you mean `agent doctor` (at the shell)?" in result.stderr
+
+
+def test_subcommand_usage_lines_read_naturally(workspace, run_agent):
+    for words, usage in (
+        (["new", "tool"], "Usage: agent new tool [OPTIONS] NAME"),
+        (["sessions", "show"], "Usage: agent sessions show [OPTIONS] ID"),
+        (["tools"], "Usage: agent tools [OPTIONS] [NAME]"),
+    ):
+        shown = run_agent(*words, "-h")
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.splitlines()[0] == usage
+        assert "{" not in shown.stdout.splitlines()[0]

@@ -96,6 +96,20 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _plain_metavar(make_metavar):
+    """typer writes a required argument as ``{NAME}`` in usage lines; people read ``NAME``."""
+
+    def metavar(self, ctx, *, usage: bool = False) -> str:
+        var = make_metavar(self, ctx, usage=usage)
+        return var[1:-1] if usage and var.startswith("{") and var.endswith("}") else var
+
+    return metavar
+
+
+# typer is pinned (<0.29), so this one method is known; see test_help_e2e.
+typer.core.TyperArgument.make_metavar = _plain_metavar(typer.core.TyperArgument.make_metavar)
 new_app = typer.Typer(help="Create new declarations.", no_args_is_help=True)
 app.add_typer(new_app, name="new")
 config_app = typer.Typer(
