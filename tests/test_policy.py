@@ -1455,3 +1455,31 @@ def test_a_context_without_approve_all_is_not_a_yes(root, box):
     ctx = SimpleNamespace(caller=MODEL, workdir=str(root))
     decision = policy.check(box.tool_for("exec"), cmd("make"), ctx)
     assert not decision.allowed and "no terminal to ask on" in decision.reason
+
+
+def test_the_screen_judges_file_rules_on_the_calls_arguments_from_its_folder(root, box):
+    # The screen runs before the hooks: a deny rule on a file must hold there
+    # too, the path read from the folder the call runs in.
+    (root / "sub").mkdir()
+    policy = make_policy(root, {"deny": [f"read_file({root.as_posix()}/sub/key)"]})
+    inside = ToolContext(caller=MODEL, workdir=str(root / "sub"))
+    denied = policy.screen(box.tool_for("read_file"), {"path": "key"}, inside)
+    assert denied is not None and not denied.allowed and denied.code == "DENIED"
+    top = ToolContext(caller=MODEL, workdir=str(root))
+    assert policy.screen(box.tool_for("read_file"), {"path": "key"}, top) is None
+    assert policy.screen(box.tool_for("read_file"), {"path": "sub/key"}, top) is not None
+
+
+@pytest.mark.parametrize(
+    "deny",
+    ["exec(rm *)", {"rule": "exec(rm *)"}, {"rule": "exec(rm *)", "reason": " \n "}],
+)
+def test_a_rule_without_a_reason_refuses_saying_only_the_rule(root, box, deny):
+    policy = make_policy(root, {"deny": [deny]})
+    ctx = ToolContext(caller=PERSON, workdir=str(root))
+    assert policy.screen(box.tool_for("exec"), cmd("rm -rf x"), ctx) == Decision(
+        False,
+        "denied by policy rule `exec(rm *)` (rm -rf x)",
+        code="DENIED",
+        extra={"rule": "exec(rm *)"},
+    )

@@ -825,3 +825,111 @@ def test_single_bracket_tests_are_segments_of_their_own(command, cores):
 @pytest.mark.parametrize("command", ["echo hi <<< 'rm -rf /'", "eval echo <<< 'rm -rf /'"])
 def test_a_here_string_nothing_runs_as_code_is_data(command):
     assert ("rm", "-rf", "/") not in [s.core for s in parse(command)]
+
+
+# -- survivors of the mutation run (docs/mutation.md) ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "core"),
+    [
+        ("echo $'\\x'", ("echo", "\\x")),  # no hex digit: bash keeps the text
+        ("echo $'\\c'", ("echo", "\\c")),  # \c at the end: kept
+        ("echo $'\\cA'", ("echo", "\x01")),  # a control character
+        ("echo $'\\q'", ("echo", "\\q")),  # an unknown escape keeps its backslash
+    ],
+)
+def test_ansi_c_edge_escapes_decode_as_bash_does(command, core):
+    (seg,) = parse(command)
+    assert seg.core == core
+
+
+def test_a_line_continuation_in_a_here_document_fed_to_a_shell_joins_the_word():
+    # bash removes backslash-newline in an unquoted here-document: `r\⏎m` runs `rm`.
+    cores = [s.core for s in parse("bash <<EOF\nr\\\nm -rf /\nEOF")]
+    assert cores == [("bash",), ("rm", "-rf", "/")]
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ("cat <<EOF #c\nx\nEOF", "unsupported part of a here-document: comment"),
+        ("cat <<\nEOF\nx\nEOF", "command continued on the next line"),
+        ("cat <<-EOF\nx\nEOF\t\nEOF", "here-document delimiter read differently"),
+        ("cat <<EOF\nx\nEOF;ls", "here-document delimiter read differently"),
+        ("[[ -f x # c\n ]]", "command continued on the next line"),
+        ("echo a\\\n;ls", "line continuation inside a word"),
+        ("[ ( a ) ]", "parenthesized_expression inside \\[ \\]"),
+        ("[ x 2>y ]", "redirected_statement inside \\[ \\]"),
+    ],
+)
+def test_what_bash_may_read_differently_fails_closed_saying_why(command, message):
+    # The message is what the person reads: "could not be checked: <message>".
+    with pytest.raises(Unparseable, match=f"^{message}$"):
+        parse(command)
+
+
+@pytest.mark.parametrize(
+    ("command", "cores"),
+    [
+        ("cat <<-EOF\nXEOF\nEOF", [("cat",)]),  # only tabs are stripped before the delimiter
+        ("cat <<-EOF\nX\tEOF\nEOF", [("cat",)]),  # a line merely holding the word is body
+        ("echo a\\ ;ls", [("echo", "a "), ("ls",)]),  # an escaped blank ends in the word
+        ("(( 1 # c\n ))", [("((", "1", "))")]),  # the grammar's comment is not a word
+        ("cat <<< $(rm x)", [("cat",), ("rm", "x")]),  # a here-string's substitution runs
+        ("git -p", [("git", "-p")]),
+        ("git -C", [("git", "-C")]),
+    ],
+)
+def test_forms_read_as_bash_reads_them(command, cores):
+    assert [s.core for s in parse(command)] == cores
+
+
+def test_only_the_shell_after_the_pipe_reads_the_pipe():
+    first, _, last = parse("sh; ls | sh")
+    assert first.unchecked is None and last.unchecked
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cat <<EOF | sh\nrm x\nEOF", "echo x | sh script.sh", "echo 'rm x' | source /dev/stdin"],
+)
+def test_a_shell_reading_a_pipe_is_never_covered_by_an_allow_pattern(command):
+    (reader,) = [s for s in parse(command) if s.unchecked]
+    assert "from a pipe" in reader.unchecked and reader.dynamic
+
+
+def test_arithmetic_around_a_substitution_marks_every_segment():
+    segs = parse("(( a[$(rm x)] ))")
+    assert [s.core for s in segs] == [("((", "a[$(rm x)]", "))"), ("rm", "x")]
+    assert [s.dynamic for s in segs] == ["`a[$(rm x)]` is computed at run time"] * 2
+
+
+def test_a_literal_test_leaves_the_commands_in_it_allowable():
+    segs = parse("[ $(ls) ]")
+    assert segs[0].dynamic and segs[1].core == ("ls",) and segs[1].dynamic is None
+
+
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [
+        ("git -C x -c a=b log", "`git -c` sets what git runs"),
+        ("git -ccore.pager=x log", "`git -ccore.pager=x` sets what git runs"),
+        ("git -p grep -O foo", "`git grep -O` runs a program named on the line"),
+        ("git -C x -p grep -O foo", "`git grep -O` runs a program named on the line"),
+        ("git -C x grep -Ovim foo", "`git grep -Ovim` runs a program named on the line"),
+        ("git filter-branch", "`git filter-branch` runs commands given as text"),
+        # The value of a folder option is not an option of git's own.
+        ("git --git-dir -c log", None),
+        ("git --work-tree -c log", None),
+        ("git --namespace -c log", None),
+        ("git -C -c log", None),
+        ("git grep --Ovim foo", None),
+        ("git grep foo", None),
+        ("(( 1 + x ))", "arithmetic `(( 1 + x ))` may run code held in a variable"),
+        ("(( X ))", "arithmetic `(( X ))` may run code held in a variable"),
+    ],
+)
+def test_what_may_run_a_program_is_never_covered_by_a_pattern(command, why):
+    (seg,) = parse(command)
+    assert seg.dynamic == why

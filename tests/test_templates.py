@@ -464,6 +464,14 @@ def test_argv_option_values_are_refused_unless_allowed_or_after_dashes():
         ("case {path} in -*) echo dash;; esac", False),
         ("grep -- x f; grep {path} f", True),
         ("grep -- x $(grep {path} f)", True),
+        # An expansion before the value may be empty: the value then starts the word.
+        ("grep $x{path} f", True),
+        ('grep "$x"{path} f', True),
+        ("grep $1{path} f", True),
+        ("grep $_x{path} f", True),
+        ("grep $(echo){path} f", True),
+        ("grep --regexp=$x{path} f", False),
+        ("grep -- $x{path} f", False),
     ],
 )
 def test_shell_option_values_are_refused_where_they_start_a_word(template, refused):
@@ -670,3 +678,84 @@ def test_a_placeholder_is_known_by_its_name():
     assert len({_Slot("a"), _Slot("a"), _Slot("b")}) == 2
     assert hash(_Slot("a")) == hash(_Slot("a")) != hash(_Slot("b"))
     assert repr(_Slot("a")) == "_Slot('a')"
+
+
+# -- the scanner's bookkeeping of operators and expansions (mutation survivors) ---------
+
+
+@pytest.mark.parametrize(
+    ("template", "script", "option_refused"),
+    [
+        ("echo x & grep {p}", "echo x & grep '-r x'", True),
+        ('grep "$1"{p}', "grep \"$1\"'-r x'", True),
+        ("grep `echo` {p}", "grep `echo` '-r x'", True),
+        ("grep $((1)) {p}", "grep $((1)) '-r x'", True),
+        ("grep $[1] {p}", "grep $[1] '-r x'", True),
+        ('echo "$(ls {p})"', "echo \"$(ls '-r x')\"", True),
+        ("grep $(ls) {p}", "grep $(ls) '-r x'", True),
+        ("grep $'a\\'b' {p}", "grep $'a\\'b' '-r x'", True),
+        ("echo $'\\''{p}", "echo $'\\'''-r x'", True),
+        ("grep $$ {p}", "grep $$ '-r x'", True),
+        ('grep "$1" {p}', "grep \"$1\" '-r x'", True),
+        ("echo $ {p}", "echo $ '-r x'", True),
+        ("echo x >{p}", "echo x >'-r x'", False),
+        ("[[ a < b ]] && grep {p}", "[[ a < b ]] && grep '-r x'", True),
+        ("cat 2>f {p}", "cat 2>f '-r x'", True),
+        ("cat <<< {p}", "cat <<< '-r x'", False),
+        ("cat <<<x {p}", "cat <<<x '-r x'", True),
+        ("cat < {p}", "cat < '-r x'", False),
+        ("cat <f {p}", "cat <f '-r x'", True),
+        ("echo x >| f {p}", "echo x >| f '-r x'", True),
+        ("echo x >&2 {p}", "echo x >&2 '-r x'", True),
+        ("echo x &> f {p}", "echo x &> f '-r x'", True),
+        ("echo x &> {p}", "echo x &> '-r x'", False),
+        ("echo x &>f {p}", "echo x &>f '-r x'", True),
+        ("(b {p})", "(b '-r x')", True),
+        ("((x)); b {p}", "((x)); b '-r x'", True),
+        ('echo "$[1]" {p}', "echo \"$[1]\" '-r x'", True),
+        ('echo "$(( 1 ))" {p}', "echo \"$(( 1 ))\" '-r x'", True),
+        ('echo "`ls`" {p}', "echo \"`ls`\" '-r x'", True),
+        ('echo "x$" {p}', "echo \"x$\" '-r x'", True),
+        ('echo $(echo ")") {p}', "echo $(echo \")\") '-r x'", True),
+        ("echo $((a[1])) {p}", "echo $((a[1])) '-r x'", True),
+        ("echo $[a[1]] {p}", "echo $[a[1]] '-r x'", True),
+        ("echo {p}$1", "echo '-r x'$1", True),
+        ("grep $@ {p}", "grep $@ '-r x'", True),
+        ("grep $_x {p}", "grep $_x '-r x'", True),
+        ("echo x <> f {p}", "echo x <> f '-r x'", True),
+        ("echo x 2>&1 {p}", "echo x 2>&1 '-r x'", True),
+        ("echo x >> f {p}", "echo x >> f '-r x'", True),
+        ("a |& b {p}", "a |& b '-r x'", True),
+        ("echo $(( (1) )) {p}", "echo $(( (1) )) '-r x'", True),
+        ("cmd <(ls) {p}", "cmd <(ls) '-r x'", True),
+    ],
+)
+def test_shell_words_after_operators_and_expansions_are_quoted_and_checked(
+    template, script, option_refused
+):
+    # What the script becomes for a value with a blank and a leading dash, and
+    # whether a model's call with it is refused: a value is an option where it
+    # starts a word of a program's arguments, and a file name after `<`, `>`,
+    # `&>` or `<<<`, however the operators and expansions before it are spelled.
+    args, params = {"p": "-r x"}, {"p": {"type": "string"}}
+    assert expand_shell(template, args, params) == script
+    if option_refused:
+        with pytest.raises(OptionValueError):
+            expand_shell(template, args, params, allow_options=())
+    else:
+        assert expand_shell(template, args, params, allow_options=()) == script
+
+
+@pytest.mark.parametrize(
+    ("template", "value", "script"),
+    [
+        ("printf %s $x{p}", "a-b", "printf %s $x''a-b"),
+        ("printf %s $x{p}", "_SECRET", "printf %s $x''_SECRET"),
+        ("echo $(echo $y{p})", "ab", "echo $(echo $y''ab)"),
+        ('printf %s "$x"{p}', "ab", 'printf %s "$x"ab'),  # the quote ends the name already
+        ("printf %s $1{p}", "0", "printf %s $10"),  # `$10` is `$1` and `0` to bash
+        ("printf %s x{p}", "ab", "printf %s xab"),
+    ],
+)
+def test_a_bare_value_never_lengthens_the_variable_name_before_it(template, value, script):
+    assert expand_shell(template, {"p": value}, {"p": {"type": "string"}}) == script

@@ -357,6 +357,7 @@ _BLANKS = " \t"
 _OPERATORS = "\n;&|()<>"
 _QUOTED, _VALUE = "\x01", "\x02"  # a quoted character, a value, in a word's shape
 
+_GLUED_NAME = re.compile(r"\$[A-Za-z_][A-Za-z0-9_]*\Z")  # text a bare value would lengthen
 _NAME_EQ = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _SUBSCRIPT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)?\[[^\]]*\Z")
 _EXPANDED_VARIABLES = re.compile(r"(PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV)=")
@@ -480,6 +481,10 @@ class _ShellScanner:
         # when they are empty, known at expansion time.
         at_start = word.shape.strip(_VALUE) == ""
         before = tuple(word.values) if at_start else ()
+        # A word that opens with an expansion (`$x{name}`, `"$1"{name}`) may
+        # start with the value too: the expansion may be empty, and `grep
+        # $x{pattern}` would read a value `-r` as an option. Checked always.
+        opens_expanded = word.dynamic and word.shape.lstrip(_VALUE)[:1] in ("$", _QUOTED)
         index, program = command.program()
         guarded = (
             command.cond
@@ -489,7 +494,7 @@ class _ShellScanner:
         )
         is_program = index == len(command.words) and not _NAME_EQ.match(word.shape)
         context = frame.state if frame.state in (_SQ, _DQ) else _TOP
-        first = at_start and not guarded and not is_program
+        first = (at_start or opens_expanded) and not guarded and not is_program
         rest = context == _TOP and not guarded
         word.shape += _VALUE
         word.values.append(name)
@@ -876,7 +881,22 @@ def expand_shell(
                 values = (_lookup(b, args, params, required) for b in before)
                 first = first and all(v is _ABSENT or as_text(v) == "" for v in values)
                 _check_option(name, value, first, rest, context == _TOP, allow_options)
-    return _fill(plan, args, params, required, _shell_word)
+    out: list[str] = []
+    for step in plan:
+        if isinstance(step, str):
+            out.append(step)
+            continue
+        value = _lookup(step[0], args, params, required)
+        if value is _ABSENT:
+            continue
+        word = _shell_word(value, step[1])
+        if word[:1] not in ("'", '"') and _GLUED_NAME.search("".join(out)):
+            # Right after `$name` a bare value would lengthen the name (`$x`
+            # then `a-b` is `$xa-b`: another variable, maybe a secret's); an
+            # empty '' ends the name and leaves the value a word of its own.
+            word = "''" + word
+        out.append(word)
+    return "".join(out)
 
 
 def expand_url(
