@@ -645,6 +645,19 @@ def skills_remove(
 # -- new skill ------------------------------------------------------------------
 
 
+def _refuse_new_name(name: str, problem: str | None, arg_mode: str | None) -> None:
+    """UsageError for a new command's bad name (``problem``), a built-in name or a bad mode."""
+    from mdagent.registry import RESERVED_NAMES
+    from mdagent.specs import ARG_MODES, command_key
+
+    if problem:
+        raise UsageError(problem)
+    if command_key(name) in RESERVED_NAMES:  # names match without case or -/_: /Help is /help
+        raise UsageError(f"{name!r} is a built-in command name; choose another")
+    if arg_mode is not None and arg_mode not in ARG_MODES:
+        raise UsageError(f"--arg-mode must be one of {', '.join(ARG_MODES)}")
+
+
 @new_app.command("skill")
 def new_skill(
     ctx: typer.Context,
@@ -665,17 +678,9 @@ def new_skill(
     ),
 ) -> None:
     """Write a valid SKILL.md skeleton into the project layer (never overwrites)."""
-    from mdagent.registry import RESERVED_NAMES
     from mdagent.skills import name_problem
-    from mdagent.specs import ARG_MODES, command_key
 
-    problem = name_problem(name)
-    if problem:
-        raise UsageError(problem)
-    if command_key(name) in RESERVED_NAMES:  # names match without case or -/_: /Help is /help
-        raise UsageError(f"{name!r} is a built-in command name; choose another")
-    if arg_mode not in ARG_MODES:
-        raise UsageError(f"--arg-mode must be one of {', '.join(ARG_MODES)}")
+    _refuse_new_name(name, name_problem(name), arg_mode)
     if run is not None:
         if tool not in (None, "exec") or arg_mode != "raw":
             raise UsageError(
@@ -753,17 +758,9 @@ def new_command(
     ),
 ) -> None:
     """Append a command declaration to .agents/config/commands.yaml, then check it."""
-    from mdagent.registry import RESERVED_NAMES
     from mdagent.scaffold import command_entry, name_problem
-    from mdagent.specs import ARG_MODES, command_key
 
-    problem = name_problem(name)
-    if problem:
-        raise UsageError(problem)
-    if command_key(name) in RESERVED_NAMES:  # names match without case or -/_: /Help is /help
-        raise UsageError(f"{name!r} is a built-in command name; choose another")
-    if arg_mode is not None and arg_mode not in ARG_MODES:
-        raise UsageError(f"--arg-mode must be one of {', '.join(ARG_MODES)}")
+    _refuse_new_name(name, name_problem(name), arg_mode)
     runtime = _runtime(ctx)
     taken = runtime.registry.command(name)
     if taken is not None:
