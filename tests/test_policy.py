@@ -1483,3 +1483,35 @@ def test_a_rule_without_a_reason_refuses_saying_only_the_rule(root, box, deny):
         code="DENIED",
         extra={"rule": "exec(rm *)"},
     )
+
+
+class _NoCaller:
+    """A context that does not say who calls (a plugin's own object, a future caller)."""
+
+    def __init__(self, workdir):
+        self.workdir = str(workdir)
+        self.settings = {}
+
+
+def test_a_context_that_does_not_say_who_calls_is_judged_as_a_model(root, box):
+    # Fail closed: not knowing the caller never grants a person's trust.
+    policy = make_policy(root)
+    unknown = policy.check(box.tool_for("exec"), cmd("rm -rf x"), _NoCaller(root))
+    assert not unknown.allowed
+    person = check(policy, box, "exec", cmd("rm -rf x"), caller=PERSON)
+    assert person.allowed and person.approved_by == "person"
+
+
+def test_without_a_caller_option_values_and_the_sandbox_are_a_models():
+    from mdagent.implementations import _allowed_options
+    from mdagent.process import _sandbox_for
+
+    assert _allowed_options(_NoCaller("."), frozenset({"flags"})) == frozenset({"flags"})
+    # A person's call skips the sandbox (None); one without a caller is not skipped.
+    person = ToolContext(caller=PERSON, workdir=".")
+    assert _sandbox_for(person, {}, Path("."), ()) is None
+    try:
+        confined = _sandbox_for(_NoCaller("."), {}, Path("."), ())
+    except Exception as exc:  # no Landlock here: refusing is not skipping either
+        confined = exc
+    assert confined is not None

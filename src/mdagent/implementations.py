@@ -278,7 +278,7 @@ def _allowed_options(ctx: ToolContext, options: frozenset[str]) -> frozenset[str
     A person typing ``/grep -i x`` means the option; a model's ``-rf`` may be
     an injection, so only parameters the declaration opts in may carry one.
     """
-    return None if getattr(ctx, "caller", "person") == "person" else options
+    return None if getattr(ctx, "caller", None) == "person" else options
 
 
 def _option_refused(exc: templates.OptionValueError) -> dict[str, Any]:

@@ -668,7 +668,7 @@ class Policy:
         if denied is not None:
             rule, what = denied
             return Verdict(DENY, f"denied by policy rule `{rule}`", (rule,), matched=what)
-        if ctx is not None and getattr(ctx, "caller", "person") == "person":
+        if ctx is not None and getattr(ctx, "caller", None) == "person":
             return Verdict(ALLOW, "a person's command runs as typed", approved_by="person")
         target = self._protected_target(tool.name, args, ctx, workdir)
         if target is not None:

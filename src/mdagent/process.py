@@ -312,7 +312,7 @@ def run_tool_process(
             preexec=box.preexec_fn if box is not None else None,
             # A person's `agent /t cmd > file`: the child writes the file itself.
             # Confined calls keep the pipe: their output is read for the sandbox note.
-            pass_through=box is None and getattr(ctx, "caller", "person") == "person",
+            pass_through=box is None and getattr(ctx, "caller", None) == "person",
         )
         note = ""
         if box is not None:
@@ -364,7 +364,7 @@ def _sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) ->
     where it cannot be enforced. Where Landlock is missing the call runs
     unconfined and the person is told once per run.
     """
-    caller = getattr(ctx, "caller", "person")
+    caller = getattr(ctx, "caller", None)  # no caller: judged as a model (fail closed)
     section = settings.get("sandbox") if isinstance(settings, Mapping) else None
     everyone = isinstance(section, Mapping) and section.get("applies_to") == "all"
     if caller == "person" and not everyone:
