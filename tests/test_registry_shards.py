@@ -204,3 +204,97 @@ def test_shards_a_smaller_registry_no_longer_needs_are_removed(tmp_path):
     assert len(registry.skills) == 10
     assert [p.name.split(".")[1] for p in cache.glob("registry-*.shard-*.json")] == ["shard-0"]
     assert not list(cache.glob(".registry-*"))  # no temporary file left behind
+
+
+# -- /help's own cache files: the text for a pipe, the rows for a terminal ------------
+
+
+def help_on_terminal(ws: Path, columns: int = 60) -> str:
+    from test_terminal_e2e import Terminal
+
+    with Terminal("/help", cwd=ws, columns=columns, env={"COLUMNS": str(columns)}) as term:
+        assert term.wait() == 0
+        return term.text
+
+
+def test_a_description_saved_in_place_is_seen_by_help_on_a_pipe_and_a_terminal(many, run_agent):
+    other = many / ".agents" / "skills" / "s042" / "SKILL.md"
+    assert run_agent("/help").returncode == 0  # the cache is warm
+    assert "/s042" in help_on_terminal(many)
+    save_in_place(
+        other,
+        other.read_text().replace("description: run", "description: |\n  Fresh words\n  more"),
+    )
+    piped = run_agent("/help").stdout.splitlines()
+    assert [line.split(None, 2)[2] for line in piped if line.startswith("/s042 ")] == [
+        "Fresh words"
+    ]
+    assert "Fresh words" in help_on_terminal(many)
+
+
+def _with(**fields):
+    return lambda text: json.dumps({**json.loads(text), **fields})
+
+
+def _each(field, change):
+    return lambda text: json.dumps(
+        {**json.loads(text), field: [change(v) for v in json.loads(text)[field]]}
+    )
+
+
+TORN = lambda text: text[: len(text) // 2]  # noqa: E731 (a writer that stopped halfway)
+ANOTHER_COMPILE = _with(token="0" * 16)
+HELP_DAMAGE = {
+    # the text and stamps /help prints to a pipe
+    "help-torn": ("help", TORN),
+    "help-another-compile": ("help", ANOTHER_COMPILE),
+    "help-text-not-a-string": ("help", _with(text=["/pick"])),
+    "help-stamps-of-unequal-length": ("help", _with(sizes=[])),
+    # os.stat(3) would stat a file descriptor, not a path
+    "help-a-path-not-a-string": ("help", _each("paths", lambda _: 3)),
+    "help-a-stale-stamp": ("help", _each("mtimes", lambda m: m + 1)),
+    # the rows /help fits to a terminal
+    "rows-torn": ("help-rows", TORN),
+    "rows-another-compile": ("help-rows", ANOTHER_COMPILE),
+    "rows-of-the-wrong-shape": ("help-rows", _with(rows=[["/pick"]])),
+    "rows-not-strings": ("help-rows", _with(rows=[[1, 2]])),
+    "rows-not-a-list": ("help-rows", _with(rows={"/pick": "run"})),
+}
+
+
+@pytest.mark.parametrize("damage", list(HELP_DAMAGE))
+def test_a_damaged_help_file_is_rebuilt(many, run_agent, damage):
+    pick_skill(many, "a")
+    piped, shown = run_agent("/help").stdout, help_on_terminal(many)
+    assert "/pick" in piped and "/s149" in piped and "/pick" in shown
+    which, change = HELP_DAMAGE[damage]
+    (path,) = cache_files(many, f"registry-*.{which}.json")
+    token = json.loads(path.read_text())["token"]
+    path.write_text(change(path.read_text()))
+    done = run_agent("/help")
+    assert (done.returncode, done.stdout, done.stderr) == (0, piped, "")
+    assert help_on_terminal(many) == shown
+    assert json.loads(path.read_text())["token"] not in (token, "0" * 16)  # compiled again
+    assert run_agent("/help").stdout == piped  # and the rebuilt cache works
+
+
+def test_help_rows_are_the_compiled_listing(tmp_path):
+    """A warm registry's cached rows and text are what a fresh compile lists."""
+    layer = tmp_path / "l"
+    write(layer / "config" / "t.yaml", TOOLS + "commands:\n  b: {tool: bee}\n")
+    write(
+        layer / "skills" / "p" / "SKILL.md",
+        "---\nname: p\ndescription: |\n  One\n  two\nargument-hint: '[x]'\n---\nBody\n",
+    )
+    write(
+        layer / "skills" / "q" / "SKILL.md",
+        "---\nname: q\ndescription: hidden\nuser-invocable: false\n---\nBody\n",
+    )
+    layers, cache = [Layer(layer, "option")], tmp_path / "state"
+    cold = load_registry(layers, cache)
+    warm = load_registry(layers, cache)
+    assert warm.from_cache and not cold.from_cache
+    rows = [["/b <text...>", ""], ["/p [x]", "One"]]
+    assert warm.listing_rows() == cold.listing_rows() == rows
+    assert warm.listing_text() == cold.listing_text() == "/b <text...>\n/p [x]        One"
+    assert warm.from_cache  # nothing was compiled again to list them

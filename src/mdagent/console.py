@@ -146,14 +146,19 @@ def table(
     shortened. Opt-in: a table whose last column must be copied whole (a
     rule to paste) stays as it is.
     """
-    body = [[str(c) for c in row] for row in rows]
-    lines = ([list(header)] if header else []) + body
+    # Written for many rows (``/help`` lists 10,000): each pass over them is
+    # one comprehension or one builtin, and each line one expression.
+    lines = [list(header)] if header else []
+    lines += [list(map(str, row)) for row in rows]
     if not lines:
         return ""
     if width is None and fit:
         width = terminal_width(stream)
-    columns = max(len(r) for r in lines)
-    widths = [max((len(r[i]) for r in lines if i < len(r)), default=0) for i in range(columns)]
+    columns = max(map(len, lines))
+    if min(map(len, lines)) == columns:  # every row has every column
+        widths = [max(map(len, column)) for column in zip(*lines, strict=True)]
+    else:
+        widths = [max((len(r[i]) for r in lines if i < len(r)), default=0) for i in range(columns)]
     if width is not None:
         # Too wide even with the last column at its minimum: narrow the widest
         # middle column (a long SOURCE path) too, never the first (the name).
@@ -175,8 +180,23 @@ def table(
         before = sum(w + 2 for w in widths[:-1])
         room = max(width - before, MIN_LAST_COLUMN)
         lines = [[*r[:-1], shorten(r[-1], room)] if len(r) == columns else r for r in lines]
+    # The columns before the last padded to their width; the last needs no
+    # padding: a line's trailing spaces go anyway.
+    if columns <= 2:
+        first = widths[0] if widths else 0
+        return "\n".join(
+            [
+                (r[0].ljust(first) + "  " + r[1]).rstrip() if len(r) == 2 else "  ".join(r).rstrip()
+                for r in lines
+            ]
+        )
+    last = columns - 1
+    form = ("".join(f"{{{i}:<{w}}}  " for i, w in enumerate(widths[:last])) + f"{{{last}}}").format
     return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in lines
+        form(*r).rstrip()
+        if len(r) == columns
+        else "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()
+        for r in lines
     )
 
 

@@ -158,23 +158,16 @@ def command_help(runtime: Runtime, name: str) -> str:
 def command_listing(registry) -> str:
     """``/name usage  description`` for every user-invocable command.
 
-    The usage is the command's ``argument-hint``, else the one generated from
-    its tool's parameters (``/greet <name> [--times N] [--loud]``); a tool
-    only an MCP server knows is not started for a listing.
+    The rows are :meth:`mdagent.registry.Registry.listing_rows`, cached with
+    the registry: a warm ``/help`` with 10,000 skills builds no record, and
+    to a pipe or a file (nothing to fit) prints the cached table as it is.
     """
-    from mdagent.console import described
-    from mdagent.dispatch import arguments_usage
+    from mdagent.console import table, terminal_width
 
-    rows = []
-    for key, command in registry.commands.items():
-        if not command.user_invocable:
-            continue
-        words = command.argument_hint
-        if not words and command.kind == "tool":
-            tool = registry.tool(command.tool)
-            words = arguments_usage(command, tool) if tool is not None else ""
-        rows.append((f"/{key} {words}".rstrip(), command.description))
-    return described(sorted(rows)) or "(no commands)"
+    width = terminal_width()
+    if width is None:
+        return registry.listing_text() or "(no commands)"
+    return table(registry.listing_rows(), width=width) or "(no commands)"
 
 
 def nearest_name(registry, typed: str, *, slash: bool) -> str | None:

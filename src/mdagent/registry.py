@@ -12,8 +12,15 @@ one shard, whatever the number of skills (issue 15):
   key (a hash picks the shard), each key with the stamps of the SKILL.md
   files behind it;
 - the listing (``registry-KEY.commands.json``): every command and the stamps
-  of every SKILL.md, for what lists or checks them all (``/help``, "did you
-  mean") without parsing every skill;
+  of every SKILL.md, for what lists or checks them all ("did you mean",
+  ``agent check``) without parsing every skill;
+- the help text (``registry-KEY.help.json``): what ``/help`` prints to a
+  pipe or a file, and the stamps of every SKILL.md as three lists (paths,
+  sizes, mtimes: a third less to decode than one list per stamp), so
+  ``/help`` with 10,000 skills decodes no command record and builds none;
+- the help rows (``registry-KEY.help-rows.json``): one ``[/name usage,
+  description's first line]`` per command, sorted, for ``/help`` on a
+  terminal (the table is fitted to its width);
 - the rest (``registry-KEY.rest.json``): every problem.
 
 A file saved in place does not change its folder's mtime, so a SKILL.md is
@@ -38,7 +45,7 @@ from mdagent.errors import Problem
 from mdagent.layers import Layer, state_dir
 from mdagent.specs import CommandSpec, LazyRecords, Skill, ToolSpec, command_key, compact
 
-CACHE_FORMAT = 7
+CACHE_FORMAT = 8
 #: About this many command keys per shard: a lookup parses one shard this size.
 SHARD_SIZE = 64
 
@@ -79,6 +86,8 @@ _COMPILER_MODULES = (
     "builtins/__init__.py",
     "implementations.py",
     "templates.py",
+    "dispatch.py",  # the usage words of /help's cached rows
+    "console.py",  # and their descriptions' first lines
     "schemas/declarations.json",
     "schemas/settings.json",
     "schemas/skill.json",
@@ -114,6 +123,8 @@ class Registry:
         self.sources = sources or []
         self._aliases: dict[str, str] | None = None
         self._settings_errors: list[Problem] | None = None
+        self._listing_rows: list[list[str]] | None = None
+        self._listing_text: str | None = None
 
     @property
     def problems(self) -> list[Problem]:
@@ -161,6 +172,46 @@ class Registry:
         close = difflib.get_close_matches(key, visible, n=3, cutoff=0.6)
         prefixed = [k for k in sorted(visible) if k.startswith(key) and k not in close]
         return close + prefixed[: 3 - len(close)]
+
+    def listing_rows(self) -> list[list[str]]:
+        """``[/name usage, first line of the description]`` of every user-invocable command.
+
+        Sorted as ``/help`` lists them. The usage is the command's
+        ``argument-hint``, else the one generated from its tool's parameters
+        (``/greet <name> [--times N] [--loud]``); a tool only an MCP server
+        knows is not started for a listing. Cached with the registry, so a
+        warm ``/help`` builds no command record.
+        """
+        if self._listing_rows is None:
+            from mdagent.console import first_line
+            from mdagent.dispatch import arguments_usage
+
+            tools: dict[str | None, ToolSpec | None] = {}  # one lookup per tool, not per command
+            rows = []
+            for key, command in self.commands.items():
+                if not command.user_invocable:
+                    continue
+                words = command.argument_hint
+                if not words and command.kind == "tool":
+                    if command.tool not in tools:
+                        tools[command.tool] = self.tool(command.tool)
+                    tool = tools[command.tool]
+                    words = arguments_usage(command, tool) if tool is not None else ""
+                rows.append((f"/{key} {words}".rstrip(), command.description))
+            # Sorted by the whole description, as before: only then cut to its first line.
+            self._listing_rows = [[name, first_line(text, None)] for name, text in sorted(rows)]
+        return self._listing_rows
+
+    def listing_text(self) -> str:
+        """:meth:`listing_rows` as a table for a pipe or a file (nothing shortened).
+
+        Cached too: ``agent /help | grep`` with 10,000 skills formats nothing.
+        """
+        if self._listing_text is None:
+            from mdagent.console import table
+
+            self._listing_text = table(self.listing_rows())
+        return self._listing_text
 
     def skill_body(self, name: str) -> str:
         """The Markdown body of skill ``name``; KeyError when there is none."""
@@ -217,6 +268,8 @@ class _CacheFiles:
         self.index = base.with_name(base.name + ".json")
         self.rest = base.with_name(base.name + ".rest.json")
         self.listing = base.with_name(base.name + ".commands.json")
+        self.help = base.with_name(base.name + ".help.json")
+        self.help_rows = base.with_name(base.name + ".help-rows.json")
 
     def shard(self, number: int) -> Path:
         return self.base.with_name(f"{self.base.name}.shard-{number}.json")
@@ -256,6 +309,14 @@ def _compile_and_cache(layers: list[Layer], files: _CacheFiles) -> Registry:
         _write_cache(files.shard(number), part)
     listing = {"format": CACHE_FORMAT, "token": token, "commands": commands, "stamps": every}
     _write_cache(files.listing, listing)
+    rows = {"format": CACHE_FORMAT, "token": token, "rows": registry.listing_rows()}
+    _write_cache(files.help_rows, rows)
+    paths, sizes, mtimes = (
+        (list(column) for column in zip(*every, strict=True)) if every else ([], [], [])
+    )
+    text = registry.listing_text()
+    help_text = {"format": CACHE_FORMAT, "token": token, "text": text, "paths": paths}
+    _write_cache(files.help, {**help_text, "sizes": sizes, "mtimes": mtimes})
     problems = [list(p) for p in registry.problems]
     _write_cache(files.rest, {"format": CACHE_FORMAT, "token": token, "problems": problems})
     index = {
@@ -329,6 +390,34 @@ class _CachedRegistry(Registry):
         if self._compiled is not None:
             return self._compiled.problems
         return self._problems_read or []
+
+    def listing_rows(self) -> list[list[str]]:
+        if self._compiled is None and self._listing_rows is None:
+            self.listing_text()  # checks every SKILL.md's stamp (a stale one: compile again)
+            if self._compiled is None:
+                rows = _read_cache(self._files.help_rows)
+                if (
+                    rows is not None
+                    and rows.get("token") == self._token
+                    and _rows(rows.get("rows"))
+                ):
+                    self._listing_rows = rows["rows"]
+                else:
+                    self._recompiled("commands")
+        if self._compiled is not None:
+            return self._compiled.listing_rows()
+        return self._listing_rows or []
+
+    def listing_text(self) -> str:
+        if self._compiled is None and self._listing_text is None:
+            data = _read_cache(self._files.help)
+            if data is not None and data.get("token") == self._token and _fresh_help(data):
+                self._listing_text = data["text"]
+            else:
+                self._recompiled("commands")
+        if self._compiled is not None:
+            return self._compiled.listing_text()
+        return self._listing_text or ""
 
     # -- what the views ask --
 
@@ -503,6 +592,27 @@ def _read_cache(path: Path) -> dict[str, Any] | None:
 
 def _stamps(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(s, list) and len(s) == 3 for s in value)
+
+
+def _rows(value: Any) -> bool:
+    """Whether ``value`` is help rows: lists of two strings."""
+    return value.__class__ is list and all(
+        r.__class__ is list and len(r) == 2 and r[0].__class__ is str and r[1].__class__ is str
+        for r in value
+    )
+
+
+def _fresh_help(data: dict[str, Any]) -> bool:
+    """Whether a help file has its shape and every SKILL.md stamp in it still holds."""
+    paths, sizes, mtimes = data.get("paths"), data.get("sizes"), data.get("mtimes")
+    return (
+        isinstance(data.get("text"), str)
+        and paths.__class__ is list
+        and sizes.__class__ is list
+        and mtimes.__class__ is list
+        and len(paths) == len(sizes) == len(mtimes)
+        and _fresh(zip(paths, sizes, mtimes, strict=True))
+    )
 
 
 def _problem_rows(value: Any) -> bool:
