@@ -129,15 +129,21 @@ def test_a_partly_written_shard_is_never_used(many, run_agent):
     assert "/s149" in listing and "/pick" in listing
 
 
-def test_a_warm_lookup_reads_only_its_own_shard(tmp_path):
+def many_skills(tmp_path, count=200):
+    """A layer of ``count`` skills ``s000``…, compiled once: ``(layers, cache folder, layer)``."""
     layer = tmp_path / "l"
-    for i in range(200):
+    for i in range(count):
         write(
             layer / "skills" / f"s{i:03d}" / "SKILL.md",
             f"---\nname: s{i:03d}\ndescription: skill {i}\n---\nBody\n",
         )
     layers, cache = [Layer(layer, "option")], tmp_path / "state"
     load_registry(layers, cache)
+    return layers, cache, layer
+
+
+def test_a_warm_lookup_reads_only_its_own_shard(tmp_path):
+    layers, cache, layer = many_skills(tmp_path)
     shards = sorted(cache.glob("registry-*.shard-*.json"))
     assert len(shards) > 1
     mine = next(s for s in shards if "s007" in json.loads(s.read_text())["skills"])
@@ -189,14 +195,7 @@ def test_a_damaged_listing_is_never_used_by_help(many, run_agent, damage):
 
 
 def test_shards_a_smaller_registry_no_longer_needs_are_removed(tmp_path):
-    layer = tmp_path / "l"
-    for i in range(200):
-        write(
-            layer / "skills" / f"s{i:03d}" / "SKILL.md",
-            f"---\nname: s{i:03d}\ndescription: d\n---\n",
-        )
-    layers, cache = [Layer(layer, "option")], tmp_path / "state"
-    load_registry(layers, cache)
+    layers, cache, layer = many_skills(tmp_path)
     assert len(list(cache.glob("registry-*.shard-*.json"))) == 4
     for i in range(10, 200):
         shutil.rmtree(layer / "skills" / f"s{i:03d}")
