@@ -80,6 +80,11 @@ def cmd(command):
     return {"command": command}
 
 
+def refused(decision):
+    """A refusal (``code`` alone says nothing: it is "DENIED" on allowed decisions too)."""
+    return not decision.allowed and decision.code == "DENIED"
+
+
 # -- exec rules ---------------------------------------------------------------
 
 
@@ -106,7 +111,7 @@ def test_several_rules_together_cover_a_compound_command(root, box):
 def test_rules_name_a_tool_by_alias(root, box):
     policy = make_policy(root, {"allow": ["bash(git *)"], "deny": ["sh(git push*)"]})
     assert check(policy, box, "exec", cmd("git log")).allowed
-    assert check(policy, box, "exec", cmd("git push origin")).code == "DENIED"
+    assert refused(check(policy, box, "exec", cmd("git push origin")))
 
 
 def test_claude_code_spellings(root, box):
@@ -898,7 +903,7 @@ def test_file_rules_in_folder_trailing_slash_and_exact_forms(root, box):
     for rule in ("read_file(./docs)", "read_file(docs)", f"read_file({root}/docs)"):
         deny = make_policy(root, {"mode": "full", "deny": [rule]})
         for path in ("docs/deep/a.md", str(root / "docs" / "a.md"), "./docs"):
-            assert check(deny, box, "read_file", {"path": path}).code == "DENIED", (rule, path)
+            assert refused(check(deny, box, "read_file", {"path": path})), (rule, path)
         assert check(deny, box, "read_file", {"path": "src/docs.md"}).allowed, rule
     # An escaped wildcard is a literal character: the rule stays exact.
     star = make_policy(root, {"mode": "allowlist", "allow": [r"read_file(./a\*b)"]})
@@ -915,7 +920,7 @@ def test_the_workspace_root_rule(root, box):
     assert check(dot, box, "read_file", {"path": "."}).allowed
     assert not check(dot, box, "read_file", {"path": "a/b.txt"}).allowed  # exact: the folder
     deny = make_policy(root, {"mode": "full", "deny": ["write_file(.)"]})
-    assert check(deny, box, "write_file", {"path": "a/b.txt"}).code == "DENIED"
+    assert refused(check(deny, box, "write_file", {"path": "a/b.txt"}))
     assert check(deny, box, "write_file", {"path": "/tmp/x.txt"}).allowed
 
 
@@ -925,9 +930,9 @@ def test_home_rules(root, box, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     deny = make_policy(root, {"mode": "full", "deny": ["read_file(~/.ssh)", "write_file(~)"]})
     for path in ("~/.ssh/id_rsa", str(home / ".ssh" / "id_rsa"), "~/.ssh"):
-        assert check(deny, box, "read_file", {"path": path}).code == "DENIED", path
+        assert refused(check(deny, box, "read_file", {"path": path})), path
     assert check(deny, box, "read_file", {"path": "~/notes.txt"}).allowed
-    assert check(deny, box, "write_file", {"path": "~/x/y.txt"}).code == "DENIED"
+    assert refused(check(deny, box, "write_file", {"path": "~/x/y.txt"}))
     allow = make_policy(root, {"mode": "allowlist", "allow": ["read_file(~/notes.txt)"]})
     assert check(allow, box, "read_file", {"path": "~/notes.txt"}).allowed
     assert check(allow, box, "read_file", {"path": str(home / "notes.txt")}).allowed
@@ -960,15 +965,15 @@ def test_path_rules_judged_from_another_working_folder(root, box, tmp_path):
     # Outside the call's workspace a relative allow rule covers nothing…
     assert not run(str(root / "x.md"), str(elsewhere)).allowed
     # …but a relative deny rule still matches at any depth, and absolute ones anywhere.
-    assert run(str(root / "sub" / ".env"), str(elsewhere)).code == "DENIED"
-    assert run("/etc/shadow", ctx["workdir"]).code == "DENIED"
-    assert run("../elsewhere/.env", str(root)).code == "DENIED"
+    assert refused(run(str(root / "sub" / ".env"), str(elsewhere)))
+    assert refused(run("/etc/shadow", ctx["workdir"]))
+    assert refused(run("../elsewhere/.env", str(root)))
 
 
 def test_absolute_path_rules_match_the_path_and_its_folders(root, box):
     (root / "data").mkdir()
     deny = make_policy(root, {"mode": "full", "deny": [f"write_file({root}/data)"]})
-    assert check(deny, box, "write_file", {"path": "data/x/y.csv"}).code == "DENIED"
+    assert refused(check(deny, box, "write_file", {"path": "data/x/y.csv"}))
     assert check(deny, box, "write_file", {"path": "data2/y.csv"}).allowed
     exact = make_policy(root, {"mode": "allowlist", "allow": [f"write_file({root}/data/a.csv)"]})
     assert check(exact, box, "write_file", {"path": "data/a.csv"}).allowed
@@ -978,7 +983,7 @@ def test_absolute_path_rules_match_the_path_and_its_folders(root, box):
 def test_deny_path_rules_ignore_case_and_allow_rules_do_not(root, box):
     deny = make_policy(root, {"mode": "full", "deny": ["read_file(*.pem)", "read_file(./Keys/)"]})
     for path in ("a/KEY.PEM", "keys/x", "KEYS/x"):
-        assert check(deny, box, "read_file", {"path": path}).code == "DENIED", path
+        assert refused(check(deny, box, "read_file", {"path": path})), path
     allow = make_policy(root, {"mode": "allowlist", "allow": ["read_file(./docs/**)"]})
     assert not check(allow, box, "read_file", {"path": "DOCS/a.md"}).allowed
 
@@ -999,7 +1004,7 @@ def test_deny_path_rules_ignore_case_and_allow_rules_do_not(root, box):
 )
 def test_a_domain_rule_on_an_address_sees_every_spelling(root, box, url):
     deny = make_policy(root, {"mode": "full", "deny": ["fetch(domain:127.0.0.1)"]})
-    assert check(deny, box, "fetch", {"url": url}).code == "DENIED", url
+    assert refused(check(deny, box, "fetch", {"url": url})), url
     allow = make_policy(root, {"mode": "allowlist", "allow": ["fetch(domain:127.1)"]})
     assert check(allow, box, "fetch", {"url": url}).allowed, url
 
@@ -1007,10 +1012,10 @@ def test_a_domain_rule_on_an_address_sees_every_spelling(root, box, url):
 def test_domain_rules_on_ipv6_and_names(root, box):
     v6 = make_policy(root, {"mode": "full", "deny": ["fetch(domain:fe80::1)"]})
     for url in ("http://[fe80::1]/", "http://[fe80:0::1%25eth0]/", "http://[FE80::0:1]:8/"):
-        assert check(v6, box, "fetch", {"url": url}).code == "DENIED", url
+        assert refused(check(v6, box, "fetch", {"url": url})), url
     assert check(v6, box, "fetch", {"url": "http://[fe80::2]/"}).allowed
     loop = make_policy(root, {"mode": "full", "deny": ["fetch(domain:[::1])"]})
-    assert check(loop, box, "fetch", {"url": "http://[0:0::1]/"}).code == "DENIED"
+    assert refused(check(loop, box, "fetch", {"url": "http://[0:0::1]/"}))
     # An address matches only itself: never as the tail of a name or a longer address.
     ip = make_policy(root, {"mode": "allowlist", "allow": ["fetch(domain:10.0.0.1)"]})
     for url in ("http://evil.10.0.0.1/", "http://110.0.0.1/", "http://10.0.0.12/"):
@@ -1020,11 +1025,11 @@ def test_domain_rules_on_ipv6_and_names(root, box):
     # Names: case, trailing dots and internationalised spellings are one host.
     name = make_policy(root, {"mode": "full", "deny": ["fetch(domain: Example.ORG. )"]})
     for url in ("https://EXAMPLE.org/", "https://a.b.example.org./x"):
-        assert check(name, box, "fetch", {"url": url}).code == "DENIED", url
+        assert refused(check(name, box, "fetch", {"url": url})), url
     assert check(name, box, "fetch", {"url": "https://example.org.evil/"}).allowed
     idn = make_policy(root, {"mode": "full", "deny": ["fetch(domain:bücher.example)"]})
     for url in ("https://xn--bcher-kva.example/", "https://www.BÜCHER.example/"):
-        assert check(idn, box, "fetch", {"url": url}).code == "DENIED", url
+        assert refused(check(idn, box, "fetch", {"url": url})), url
     empty = make_policy(root, {"mode": "allowlist", "allow": ["fetch(domain:.)"]})
     assert not check(empty, box, "fetch", {"url": "https://example.org/"}).allowed
 
@@ -1032,7 +1037,7 @@ def test_domain_rules_on_ipv6_and_names(root, box):
 def test_a_url_httpx_refuses_is_judged_by_the_host_a_lenient_client_would_use(root, box):
     deny = make_policy(root, {"mode": "full", "deny": ["fetch(domain:evil.example)"]})
     for url in ("http://evil.example:99999/", "http://evil.example/\x00"):
-        assert check(deny, box, "fetch", {"url": url}).code == "DENIED", url
+        assert refused(check(deny, box, "fetch", {"url": url})), url
     allow = make_policy(root, {"mode": "allowlist", "allow": ["fetch(domain:example.org)"]})
     assert not check(allow, box, "fetch", {"url": "http://[::1/"}).allowed
 
@@ -1302,7 +1307,7 @@ def test_rules_judged_with_the_filesystem_root_as_workspace(box):
 def test_a_deny_rule_naming_a_program_by_path_sees_it_behind_a_wrapper(root, box):
     policy = make_policy(root, {"mode": "full", "deny": ["exec(/bin/rm *)"]})
     for command in ("/bin/rm x", "sudo /bin/rm x", "nice -n 1 /bin/rm x"):
-        assert check(policy, box, "exec", cmd(command)).code == "DENIED", command
+        assert refused(check(policy, box, "exec", cmd(command))), command
     assert check(policy, box, "exec", cmd("rm x")).allowed
 
 
@@ -1434,10 +1439,10 @@ def test_always_that_cannot_be_saved_allows_for_the_session_and_warns(root, box,
 def test_a_domain_rule_written_with_a_leading_dot_covers_the_domain(root, box):
     deny = make_policy(root, {"mode": "full", "deny": ["fetch(domain:.evil.example)"]})
     for url in ("https://evil.example/", "https://x.evil.example/"):
-        assert check(deny, box, "fetch", {"url": url}).code == "DENIED", url
+        assert refused(check(deny, box, "fetch", {"url": url})), url
     assert check(deny, box, "fetch", {"url": "https://notevil.example/"}).allowed
     box_domain = make_policy(root, {"mode": "full", "deny": ["fetch(domain:mail.box)"]})
-    assert check(box_domain, box, "fetch", {"url": "https://mail.box/"}).code == "DENIED"
+    assert refused(check(box_domain, box, "fetch", {"url": "https://mail.box/"}))
     assert check(box_domain, box, "fetch", {"url": "https://mail.bo/"}).allowed
 
 

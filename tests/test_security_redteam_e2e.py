@@ -299,3 +299,16 @@ def test_a_zone_id_does_not_hide_an_address_from_a_domain_rule(workspace, run_ag
     results = run_model(run_agent, [("fetch", {"url": u}) for u in urls])
     for url, got in zip(urls, results, strict=True):
         assert got["ok"] is False and "fetch(domain:::1)" in got["error"], url
+
+
+def test_a_deny_rule_on_the_root_folder_denies_every_file(workspace, run_agent):
+    # `write_file(/)` reads as "nowhere": it held nothing before (fail open).
+    settings(workspace, "policy:\n  mode: full\n  deny: ['write_file(/)', 'read_file(/)']\n")
+    (workspace / "notes.txt").write_text("kept\n")
+    calls = [
+        ("write_file", {"path": "notes.txt", "content": "overwritten\n"}),
+        ("read_file", {"path": "/etc/hostname"}),
+    ]
+    for result in run_model(run_agent, calls):
+        assert result["code"] == "DENIED", result
+    assert (workspace / "notes.txt").read_text() == "kept\n"

@@ -333,6 +333,8 @@ def _path_regex(pattern: str, ignore_case: bool, anchored: bool = False) -> re.P
     a pattern with a slash (or ``anchored``) starts at the path's first
     component, one without matches at any depth.
     """
+    if pattern.startswith("/") and not pattern.strip("/"):
+        return re.compile(".*", re.S)  # `/`: the filesystem's root, which holds every path
     anchored = anchored or "/" in pattern.rstrip("/")
     regex = gitignore_regex(pattern.rstrip("/").lstrip("/"))
     if not anchored:
