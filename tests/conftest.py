@@ -251,3 +251,22 @@ def wait_for_text(path: Path, proc: subprocess.Popen, within: float = 20.0) -> s
         time.sleep(0.05)
     proc.kill()
     pytest.fail(f"{path.name} was not written within {within} s")
+
+
+# -- the policy tests' fixtures (test_policy*.py) ------------------------------------
+
+
+@pytest.fixture
+def box():
+    """The policy tests' toolbox (:func:`test_policy.make_toolbox`)."""
+    from test_policy import make_toolbox
+
+    return make_toolbox()
+
+
+@pytest.fixture
+def root(tmp_path):
+    """A project folder with a ``.agents`` layer, for the policy tests."""
+    project = tmp_path / "project"
+    (project / ".agents").mkdir(parents=True)
+    return project

@@ -53,18 +53,6 @@ def make_toolbox() -> Toolbox:
     return box
 
 
-@pytest.fixture
-def box():
-    return make_toolbox()
-
-
-@pytest.fixture
-def root(tmp_path):
-    project = tmp_path / "project"
-    (project / ".agents").mkdir(parents=True)
-    return project
-
-
 def make_policy(root, policy=None, **kw):
     kw.setdefault("interactive", False)
     kw.setdefault("project_layer", root / ".agents")

@@ -16,19 +16,7 @@ import pytest
 from mdagent.errors import ConfigError
 from mdagent.policy import Policy, Source, rule_sources
 from mdagent.toolbox import Decision, Toolbox, ToolContext
-from test_policy import MODEL, PERSON, check, cmd, make_policy, make_toolbox
-
-
-@pytest.fixture
-def box():
-    return make_toolbox()
-
-
-@pytest.fixture
-def root(tmp_path):
-    project = tmp_path / "project"
-    (project / ".agents").mkdir(parents=True)
-    return project
+from test_policy import MODEL, PERSON, check, cmd, make_policy
 
 
 @pytest.fixture

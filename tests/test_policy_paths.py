@@ -17,19 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from mdagent.toolbox import ToolContext
-from test_policy import MODEL, check, make_policy, make_toolbox
-
-
-@pytest.fixture
-def box():
-    return make_toolbox()
-
-
-@pytest.fixture
-def root(tmp_path):
-    project = tmp_path / "project"
-    (project / ".agents").mkdir(parents=True)
-    return project
+from test_policy import MODEL, check, make_policy
 
 
 def _refused_by(decision, rule):

@@ -15,21 +15,9 @@ from mdagent.errors import ConfigError
 from mdagent.policy import Rule
 from mdagent.policycheck import verdict_dict
 from mdagent.toolbox import Decision, HookDecision, ToolContext
-from test_policy import MODEL, PERSON, cmd, make_policy, make_toolbox
+from test_policy import MODEL, PERSON, cmd, make_policy
 
 PROTECTED = ".agents/config/agent.yaml (the project layer)"
-
-
-@pytest.fixture
-def box():
-    return make_toolbox()
-
-
-@pytest.fixture
-def root(tmp_path):
-    project = tmp_path / "project"
-    (project / ".agents").mkdir(parents=True)
-    return project
 
 
 def context(root, caller=MODEL, **kw):
