@@ -383,3 +383,63 @@ def test_never_asks_on_the_terminal_even_when_it_has_one(project):
         assert result.is_error and "no terminal to ask on" in text(result)
         assert PROMPT not in term.text
     assert not (project / "a.txt").exists()
+
+
+def test_a_prompt_cannot_include_a_file_read_file_may_not_read(project):
+    """``@{path}`` in a prompt is a read by the client: ``read_file``'s deny rules apply."""
+    settings(project, "policy:\n  deny: ['read_file(**/.env)']\n")
+    write(project / ".env", "TOKEN=S3CR3T-VALUE\n")
+    write(
+        project / ".agents" / "skills" / "leaky" / "SKILL.md",
+        "---\nname: leaky\ndescription: d\n---\nEnv: @{.env}\n",
+    )
+    linked = write(
+        project / ".agents" / "skills" / "linked" / "SKILL.md",
+        "---\nname: linked\ndescription: d\n---\nRef: @{${SKILL_DIR}/ref.md}\n",
+    )
+    (linked.parent / "ref.md").symlink_to(project / ".env")
+
+    async def body(session):
+        errors = []
+        for name in ("leaky", "linked"):
+            with pytest.raises(MCPError) as raised:
+                await session.get_prompt(name, {})
+            errors.append(str(raised.value))
+        return errors
+
+    errors = run_session(server_params(project), body)
+    for error in errors:
+        assert "denied by policy rule `read_file(**/.env)`" in error
+        assert "S3CR3T" not in error
+
+
+def test_a_foreign_skills_commands_are_never_asked_about_on_the_servers_terminal(project, tmp_path):
+    """A foreign skill's ``!`cmd``` needs consent; the server never asks: not run, not kept."""
+    from mcp.client.streamable_http import streamable_http_client
+
+    from test_terminal_e2e import Terminal
+
+    marker = tmp_path / "ran"
+    write(
+        Path(os.environ["AGENT_HOME"]) / "skills" / "foreign" / "SKILL.md",
+        f"---\nname: foreign\ndescription: d\n---\nA !`touch {marker}` B\n",
+    )
+    with Terminal("mcp", "serve", "--http", "127.0.0.1:0", cwd=project) as term:
+        url = term.expect(r"serving MCP on (http://127\.0\.0\.1:\d+/mcp)", timeout=30).group(1)
+
+        async def main():
+            async with (
+                streamable_http_client(url) as (read, write_),
+                ClientSession(read, write_) as session,
+            ):
+                await session.initialize()
+                with anyio.fail_after(30):  # a question on the pty would wait forever
+                    return await session.get_prompt("foreign", {})
+
+        result = anyio.run(main)
+        assert "runs these commands" not in term.text
+    rendered = result.messages[0].content.text
+    assert f"A [`touch {marker}` not run: skill foreign" in rendered
+    assert "`agent mcp serve` never asks anyone" in rendered
+    assert not marker.exists()
+    assert not (Path(os.environ["AGENT_STATE_DIR"]) / "skill-consent.json").exists()

@@ -312,3 +312,25 @@ def test_a_deny_rule_on_the_root_folder_denies_every_file(workspace, run_agent):
     for result in run_model(run_agent, calls):
         assert result["code"] == "DENIED", result
     assert (workspace / "notes.txt").read_text() == "kept\n"
+
+
+# -- 8. inline code that an interpreter's allow rule covered ----------------------------
+
+
+def test_code_given_to_an_allowed_interpreter_is_asked_not_run(workspace, run_agent):
+    # `exec(python3 *)` is for scripts: a module that runs its arguments as
+    # code, or a program read from stdin, is inline code and asks (and with
+    # no one to ask, `agent ask` refuses it).
+    settings(workspace, "policy:\n  allow: ['exec(python3 *)', 'exec(echo *)']\n")
+    (workspace / "tool.py").write_text("open('ran-script', 'w').close()\n")
+    commands = [
+        "python3 -m timeit -n1 -r1 \"open('ran-timeit', 'w').close()\"",
+        "python3 -m code <<< \"open('ran-code', 'w').close()\"",
+        "python3 /dev/stdin <<< \"open('ran-stdin', 'w').close()\"",
+        "echo \"open('ran-pipe', 'w').close()\" | python3 -",
+    ]
+    *refused, script = run_model(run_agent, execs(*commands, "python3 tool.py"))
+    for command, got in zip(commands, refused, strict=True):
+        assert got["ok"] is False and "runs inline code" in got["error"], (command, got)
+    assert sorted(p.name for p in workspace.glob("ran-*")) == ["ran-script"]
+    assert script["ok"] is True, script

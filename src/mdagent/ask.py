@@ -225,7 +225,7 @@ def run_prompt_skill(runtime: Runtime, command: CommandSpec, argv: list[str]) ->
     if skill.context == "fork":
         parent = _session(runtime, title, model=_model_name(runtime, skill))
         parent.add({"role": "user", "content": title})
-        outcome = run_fork(runtime, skill, message, parent=parent.session_id)
+        outcome = run_fork(runtime, skill, message, parent=parent.session_id, typed=True)
         if outcome.answer is not None:
             parent.add({"role": "assistant", "content": outcome.answer})
         return finish(runtime, outcome)
@@ -244,18 +244,21 @@ def run_fork(
     message: dict[str, Any],
     *,
     parent: str | None,
+    typed: bool,
     display: Display | None = None,
 ) -> Outcome:
     """Run ``skill``'s turn on ``message`` in a fresh session linked to ``parent``.
 
     The sub-conversation has the skill's model, step limit and tools; its
     answer is the outcome's. Its own ``context: fork`` skills do not fork again.
+    ``typed``: a person typed ``/name``, so the skill's ``allowed-tools`` are
+    pre-approved; a fork the model starts runs under the caller's policy only.
     """
     provider, config = _skill_provider(runtime, skill)
     try:
         child = _session(runtime, f"/{skill.name} (forked)", model=config.model, parent=parent)
         agent = build_agent(
-            runtime, provider, child, display=display, fork=False, **skill_turn(skill)
+            runtime, provider, child, display=display, fork=False, **skill_turn(skill, typed=typed)
         )
         return agent.run(message)
     finally:
@@ -268,10 +271,15 @@ def _skill_provider(runtime: Runtime, skill: Skill) -> tuple[Provider, ProviderC
     return make_provider(runtime, skill.model) if skill.model else make_provider(runtime)
 
 
-def skill_turn(skill: Skill) -> dict[str, Any]:
-    """The :func:`build_agent` options of a turn ``skill`` starts."""
+def skill_turn(skill: Skill, *, typed: bool = True) -> dict[str, Any]:
+    """The :func:`build_agent` options of a turn ``skill`` starts.
+
+    ``typed``: a person typed ``/name``. Only then do the skill's
+    ``allowed-tools`` pre-approve anything: a skill the model loads (inline
+    or forked) must not widen the model's own permissions.
+    """
     return {
-        "allow": skill_allow_rules(skill),
+        "allow": skill_allow_rules(skill) if typed else [],
         "without": skill.disallowed_tools,
         "max_steps": skill.max_steps,
     }
@@ -307,8 +315,14 @@ def _register_fork(runtime: Runtime, conversation: Conversation, *, enabled: boo
         if not enabled:
             return {"error": f"skill {skill.name} runs forked, and forked runs do not nest"}
         quiet = Display(show_text=False, spinner=False)
+        # The model started this fork: no allowed-tools, the caller's policy only.
         outcome = run_fork(
-            runtime, skill, {"role": "user", "content": text}, parent=parent, display=quiet
+            runtime,
+            skill,
+            {"role": "user", "content": text},
+            parent=parent,
+            typed=False,
+            display=quiet,
         )
         if outcome.answer is None:
             return {

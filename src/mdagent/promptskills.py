@@ -7,7 +7,8 @@ prompt of the turn it starts (or the ``skill`` tool's result):
   and the names of ``arguments:`` as ``$name`` / ``{name}``, bound from
   ``--name value``, ``--name=value`` or position, else their ``default``;
 * ``@{path}`` inserts a file (or a folder's listing, ``.gitignore`` honoured),
-  confined to the workspace and the skill's own folder;
+  confined to the workspace and the skill's own folder, and refused where a
+  ``read_file`` of it would be by a deny rule;
 * ``` !`cmd` ``` runs ``cmd`` through the toolbox's ``exec`` tool as a call by
   whoever triggered the skill (the context handed in: a person, the model, an
   MCP client), so policy, sandbox, hooks, audit and timeout apply, and inserts
@@ -20,8 +21,9 @@ never substituted itself: a file holding ``$ARGUMENTS`` stays as written.
 A skill not written in this project (the user layer, another agent's skill
 folder, a skill the project's ``skills.lock`` lists as installed) shows its
 commands and asks before running them the first time; the answer is kept per
-skill and content hash in the state dir. With no terminal the question is a
-denial.
+skill and content hash in the state dir. With no terminal, or for an MCP
+client (``agent mcp serve`` never asks anyone), the question is a denial and
+nothing is kept.
 """
 
 from __future__ import annotations
@@ -152,7 +154,8 @@ def render(
     ``$ARGUMENTS`` and the argument names as written, for the model to read.
     Raises :class:`UsageError` for a missing argument (``strict``),
     :class:`ToolFailed` for a missing include and :class:`PolicyDenied` for
-    one outside the workspace and the skill's folder.
+    one outside the workspace and the skill's folder, or one a ``read_file``
+    deny rule refuses.
     """
     from mdagent.skills import read_body, substitute, with_skill_dir
 
@@ -302,25 +305,59 @@ def is_foreign(skill: Skill) -> bool:
 
 
 def installed(skill: Skill) -> bool:
-    """Whether the ``skills.lock`` of the skill's layer lists it (an unreadable lock: yes)."""
-    lock = Path(skill.path).parent.parent.parent / "skills.lock"
-    try:
-        text = lock.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True  # fail closed: a lock we cannot read may list it
+    """Whether a ``skills.lock`` of the skill's layer lists it (when unsure: yes).
+
+    The skill may sit in a group folder (``skills/vendor/thirdp/``) or have
+    been moved since it was installed, so every folder above it named
+    ``skills`` counts as a layer's skills folder, and its parent's lock is
+    read. A lock entry names the skill when its key or ``renamed-from`` is
+    the skill's name or folder name, or when its ``SKILL.md`` hash is this
+    file's. An unreadable or malformed lock fails closed.
+    """
+    folder = Path(skill.path).parent
+    names = {skill.name, folder.name}
+    digest = _content_hash(skill.path)
+    for above in folder.parents:
+        if above.name != "skills":
+            continue
+        lock = above.parent / "skills.lock"
+        try:
+            text = lock.read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError:
+            return True  # fail closed: a lock we cannot read may list it
+        if _listed(text, str(lock), names, digest):
+            return True
+    return False
+
+
+def _listed(text: str, where: str, names: set[str], digest: str) -> bool:
+    """Whether the lock ``text`` lists a skill called one of ``names`` or with this ``SKILL.md``."""
     try:
         from mdagent.yamlsource import load_yaml, plain
 
-        data = plain(load_yaml(text, str(lock)))
+        data = plain(load_yaml(text, where))
     except Exception:  # a malformed lock: fail closed
         return True
     entries = data.get("skills", data) if isinstance(data, dict) else data
-    if isinstance(entries, dict):
-        return skill.name in entries
-    if isinstance(entries, list):
-        return any(skill.name == (e.get("name") if isinstance(e, dict) else e) for e in entries)
+    if isinstance(entries, list):  # an older shape: a list of names or {name: ...}
+        pairs = [(e.get("name"), e) if isinstance(e, dict) else (e, {}) for e in entries]
+    elif isinstance(entries, dict):
+        pairs = list(entries.items())
+    else:  # empty: lists nothing; a shape we do not know: fail closed
+        return entries is not None
+    for key, entry in pairs:
+        if key in names:
+            return True
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("renamed-from") in names:
+            return True
+        files = entry.get("files")
+        listed = files.get("SKILL.md") if isinstance(files, dict) else None
+        if digest and isinstance(listed, str) and listed.removeprefix("x:") == digest:
+            return True
     return False
 
 
@@ -336,15 +373,16 @@ def _consent(skill: Skill, commands: list[str], ctx: ToolContext) -> str | None:
         if _consented(skill.path, digest):
             return None
         if ctx.approve_all:
-            return None
-        from mdagent.approval import ask_terminal, terminal_available
+            return None  # --yes answers for this run; nothing is kept
+        from mdagent.approval import ask_terminal
 
         where = f"{skill.name} ({skill.path})"
-        if not terminal_available():
+        nobody = _nobody_to_ask(ctx)
+        if nobody:
             return (
                 f"skill {where} comes from outside this project and its commands need your "
-                "approval the first time; there is no terminal to ask on (run it once in a "
-                "terminal, or with --yes)"
+                f"approval the first time; {nobody} (run it once with `agent /{skill.name}` "
+                "in a terminal, or with --yes)"
             )
         try:
             answer = ask_terminal(
@@ -360,6 +398,34 @@ def _consent(skill: Skill, commands: list[str], ctx: ToolContext) -> str | None:
             return f"you declined the commands of skill {where}"
         _remember(skill.path, digest)
         return None
+
+
+def _nobody_to_ask(ctx: ToolContext) -> str | None:
+    """Why nobody may be asked for consent here, or None when a person at a terminal may.
+
+    An MCP client's request is never put to whoever sits at the server's
+    terminal (README, MCP: the server never asks anyone), nor is a model's
+    under a policy that does not ask; a person's ``/name`` asks on a terminal.
+    """
+    from mdagent.approval import terminal_available
+
+    caller = getattr(ctx, "caller", "person")
+    if caller == "mcp":
+        return "an MCP client asked for it, and `agent mcp serve` never asks anyone"
+    policy = _policy_of(ctx)
+    if caller != "person" and getattr(policy, "interactive", True) is False:
+        return "there is no terminal to ask on"
+    if not terminal_available():
+        return "there is no terminal to ask on"
+    return None
+
+
+def _policy_of(ctx: ToolContext) -> Any:
+    """The policy the calls of ``ctx`` are judged by (the toolbox's unless ``ctx`` has one)."""
+    policy = getattr(ctx, "policy", None)
+    if policy is None and ctx.toolbox is not None:
+        policy = ctx.toolbox.policy
+    return policy
 
 
 def _content_hash(path: str) -> str:
@@ -421,6 +487,9 @@ def include(skill: Skill, path: str, ctx: ToolContext) -> str:
     except PolicyDenied as exc:
         raise PolicyDenied(f"/{skill.name}: @{{{path}}}: {exc}") from None
     shown = display_path(resolved, root)
+    refusal = _read_denied(path, ctx)
+    if refusal:
+        raise PolicyDenied(f"/{skill.name}: @{{{path}}}: {refusal}")
     try:
         with open_parent(resolved, root, roots) as (folder, name):
             fd = open_entry(folder, name, os.O_RDONLY | os.O_NONBLOCK, resolved)
@@ -451,6 +520,26 @@ def include(skill: Skill, path: str, ctx: ToolContext) -> str:
     if more and "[... cut" not in text:
         text += "\n[... cut: the file is longer]"
     return text
+
+
+def _read_denied(path: str, ctx: ToolContext) -> str | None:
+    """The deny rules' refusal of a ``read_file`` of ``path``, or None.
+
+    An include is a read by whoever triggered the skill, so ``read_file``'s
+    deny rules apply to it as written and with symlinks resolved (the
+    policy judges both). Only the deny rules: nobody is asked from here.
+    """
+    policy = _policy_of(ctx)
+    screen = getattr(policy, "screen", None)
+    if screen is None:
+        return None  # no policy, or one with no deny rules to apply
+    tool: Any = ctx.toolbox.tool_for("read_file") if ctx.toolbox is not None else None
+    if not hasattr(tool, "schema"):  # read_file not offered here: its rules still apply
+        from types import SimpleNamespace
+
+        tool = SimpleNamespace(name="read_file", aliases=())
+    decision = screen(tool, {"path": path}, ctx)
+    return None if decision is None else str(decision.reason or "denied by policy")
 
 
 def _listing(folder: Path, root: Path) -> str:
