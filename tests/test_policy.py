@@ -1508,3 +1508,40 @@ def test_without_a_caller_option_values_and_the_sandbox_are_a_models():
     except Exception as exc:  # no Landlock here: refusing is not skipping either
         confined = exc
     assert confined is not None
+
+
+@pytest.mark.parametrize(
+    ("command", "denied"),
+    [
+        ("setpriv rm x", True),
+        ("strace -f -o /dev/null rm -rf x", True),
+        ("/lib64/ld-linux-x86-64.so.2 /bin/rm x", True),
+        ("script -qc 'rm x' /dev/null", True),
+        ("su -c 'rm x'", True),
+        ("git rm x", True),  # the program named anywhere: fail closed
+        ("git commit -m 'rm old files'", False),  # a message, not a command line
+        ("echo 'rm -rf is dangerous'", False),
+        ("ls -l", False),
+    ],
+)
+def test_a_deny_rule_meets_its_program_named_by_a_wrapper_it_does_not_know(
+    root, box, command, denied
+):
+    policy = make_policy(root, {"mode": "full", "deny": ["exec(rm *)"]})
+    decision = check(policy, box, "exec", cmd(command))
+    assert refused(decision) is denied, (command, decision.reason)
+
+
+@pytest.mark.parametrize(
+    ("command", "plain"),
+    [
+        ("NODE_OPTIONS='--import=data:text/javascript,x' node a.js", "node a.js"),
+        ("env PERL5OPT='-Mstrict;system(1)' perl x.pl", "perl x.pl"),
+        ("PYTHONINSPECT=1 python3 tool.py", "python3 tool.py"),
+    ],
+)
+def test_variables_that_give_an_interpreter_code_are_inline_code(root, box, command, plain):
+    # `exec(*)` is a pattern: it covers the plain command, never inline code.
+    policy = make_policy(root, {"mode": "allowlist", "allow": ["exec(*)"]})
+    assert not check(policy, box, "exec", cmd(command)).allowed, command
+    assert check(policy, box, "exec", cmd(plain)).allowed, plain

@@ -419,3 +419,37 @@ def test_a_rule_without_a_reason_shows_none_in_policy_check_json(root, box):
     policy = make_policy(root, {"deny": ["exec(rm *)"]})
     verdict = policy.evaluate(box.tool_for("exec"), cmd("rm x"), context(root))
     assert verdict_dict("exec", cmd("rm x"), verdict)["reason"] is None
+
+
+def test_a_rule_may_name_a_tool_by_its_declared_alias(root):
+    from mdagent.toolbox import Toolbox
+
+    box = Toolbox()
+    box.add("forecast", description="f", aliases=["wx"], handler=dict, security="safe")
+    policy = make_policy(root, {"mode": "full", "deny": ["wx"]})
+    decision = policy.check(box.tool_for("forecast"), {}, context(root))
+    assert not decision.allowed and "`wx`" in decision.reason
+
+
+def test_a_lone_rule_string_is_a_one_item_list():
+    from mdagent.policy import parse_rules
+
+    assert [str(r) for r in parse_rules("exec(ls *)", "policy.allow")] == ["exec(ls *)"]
+
+
+def test_an_entry_holding_a_date_still_has_a_key():
+    import datetime
+
+    from mdagent.policy import entry_key
+
+    # YAML reads `reason: 2024-01-01` as a date: looking up where it was written must not crash.
+    key = entry_key({"rule": "exec(rm *)", "reason": datetime.date(2024, 1, 1)})
+    assert "2024-01-01" in key
+
+
+def test_a_tool_without_aliases_is_named_by_its_name_alone():
+    from types import SimpleNamespace
+
+    from mdagent.policy import tool_names
+
+    assert tool_names(SimpleNamespace(name="forecast")) == ("forecast",)

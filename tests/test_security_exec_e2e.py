@@ -102,8 +102,16 @@ WRAPPED = [
     ),
     ("env -S 'rm {victim}'", ""),
     ("flock {lock} -c 'rm {victim}'", ""),
-    # an option no table knows: what runs cannot be read, so it is denied
-    ("timeout --no-such-option 5 rm {victim}", "could not be checked"),
+    # an option no table knows: the program it names is still met (fail closed)
+    ("timeout --no-such-option 5 rm {victim}", "(rm victim"),
+]
+UNKNOWN_WRAPPERS = [
+    # programs the wrapper table does not know that run their arguments
+    ("setpriv rm {victim}", "(rm victim"),
+    ("prlimit --nofile=100 rm {victim}", "(rm victim"),
+    ("/lib64/ld-linux-x86-64.so.2 /bin/rm {victim}", "(rm victim"),
+    ("script -qc 'rm {victim}' /dev/null", "(rm victim"),
+    ("strace -o /dev/null rm {victim}", "(rm victim"),
 ]
 UNPARSEABLE = [
     # bash: x='$', then rm runs; tree-sitter reads it otherwise
@@ -128,8 +136,8 @@ FED_TO_A_SHELL = [
 
 @pytest.mark.parametrize(
     "attempts",
-    [WRAPPED, UNPARSEABLE, FED_TO_A_SHELL],
-    ids=["wrappers-and-their-options", "unparseable", "fed-to-a-shell"],
+    [WRAPPED, UNKNOWN_WRAPPERS, UNPARSEABLE, FED_TO_A_SHELL],
+    ids=["wrappers-and-their-options", "unknown-wrappers", "unparseable", "fed-to-a-shell"],
 )
 def test_a_deny_rule_sees_rm_however_it_is_run(workspace, run_agent, attempts):
     settings(workspace, RM_DENIED)

@@ -178,7 +178,8 @@ def test_deny_rules_hold_against_added_arguments_and_renamed_programs(workspace,
     assert all(v.read_text() == "keep me" for v in victims)
     for command, got in zip(commands, results, strict=True):
         assert got["ok"] is False and "exec(rm *)" in got["error"], command
-    assert "xargs" in results[0]["error"] and "hash" in results[2]["error"]
+    assert "xargs" in results[0]["error"]
+    assert "hash" in results[2]["error"] or "(rm ls)" in results[2]["error"]
     # A command typed by a person is held to deny rules too (exit 126).
     typed = run_agent("/t", "echo victim0 | xargs rm")
     assert typed.returncode == 126 and victims[0].exists()

@@ -291,7 +291,33 @@ def segment_candidates(seg: Any) -> list[str]:
         if stage:
             program = stage[0].rsplit("/", 1)[-1]
             out += [" ".join(stage), " ".join((program, *stage[1:]))]
+    out += _later_programs(seg.core)
     return list(dict.fromkeys(out))
+
+
+# An option whose value is a command line: `script -qc 'rm x'`, `su -c …`, `--command=…`.
+_COMMAND_OPTION = re.compile(r"-[A-Za-z]*c|--command")
+
+
+def _later_programs(words: Any) -> list[str]:
+    """Each later word of ``words`` read as a program, the rest as its arguments.
+
+    Fail closed: a program the wrapper table does not know (``setpriv``,
+    ``strace``, ``script -c``, ``ld.so``) may run its arguments, so a deny
+    or ask rule also meets the program it names anywhere in the command
+    (``strace rm x`` is also ``rm x``; ``git rm x`` too). A word holding a
+    whole command line (``script -qc 'rm x'``) is read as that line.
+    """
+    out = []
+    for start in range(1, len(words or ())):
+        if " " in words[start].strip() and not _COMMAND_OPTION.fullmatch(words[start - 1]):
+            continue  # text, not a command line (`echo 'rm -rf is dangerous'`, `-m 'rm x'`)
+        head = " ".join(words[start:]).strip()
+        if not head or head.startswith("-"):
+            continue
+        program, _, rest = head.partition(" ")
+        out += [head, f"{program.rsplit('/', 1)[-1]} {rest}".rstrip()]
+    return out
 
 
 @lru_cache(maxsize=64)
@@ -769,9 +795,9 @@ class Policy:
         if seg.dynamic:
             return seg.dynamic
         if self.inline_eval == "ask":
-            from mdagent.interpreters import inline_code
+            from mdagent.interpreters import inline_code, inline_environment
 
-            inline = inline_code(seg.core)
+            inline = inline_code(seg.core) or inline_environment(seg.argv, seg.core)
             if inline:
                 return f"`{inline}` runs inline code, which allow rules do not cover (policy.inline_eval: ask)"
         return None
