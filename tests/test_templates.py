@@ -759,3 +759,22 @@ def test_shell_words_after_operators_and_expansions_are_quoted_and_checked(
 )
 def test_a_bare_value_never_lengthens_the_variable_name_before_it(template, value, script):
     assert expand_shell(template, {"p": value}, {"p": {"type": "string"}}) == script
+
+
+@pytest.mark.parametrize(
+    "template",
+    ['"$HOME"/bin/sh -c {v}', "$PREFIX/bin/bash -c {v}", "${{X}}/sh -c {v}", "`pwd`/zsh -c {v}"],
+)
+def test_a_shell_named_through_an_expanded_folder_is_still_a_shell(template):
+    with pytest.raises(TemplateError, match=r"as the script of `/(sh|bash|zsh) -c`"):
+        check_shell(template)
+
+
+def test_an_expanded_name_is_not_taken_for_a_shell():
+    check_shell('"$HOME"/bin/tool -c {v}')  # a program that is no shell: the value is data
+
+
+def test_a_program_named_at_run_time_may_be_a_shell():
+    with pytest.raises(TemplateError, match="script of `a program named at run time -c`"):
+        check_shell("$SHELL -c {v}")
+    check_shell('$SHELL -c "echo \\"$1\\"" sh {v}')  # the value as an argument: fine

@@ -47,3 +47,22 @@ def test_a_models_option_value_after_an_empty_expansion_is_refused(workspace, ru
         assert refused["ok"] is False and "'value' starts with '-'" in refused["error"], refused
         assert "stdout" not in refused
     assert [r["stdout"] for r in results[2:]] == ["[a-b]", "[HOME]", "[x-r]"]
+
+
+def test_a_shell_named_through_an_expanded_folder_still_runs_its_script_as_code(
+    workspace, run_agent
+):
+    # `"$HOME"/bin/sh -c {v}`: whatever $HOME holds, the value would be a script.
+    config(
+        workspace,
+        "shells.yaml",
+        "tools:\n"
+        "  t:\n"
+        "    description: d\n"
+        "    params: {v: {type: string}}\n"
+        "    shell: '\"$HOME\"/bin/sh -c {v}'\n",
+    )
+    result = run_agent("check")
+    assert result.returncode == 1
+    assert "shells.yaml:" in result.stdout
+    assert "cannot be used as the script of `/sh -c` (run as code)" in result.stdout

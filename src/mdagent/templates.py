@@ -307,7 +307,8 @@ def _code_position(words: list[str | None]) -> str | None:
     for i, word in enumerate(words):
         base = word.rsplit("/", 1)[-1] if word else None
         rest = words[i + 1 :]
-        if base in _SHELLS:
+        # A program named at run time (`$SHELL`, `{prog}`) may be a shell: fail closed.
+        if base in _SHELLS or (i == 0 and word is None):
             j, script = 0, False
             while j < len(rest) and (rest[j] or "x")[0] in "-+":
                 if rest[j] in ("-o", "+o", "-O", "+O"):  # they take a value
@@ -316,7 +317,8 @@ def _code_position(words: list[str | None]) -> str | None:
                     script = True
                 j += 1
             if script and j >= len(rest):  # the next word is the -c script
-                return f"as the script of `{word} -c` (run as code)"
+                shown = word if word is not None else "a program named at run time"
+                return f"as the script of `{shown} -c` (run as code)"
         elif base in ("su", "runuser") and rest[-1:] in (["-c"], ["--command"]):
             return f"as the command of `{word} -c` (run as code)"
         elif base == "ssh":
@@ -403,6 +405,20 @@ class _Word:
     @property
     def literal(self) -> str | None:
         return None if self.values or self.dynamic else self.text
+
+    @property
+    def program_name(self) -> str | None:
+        """The word as a program's name: literal, or ``/NAME`` when only a folder is expanded.
+
+        ``"$HOME"/bin/sh`` runs a shell whatever ``$HOME`` holds: its basename
+        is known, so a ``-c`` script after it is still code.
+        """
+        if self.values or not self.dynamic:
+            return self.literal
+        folder, slash, name = self.text.rpartition("/")
+        if not slash or not name or any(c in name for c in "$`\\"):
+            return None
+        return "/" + name
 
 
 class _Command:
@@ -509,7 +525,7 @@ class _ShellScanner:
         if self.comment:
             return "in a comment (a newline in the value would end it)"
         if self.dollar:
-            return "right after `$` (write $${{name}} for a shell variable)"
+            return "right after `$` (write ${{name}} for a shell variable)"
         return {
             _BRACE: "inside ${...}",
             _ANSI: "inside $'...'",
@@ -550,7 +566,7 @@ class _ShellScanner:
                 return f"in `{program}` other than after a literal `name=`"
         if program == "printf" and any((w.literal or "").startswith("-v") for w in args):
             return "in `printf -v` (it takes a variable name)"
-        return _code_position([w.literal for w in command.words])
+        return _code_position([w.program_name for w in command.words])
 
     # literal text ------------------------------------------------------------
 
