@@ -17,6 +17,29 @@ SHARED = REPO.parent / "shared"
 CORPUS = SHARED / "corpus" / "openclaw-skills"
 
 
+# Caches of the safety modules (module -> functools.lru_cache functions).
+_CACHES = {
+    "mdagent.templates": ("_parse", "_shell_plan"),
+    "mdagent.policy": ("_exec_view", "_path_regex"),
+    "mdagent.environment": ("_pattern",),
+}
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    """Each test computes what it checks, never a result cached by an earlier test.
+
+    Mutation testing forks each mutant's worker from a process whose caches
+    hold the clean code's results: without this, a mutated scanner behind a
+    cached template never runs and its mutant "survives".
+    """
+    for name, functions in _CACHES.items():
+        module = sys.modules.get(name)
+        for function in functions if module is not None else ():
+            getattr(module, function).cache_clear()
+    yield
+
+
 @pytest.fixture(autouse=True)
 def hermetic(tmp_path_factory, monkeypatch):
     """Point the user layer, the state dir and HOME at fresh temporary folders.
