@@ -1520,6 +1520,8 @@ def test_without_a_caller_option_values_and_the_sandbox_are_a_models():
         ("su -c 'rm x'", True),
         ("git rm x", True),  # the program named anywhere: fail closed
         ("git commit -m 'rm old files'", False),  # a message, not a command line
+        ("strace -e 'trace=open file' rm x", True),  # text before the program: read on
+        ("setpriv /bin/rm a/b c", True),  # the program's own basename, not an argument's
         ("echo 'rm -rf is dangerous'", False),
         ("ls -l", False),
     ],
@@ -1545,3 +1547,13 @@ def test_variables_that_give_an_interpreter_code_are_inline_code(root, box, comm
     policy = make_policy(root, {"mode": "allowlist", "allow": ["exec(*)"]})
     assert not check(policy, box, "exec", cmd(command)).allowed, command
     assert check(policy, box, "exec", cmd(plain)).allowed, plain
+
+
+def test_an_exact_deny_rule_meets_the_program_named_alone_by_path(root, box):
+    policy = make_policy(root, {"mode": "full", "deny": ["exec(rm)"]})
+    assert refused(check(policy, box, "exec", cmd("setpriv /bin/rm")))
+
+
+def test_an_assignment_after_the_program_is_an_argument_not_a_variable(root, box):
+    policy = make_policy(root, {"mode": "allowlist", "allow": ["exec(*)"]})
+    assert check(policy, box, "exec", cmd("node tool.js NODE_OPTIONS=--import=data:x")).allowed
