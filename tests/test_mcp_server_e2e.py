@@ -361,11 +361,11 @@ def test_the_name_path_never_imports_the_sdk(project):
     assert not [m for m in modules if m.split(".")[0] in ("mcp", "mcp_types", "anyio", "uvicorn")]
 
 
-def test_never_asks_on_the_terminal_even_when_it_has_one(project):
-    """Served with a controlling terminal: a call that would ask is refused, not put to the pty."""
+def served_on_a_terminal(project, call):
+    """``agent mcp serve --http`` with a controlling terminal: ``(call(session)'s result, screen)``."""
     from mcp.client.streamable_http import streamable_http_client
 
-    from test_terminal_e2e import PROMPT, Terminal
+    from test_terminal_e2e import Terminal
 
     with Terminal("mcp", "serve", "--http", "127.0.0.1:0", cwd=project) as term:
         url = term.expect(r"serving MCP on (http://127\.0\.0\.1:\d+/mcp)", timeout=30).group(1)
@@ -377,11 +377,21 @@ def test_never_asks_on_the_terminal_even_when_it_has_one(project):
             ):
                 await session.initialize()
                 with anyio.fail_after(30):  # a question on the pty would wait forever
-                    return await session.call_tool("write_file", {"path": "a.txt", "content": "x"})
+                    return await call(session)
 
-        result = anyio.run(main)
-        assert result.is_error and "no terminal to ask on" in text(result)
-        assert PROMPT not in term.text
+        return anyio.run(main), term.text
+
+
+def test_never_asks_on_the_terminal_even_when_it_has_one(project):
+    """Served with a controlling terminal: a call that would ask is refused, not put to the pty."""
+
+    from test_terminal_e2e import PROMPT
+
+    result, screen = served_on_a_terminal(
+        project, lambda session: session.call_tool("write_file", {"path": "a.txt", "content": "x"})
+    )
+    assert result.is_error and "no terminal to ask on" in text(result)
+    assert PROMPT not in screen
     assert not (project / "a.txt").exists()
 
 
@@ -415,29 +425,14 @@ def test_a_prompt_cannot_include_a_file_read_file_may_not_read(project):
 
 def test_a_foreign_skills_commands_are_never_asked_about_on_the_servers_terminal(project, tmp_path):
     """A foreign skill's ``!`cmd``` needs consent; the server never asks: not run, not kept."""
-    from mcp.client.streamable_http import streamable_http_client
-
-    from test_terminal_e2e import Terminal
 
     marker = tmp_path / "ran"
     write(
         Path(os.environ["AGENT_HOME"]) / "skills" / "foreign" / "SKILL.md",
         f"---\nname: foreign\ndescription: d\n---\nA !`touch {marker}` B\n",
     )
-    with Terminal("mcp", "serve", "--http", "127.0.0.1:0", cwd=project) as term:
-        url = term.expect(r"serving MCP on (http://127\.0\.0\.1:\d+/mcp)", timeout=30).group(1)
-
-        async def main():
-            async with (
-                streamable_http_client(url) as (read, write_),
-                ClientSession(read, write_) as session,
-            ):
-                await session.initialize()
-                with anyio.fail_after(30):  # a question on the pty would wait forever
-                    return await session.get_prompt("foreign", {})
-
-        result = anyio.run(main)
-        assert "runs these commands" not in term.text
+    result, screen = served_on_a_terminal(project, lambda s: s.get_prompt("foreign", {}))
+    assert "runs these commands" not in screen
     rendered = result.messages[0].content.text
     assert f"A [`touch {marker}` not run: skill foreign" in rendered
     assert "`agent mcp serve` never asks anyone" in rendered
