@@ -349,14 +349,7 @@ def tools(
 
         box = Toolbox()
         for spec, _ in rows:
-            box.add(
-                spec.name,
-                description=spec.description,
-                params=spec.params,
-                required=spec.required,
-                handler=dict,
-                **spec.meta,
-            )
+            box.add_spec(spec, dict)
         # Exactly what a model is sent: the configured tier, available tools only.
         sent = [t["name"] for t in model_tools(box, runtime.settings)]
         _print_json(box.to_openai(sent) if fmt == "openai" else box.to_anthropic(sent))

@@ -254,14 +254,7 @@ def add_mcp_tool(box: Toolbox, spec: ToolSpec, mcp: McpTools) -> None:
     def handler(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         return mcp.call(spec, args, ctx)
 
-    box.add(
-        spec.name,
-        description=spec.description,
-        params=spec.params,
-        required=spec.required,
-        handler=handler,
-        **spec.meta,
-    )
+    box.add_spec(spec, handler)
 
 
 # -- /server:prompt -------------------------------------------------------------------

@@ -284,12 +284,4 @@ def add_declared_tool(box: Toolbox, spec: ToolSpec) -> None:
             )
         return built[0](args, ctx)
 
-    box.add(
-        spec.name,
-        description=spec.description,
-        params=spec.params,
-        required=spec.required,
-        aliases=spec.aliases,
-        handler=handler,
-        **spec.meta,
-    )
+    box.add_spec(spec, handler)

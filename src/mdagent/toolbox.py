@@ -406,6 +406,18 @@ class Toolbox:
 
     # -- registering -------------------------------------------------------
 
+    def add_spec(self, spec: Any, handler: Handler) -> Tool:
+        """Add the declared tool ``spec`` (a :class:`mdagent.specs.ToolSpec`) with ``handler``."""
+        return self.add(
+            spec.name,
+            description=spec.description,
+            params=spec.params,
+            required=spec.required,
+            aliases=spec.aliases,
+            handler=handler,
+            **spec.meta,
+        )
+
     def add(
         self,
         name: str,
