@@ -1522,6 +1522,8 @@ def test_without_a_caller_option_values_and_the_sandbox_are_a_models():
         ("git commit -m 'rm old files'", False),  # a message, not a command line
         ("strace -e 'trace=open file' rm x", True),  # text before the program: read on
         ("setpriv /bin/rm a/b c", True),  # the program's own basename, not an argument's
+        ("setpriv rm$IFS x", True),  # $IFS splits `rm` off: still rm
+        ("setpriv /bin/rm`true` x", True),
         ("echo 'rm -rf is dangerous'", False),
         ("ls -l", False),
     ],

@@ -317,6 +317,10 @@ def _later_programs(words: Any) -> list[str]:
             continue
         program, _, rest = head.partition(" ")
         out += [head, f"{program.rsplit('/', 1)[-1]} {rest}".rstrip()]
+        # `rm$IFS` runs `rm`: an expansion may only add to the name or split it off.
+        stem = re.split(r"[$`]", program, maxsplit=1)[0]
+        if stem != program and stem:
+            out.append(f"{stem.rsplit('/', 1)[-1]} {rest}".rstrip())
     return out
 
 
