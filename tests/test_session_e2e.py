@@ -292,3 +292,23 @@ def test_sigterm_and_sighup_at_the_prompt_end_the_session_with_their_status(work
             os.kill(term.proc.pid, signum)  # the wrapper exec'd agent: the same process
             assert term.wait() == status
             assert "Traceback" not in term.stream
+
+
+def test_a_stop_signal_while_the_history_loads_ends_the_session_cleanly(workspace):
+    import signal
+
+    from mdagent.lineinput import history_file
+
+    # A long history is still loading (a task in the prompt's event loop)
+    # when the prompt is drawn: the signal must end the session, not be
+    # printed by the loop as an "unhandled exception" while the prompt waits.
+    lines = "".join(f"\n# 2026-01-01 00:00:00\n+message number {n}\n" for n in range(400_000))
+    history_file(workspace.resolve()).write_text(lines)
+    for signum, status, delay in ((signal.SIGTERM, 143, 0), (signal.SIGHUP, 129, 0.1)):
+        with ModelServer([]) as server, session(workspace, server) as term:
+            term.expect_stream(PROMPT)
+            time.sleep(delay)  # the load takes ~0.4 s on these machines
+            os.kill(term.proc.pid, signum)
+            assert term.wait() == status
+            assert "Traceback" not in term.stream
+            assert "Unhandled" not in term.stream

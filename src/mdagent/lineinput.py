@@ -18,6 +18,7 @@ Imported only by the interactive session (prompt_toolkit costs start-up time
 
 from __future__ import annotations
 
+import contextlib
 import os
 import zlib
 from collections.abc import Iterator
@@ -146,5 +147,39 @@ class TerminalInput:
         return f" {model} · session {repl.session_id or '(new)'} · tokens {tokens} "
 
     def read(self) -> str:
-        """The next message; EOFError on Ctrl-D, EmptyInterrupt on Ctrl-C at an empty prompt."""
-        return self.session.prompt()
+        """The next message; EOFError on Ctrl-D, EmptyInterrupt on Ctrl-C at an empty prompt.
+
+        SIGTERM or SIGHUP at the prompt ends the read with
+        :class:`~mdagent.signals.Terminated`, whenever in the prompt's event
+        loop it arrives (even while the history is still loading).
+        """
+        import asyncio
+
+        from mdagent import signals
+
+        app = self.session.app
+        arrived: list[int] = []
+        loops: list[asyncio.AbstractEventLoop] = []
+
+        def stop() -> None:
+            if app.future is not None and not app.future.done():
+                app.exit(exception=signals.Terminated(arrived[0]))
+
+        def on_signal(signum: int) -> None:
+            arrived.append(signum)
+            if loops:
+                # Safe from a signal handler: it only writes to the loop's wake-up
+                # pipe. RuntimeError: the loop has closed; the check after prompt() raises.
+                with contextlib.suppress(RuntimeError):
+                    loops[0].call_soon_threadsafe(stop)
+
+        def started() -> None:
+            loops.append(asyncio.get_running_loop())
+            if arrived:  # came before the loop was running
+                stop()
+
+        with signals.deferred(on_signal):
+            text = self.session.prompt(pre_run=started)
+        if arrived:  # came as the prompt was returning a line
+            raise signals.Terminated(arrived[0])
+        return text

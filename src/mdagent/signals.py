@@ -12,12 +12,17 @@ The CLI edge then exits 128 + the signal number (143, 129).
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 # The first stop signal that arrived in this process (its number), if any.
 _received: int | None = None
+
+# While set, a stop signal calls this instead of raising (see :func:`deferred`).
+_deferred_to: Callable[[int], None] | None = None
 
 
 class Terminated(KeyboardInterrupt):
@@ -47,7 +52,27 @@ def _stop(signum: int, frame: Any) -> None:
     global _received
     if _received is None:
         _received = signum
+    if _deferred_to is not None:
+        _deferred_to(signum)
+        return
     raise Terminated(signum)
+
+
+@contextmanager
+def deferred(callback: Callable[[int], None]) -> Iterator[None]:
+    """Within the block a stop signal calls ``callback(signum)`` instead of raising.
+
+    An event loop (the session's prompt) runs its own tasks: an exception
+    raised in whichever of them the signal happened to interrupt is caught
+    and printed by the loop as an "unhandled exception", and the prompt goes
+    on. The callback instead asks the loop to end the way it chooses.
+    """
+    global _deferred_to
+    previous, _deferred_to = _deferred_to, callback
+    try:
+        yield
+    finally:
+        _deferred_to = previous
 
 
 def received() -> int | None:
