@@ -245,3 +245,36 @@ def test_option_positions_of_values_next_to_expansions_and_arrays(template, args
             expand_shell(template, args, P, allow_options=())
     else:
         expand_shell(template, args, P, allow_options=())
+
+
+# -- process substitution: <(...) and >(...) are commands of their own ----------------
+
+
+@pytest.mark.parametrize(
+    ("template", "refusal"),
+    [
+        # the command inside <( ) is read as a command: eval's arguments are code
+        ("cat <(eval {p})", "in the arguments of `eval`"),
+        ("cat >(eval x {p})", "in the arguments of `eval`"),
+        # text glued before <( ) makes one word that is not `eval` (bash runs `eval/dev/fd/63`)
+        ("eval<(true) {p}", None),
+        # a function's body is commands, whatever letter its name has (`X(` is no `<(`)
+        ("f() {{ eval {p}; }}", "in the arguments of `eval`"),
+        ("X(){{ eval {p}; }}; X", "in the arguments of `eval`"),
+    ],
+)
+def test_process_substitution_and_function_bodies_hold_commands(template, refusal):
+    if refusal is None:
+        check_shell(template)
+        return
+    with pytest.raises(TemplateError) as caught:
+        check_shell(template)
+    assert f"placeholder {{p}} cannot be used {refusal}" in str(caught.value)
+
+
+def test_process_substitution_inside_a_test_expression_is_a_command_too():
+    # bash runs <( ) inside [[ ]]: an array there is a command and its options
+    template = "[[ -n <({files}) ]]"
+    assert expand_shell(template, {"files": ["grep", "-r"]}, P) == "[[ -n <(grep '-r') ]]"
+    with pytest.raises(OptionValueError):
+        expand_shell(template, {"files": ["grep", "-r"]}, P, allow_options=())

@@ -659,12 +659,12 @@ class _ShellScanner:
         elif char in _BLANKS:
             self.end_word(command)
         elif char in _OPERATORS:
-            return self.operator(part, i, command, frame)
+            return self.operator(part, i, command)
         else:
             self.add(command, char, quoted=False)
         return i + 1
 
-    def operator(self, part: str, i: int, command: _Command, frame: _Frame) -> int:
+    def operator(self, part: str, i: int, command: _Command) -> int:
         char = part[i]
         nxt = part[i + 1] if i + 1 < len(part) else ""
         if char in "<>":
