@@ -120,6 +120,13 @@ UNPARSEABLE = [
     ("true\r\n\\rm {victim}", "could not be checked"),
     ("(sh) <<< 'rm {victim}'", "could not be checked"),
 ]
+# An exact deny rule (no `*`): the words env -S or declare really see matter.
+EXACT = [
+    # GNU env ends an -S string at a word starting with `#`: the line is `rm {victim}`
+    ("env -S 'rm {victim} #note'", "could not be checked"),
+    # o=n makes it `declare -n`: r names a variable chosen at run time
+    ("o=n; declare -$o r=$(printf x); rm {victim}", ""),
+]
 FED_TO_A_SHELL = [
     # here-strings and here-documents fed to a shell in a compound statement
     ("while sh; do break; done <<< 'rm {victim}'", "exec(rm *)"),
@@ -151,6 +158,22 @@ def test_a_deny_rule_sees_rm_however_it_is_run(workspace, run_agent, attempts):
     assert all(p.exists() for p in paths)
     for command, (_, says), result in zip(commands, attempts, results, strict=True):
         assert says in result["error"], (command, result)
+
+
+def test_an_exact_deny_rule_sees_through_env_split_comments_and_computed_options(
+    workspace, run_agent
+):
+    paths = victims(workspace, len(EXACT))
+    rules = ", ".join(f"'exec(rm {p.name})'" for p in paths)
+    settings(workspace, f"policy:\n  mode: full\n  deny: [{rules}]\n")
+    commands = [c.replace("{victim}", p.name) for (c, _), p in zip(EXACT, paths, strict=True)]
+    results = run_denied(run_agent, commands)
+    assert all(p.exists() for p in paths)
+    for command, (_, says), result in zip(commands, EXACT, results, strict=True):
+        assert says in result["error"], (command, result)
+    unchecked = run_agent("policy", "check", "exec", "o=n; declare -$o r=$(printf x)")
+    assert "decision:  deny" in unchecked.stdout
+    assert "option `-$o` is computed at run time" in unchecked.stdout
 
 
 def test_commands_users_rely_on_still_run(workspace, run_agent):

@@ -381,6 +381,10 @@ def _unwrap(argv: tuple[str, ...], kinds: tuple[str, ...]) -> _Unwrapped:
                 return done("`env -S` string that cannot be split")
             if any(c in split for c in "$\\"):
                 return done("`env -S` string with escapes or variables")
+            if any(word.startswith("#") for word in extra):
+                # env ends the string at a word that starts with `#` (a comment);
+                # a quoted `'#'` does not: which one it was, shlex has forgotten.
+                return done("`env -S` string with a `#` comment")
             words[:0], how[:0] = extra, [LITERAL] * len(extra)
         if spec.assignments:
             assignments()
@@ -668,6 +672,9 @@ def _renames(program: str, args: tuple[str, ...]) -> str | None:
     names: tuple[str, ...] = ()
     if program in ("declare", "typeset", "local", "export", "readonly"):
         names = tuple(w.split("=", 1)[0] for w in args if not w.startswith(("-", "+")))
+        computed = [w for w in args if w.startswith(("-", "+")) and ("$" in w or "`" in w)]
+        if computed:  # `declare -$o r=…` is `declare -n r=…` when o=n
+            return f"`{program}` option `{computed[0]}` is computed at run time"
         if "n" in options and any("$" in w or "`" in w for w in args):
             return f"`{program} -n` refers to a variable named at run time"
     elif program == "read":
