@@ -33,8 +33,9 @@ class Api:
         return ["--provider", self.name, "--base-url", url]
 
     def configure(self, workspace):
-        if not self.stream:
-            settings(workspace, "model:\n  stream: false\n")
+        path = workspace / ".agents" / "config" / "agent.yaml"
+        if not self.stream and "stream: false" not in (path.read_text() if path.exists() else ""):
+            settings(workspace, "model:\n  stream: false\n")  # once: a second ask reuses it
 
 
 ALL = [Api("openai", True), Api("openai", False), Api("anthropic", True), Api("anthropic", False)]
@@ -145,13 +146,33 @@ def test_a_stream_cut_off_midway_is_an_error_not_an_answer(api, ask, server):
     result = ask(api, "--json", "hi")
     assert result.returncode == 1
     # No answer object: with --json the error is the one JSON object on stdout.
+    session = Store().latest_session()
+    # The error names the saved session: a script can continue it (`--session ID`).
     assert json.loads(result.stdout) == {
         "ok": False,
         "error": {"code": "PROVIDER", "message": "the model's answer was cut off mid-stream"},
+        "session": session,
     }
     assert "This answer" not in result.stdout + result.stderr
-    session = Store().latest_session()
     assert [m["role"] for m in Store().messages(session)] == ["user"]
+
+
+@pytest.mark.parametrize("api", TWO, ids=IDS)
+def test_a_failure_after_tools_ran_names_the_saved_session_to_continue(api, ask, server):
+    server.add(
+        {"tool_calls": [{"name": "glob", "arguments": {"pattern": "*"}}]},
+        *[{"status": 500, "headers": {"Retry-After": "0"}} for _ in range(4)],
+    )
+    failed = ask(api, "--json", "list the files")
+    assert failed.returncode == 1
+    error = json.loads(failed.stdout)
+    assert error["ok"] is False and error["error"]["code"] == "PROVIDER"
+    roles = [m["role"] for m in Store().messages(error["session"])]
+    assert roles[0] == "user" and "tool" in roles  # the tool's result is kept
+    server.add({"text": "carried on"})
+    resumed = ask(api, "--json", "--session", error["session"], "go on")
+    assert json.loads(resumed.stdout)["answer"] == "carried on"
+    assert json.loads(resumed.stdout)["session"] == error["session"]
 
 
 def test_max_steps_from_the_project_settings(ask, server, workspace):

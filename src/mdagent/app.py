@@ -1470,7 +1470,7 @@ def run_app(argv: list[str]) -> int:
 
         returned = command.main(args=argv, prog_name=program_name(), standalone_mode=False)
     except MdagentError as err:
-        report_error(str(err), err.code, as_json=as_json)
+        report_error(str(err), err.code, as_json=as_json, session=err.session)
         return err.exit_code
     except KeyboardInterrupt:
         _say_interrupted(as_json)

@@ -162,7 +162,7 @@ def _guarded(options: Options, action) -> int:
     try:
         return action()
     except MdagentError as err:
-        report_error(str(err), err.code, as_json=options.json)
+        report_error(str(err), err.code, as_json=options.json, session=err.session)
         return err.exit_code
     except KeyboardInterrupt:
         from mdagent import signals

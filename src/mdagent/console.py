@@ -72,15 +72,18 @@ def say_error(message: str, stream: Any = None) -> None:
     print(text, file=stream)
 
 
-def report_error(message: str, code: str = "ERROR", *, as_json: bool = False) -> None:
+def report_error(
+    message: str, code: str = "ERROR", *, as_json: bool = False, session: str | None = None
+) -> None:
     """An error at a CLI edge: one JSON object on stdout with ``--json``, else one line on stderr.
 
     The JSON is ``{"ok": false, "error": {"code": ..., "message": ...}}`` (see
     :attr:`mdagent.errors.MdagentError.code`), so a script reading ``--json``
-    output always gets JSON, even when no tool ran.
+    output always gets JSON, even when no tool ran. ``session``: the saved
+    session of a turn that failed (a ``"session"`` key beside the error).
     """
     if as_json:
-        print(error_json(code, message), flush=True)
+        print(error_json(code, message, session), flush=True)
     else:
         say_error(message)
 
@@ -91,13 +94,14 @@ def say_warning(message: str, stream: Any = None) -> None:
     print(paint(f"agent: warning: {message}", "yellow", stream), file=stream)
 
 
-def error_json(code: str, message: str) -> str:
-    """The one line ``--json`` prints for an error raised before any tool ran."""
+def error_json(code: str, message: str, session: str | None = None) -> str:
+    """The one line ``--json`` prints for an error (with the session of a failed turn)."""
     import json
 
-    return json.dumps(
-        {"ok": False, "error": {"code": code, "message": message}}, ensure_ascii=False
-    )
+    data: dict[str, Any] = {"ok": False, "error": {"code": code, "message": message}}
+    if session is not None:
+        data["session"] = session
+    return json.dumps(data, ensure_ascii=False)
 
 
 def terminal_width(stream: Any = None) -> int | None:

@@ -22,6 +22,9 @@ class MdagentError(Exception):
 
     exit_code = 1
     code = "ERROR"
+    #: The saved session a failed turn belongs to: ``--json`` reports it
+    #: beside the error, so a script can continue or inspect that session.
+    session: str | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

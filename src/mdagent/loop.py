@@ -229,6 +229,9 @@ class Agent:
             answer, why, short = stop.answer, stop.message, stop.reason
         except StepLimitReached as stop:
             why = stop.message
+        except ProviderError as err:
+            err.session = self.conversation.session_id  # saved: what ran so far is kept
+            raise
         except KeyboardInterrupt:
             self.display.end_text()
             raise Interrupted(
