@@ -235,9 +235,10 @@ def _with(**fields):
     return lambda text: json.dumps({**json.loads(text), **fields})
 
 
-def _each(field, change):
+def _in_groups(change):
+    """Damage every ``[folder, names, sizes, mtimes]`` stamp group of a help file."""
     return lambda text: json.dumps(
-        {**json.loads(text), field: [change(v) for v in json.loads(text)[field]]}
+        {**json.loads(text), "groups": [change(g) for g in json.loads(text)["groups"]]}
     )
 
 
@@ -248,10 +249,14 @@ HELP_DAMAGE = {
     "help-torn": ("help", TORN),
     "help-another-compile": ("help", ANOTHER_COMPILE),
     "help-text-not-a-string": ("help", _with(text=["/pick"])),
-    "help-stamps-of-unequal-length": ("help", _with(sizes=[])),
+    "help-groups-not-a-list": ("help", _with(groups={"a": 1})),
+    "help-stamps-of-unequal-length": ("help", _in_groups(lambda g: [g[0], g[1], [], g[3]])),
     # os.stat(3) would stat a file descriptor, not a path
-    "help-a-path-not-a-string": ("help", _each("paths", lambda _: 3)),
-    "help-a-stale-stamp": ("help", _each("mtimes", lambda m: m + 1)),
+    "help-a-path-not-a-string": ("help", _in_groups(lambda g: [g[0], [3] * len(g[1]), *g[2:]])),
+    "help-a-folder-not-a-string": ("help", _in_groups(lambda g: [3, *g[1:]])),
+    "help-a-stale-stamp": ("help", _in_groups(lambda g: [*g[:3], [m + 1 for m in g[3]]])),
+    # a folder that is not there: its skills are not either
+    "help-a-folder-gone": ("help", _in_groups(lambda g: [g[0] + "-gone", *g[1:]])),
     # the rows /help fits to a terminal
     "rows-torn": ("help-rows", TORN),
     "rows-another-compile": ("help-rows", ANOTHER_COMPILE),

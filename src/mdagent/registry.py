@@ -15,9 +15,11 @@ one shard, whatever the number of skills (issue 15):
   of every SKILL.md, for what lists or checks them all ("did you mean",
   ``agent check``) without parsing every skill;
 - the help text (``registry-KEY.help.json``): what ``/help`` prints to a
-  pipe or a file, and the stamps of every SKILL.md as three lists (paths,
-  sizes, mtimes: a third less to decode than one list per stamp), so
-  ``/help`` with 10,000 skills decodes no command record and builds none;
+  pipe or a file, and the stamps of every SKILL.md grouped by skills folder
+  (``[folder, names, sizes, mtimes]``, names relative to the folder: a
+  third less to decode than a list per stamp, and each is looked up from
+  the open folder, not walked from ``/``), so ``/help`` with 10,000 skills
+  decodes no command record and builds none;
 - the help rows (``registry-KEY.help-rows.json``): one ``[/name usage,
   description's first line]`` per command, sorted, for ``/help`` on a
   terminal (the table is fitted to its width);
@@ -45,7 +47,7 @@ from mdagent.errors import Problem
 from mdagent.layers import Layer, state_dir
 from mdagent.specs import CommandSpec, LazyRecords, Skill, ToolSpec, command_key, compact
 
-CACHE_FORMAT = 8
+CACHE_FORMAT = 9
 #: About this many command keys per shard: a lookup parses one shard this size.
 SHARD_SIZE = 64
 
@@ -311,12 +313,9 @@ def _compile_and_cache(layers: list[Layer], files: _CacheFiles) -> Registry:
     _write_cache(files.listing, listing)
     rows = {"format": CACHE_FORMAT, "token": token, "rows": registry.listing_rows()}
     _write_cache(files.help_rows, rows)
-    paths, sizes, mtimes = (
-        (list(column) for column in zip(*every, strict=True)) if every else ([], [], [])
-    )
     text = registry.listing_text()
-    help_text = {"format": CACHE_FORMAT, "token": token, "text": text, "paths": paths}
-    _write_cache(files.help, {**help_text, "sizes": sizes, "mtimes": mtimes})
+    help_text = {"format": CACHE_FORMAT, "token": token, "text": text}
+    _write_cache(files.help, {**help_text, "groups": _stamp_groups(every)})
     problems = [list(p) for p in registry.problems]
     _write_cache(files.rest, {"format": CACHE_FORMAT, "token": token, "problems": problems})
     index = {
@@ -602,17 +601,48 @@ def _rows(value: Any) -> bool:
     )
 
 
+def _stamp_groups(stamps: list[list[Any]]) -> list[list[Any]]:
+    """``[path, size, mtime]`` stamps as ``[folder, names, sizes, mtimes]`` groups.
+
+    The folder is the one holding the skill folders (``…/skills``), the
+    names are relative to it (``review/SKILL.md``).
+    """
+    groups: dict[str, list[Any]] = {}
+    for path, size, mtime in stamps:
+        folder = os.path.dirname(os.path.dirname(path))
+        group = groups.setdefault(folder, [folder, [], [], []])
+        group[1].append(os.path.relpath(path, folder) if folder else path)
+        group[2].append(size)
+        group[3].append(mtime)
+    return list(groups.values())
+
+
 def _fresh_help(data: dict[str, Any]) -> bool:
     """Whether a help file has its shape and every SKILL.md stamp in it still holds."""
-    paths, sizes, mtimes = data.get("paths"), data.get("sizes"), data.get("mtimes")
-    return (
-        isinstance(data.get("text"), str)
-        and paths.__class__ is list
-        and sizes.__class__ is list
-        and mtimes.__class__ is list
-        and len(paths) == len(sizes) == len(mtimes)
-        and _fresh(zip(paths, sizes, mtimes, strict=True))
-    )
+    groups = data.get("groups")
+    if not isinstance(data.get("text"), str) or groups.__class__ is not list:
+        return False
+    for group in groups:
+        if group.__class__ is not list or len(group) != 4:
+            return False
+        folder, names, sizes, mtimes = group
+        if folder.__class__ is not str or not all(
+            column.__class__ is list and len(column) == len(names)
+            for column in (names, sizes, mtimes)
+        ):
+            return False
+        try:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        except (OSError, ValueError):
+            if any(size != -1 for size in sizes):
+                return False  # the folder is gone or unreadable: its skills with it
+            continue
+        try:
+            if not _fresh(zip(names, sizes, mtimes, strict=True), folder_fd=fd):
+                return False
+        finally:
+            os.close(fd)
+    return True
 
 
 def _problem_rows(value: Any) -> bool:
@@ -685,15 +715,18 @@ def _stamp(path: str) -> list[Any]:
     return [path, st.st_size, st.st_mtime_ns]
 
 
-def _fresh(sources: Iterable[list[Any]]) -> bool:
-    """Whether every ``[path, size, mtime_ns]`` stamp still holds (size -1: absent)."""
+def _fresh(sources: Iterable[Any], folder_fd: int | None = None) -> bool:
+    """Whether every ``[path, size, mtime_ns]`` stamp still holds (size -1: absent).
+
+    ``folder_fd``: relative paths are looked up from this open folder.
+    """
     stat = os.stat
     try:
         for path, size, mtime in sources:
             if path.__class__ is not str:
                 return False  # a hand-edited cache: os.stat would take an int as a descriptor
             try:
-                st = stat(path)
+                st = stat(path, dir_fd=folder_fd)
             except (OSError, ValueError):
                 if size != -1:
                     return False
