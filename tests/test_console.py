@@ -176,3 +176,14 @@ def test_costs_show_two_significant_digits():
 
     shown = [format_cost(c) for c in (0, 0.0062, 0.00999, 1.234, 12345.678, 0.0000001)]
     assert shown == ["$0.00", "$0.0062", "$0.010", "$1.23", "$12,345.68", "< $0.0001"]
+
+
+def test_wide_characters_are_cut_by_the_columns_they_take():
+    from mdagent.console import display_width, shorten
+
+    wide = "把暂存的更改总结成一段简短的提交说明"
+    assert display_width(wide) == 2 * len(wide)
+    assert display_width("e\u0301") == 1  # a combining accent takes no column
+    assert shorten(wide, 11) == "把暂存的更…"  # 10 columns of text and the ellipsis
+    assert shorten(wide, 10) == "把暂存的…"  # a wide character never straddles the edge
+    assert shorten(wide, 36) == wide

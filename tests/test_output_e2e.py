@@ -81,6 +81,27 @@ def test_columns_sets_the_width_of_the_command_listing(workspace: Path):
     assert len(row) <= 60 and row.endswith("…")
 
 
+def columns_of(line: str) -> int:
+    """Terminal columns ``line`` takes: East Asian wide and full-width characters two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
+
+
+def test_wide_characters_take_two_columns_when_a_table_is_fitted(workspace: Path):
+    wide = "把暂存的更改总结成一段简短的提交说明并且列出每一个被修改的文件和原因"
+    config(
+        workspace,
+        "commands.yaml",
+        f"commands:\n  summary:\n    tool: exec\n    description: {wide}\n",
+    )
+    with Terminal("/help", cwd=workspace, columns=200, env={"COLUMNS": "60"}) as term:
+        lines = screen(term)
+    row = next(line for line in lines if line.startswith("/summary"))
+    assert row.endswith("…") and wide[:8] in row
+    assert 57 <= columns_of(row) <= 60, row  # fills the width, never past it
+
+
 def test_a_piped_table_keeps_every_character(workspace: Path, run_agent):
     config(workspace, "commands.yaml", COMMANDS)
     for args in (["commands"], ["/help"]):

@@ -120,16 +120,45 @@ def first_line(text: str | None, limit: int | None = 80) -> str:
     return line if limit is None or len(line) <= limit else line[: limit - 1] + "…"
 
 
+def display_width(text: str) -> int:
+    """Columns ``text`` takes on a terminal: wide (CJK) characters two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )
+
+
+def _fitting(text: str, columns: int) -> int:
+    """How many characters of ``text`` fit in ``columns`` terminal columns."""
+    used = 0
+    for index, char in enumerate(text):
+        used += display_width(char)
+        if used > columns:
+            return index
+    return len(text)
+
+
 def shorten(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters with ``…``, at a word's end when one is near."""
-    if len(text) <= width:
-        return text
+    """``text`` cut to ``width`` terminal columns with ``…``, at a word's end when one is near."""
+    if text.isascii():
+        if len(text) <= width:
+            return text
+        keep, half = width - 1, width // 2
+    else:
+        if display_width(text) <= width:
+            return text
+        keep = _fitting(text, width - 1)
+        half = keep // 2
     if width <= 1:
         return "…"[:width]
-    cut = text[: width - 1]
+    cut = text[:keep]
     # Break after a whole word, unless that would waste more than half the room.
     space = cut.rfind(" ")
-    if space >= width // 2 and not text[width - 1].isspace():
+    if space >= half and not text[keep].isspace():
         cut = cut[:space]
     return cut.rstrip() + "…"
 
