@@ -197,7 +197,9 @@ def test_a_hash_inside_an_env_split_word_is_kept():
     assert parse("env -S 'echo a#b' c")[0].core == ("echo", "a#b", "c")
 
 
-@pytest.mark.parametrize("command", ["declare -$o r=$(cat f)", "declare +$o r=$(cat f)"])
+@pytest.mark.parametrize(
+    "command", ["declare -$o r=$(cat f)", "declare +$o r=$(cat f)", "declare -`cat o` r=$(cat f)"]
+)
 def test_declare_with_an_option_computed_at_run_time_is_unchecked(command):
     # o=n makes it `declare -n`; +$o too: unquoted, o='x -n' splits into `+x -n`.
     assert "is computed at run time" in parse(command)[0].unchecked
