@@ -601,6 +601,10 @@ def _rows(value: Any) -> bool:
     )
 
 
+# Opening a folder only to look names up in it: O_PATH needs no read permission.
+_LOOKUP_ONLY = getattr(os, "O_PATH", os.O_RDONLY)
+
+
 def _stamp_groups(stamps: list[list[Any]]) -> list[list[Any]]:
     """``[path, size, mtime]`` stamps as ``[folder, names, sizes, mtimes]`` groups.
 
@@ -632,7 +636,7 @@ def _fresh_help(data: dict[str, Any]) -> bool:
         ):
             return False
         try:
-            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+            fd = os.open(folder, _LOOKUP_ONLY | os.O_DIRECTORY)
         except (OSError, ValueError):
             if any(size != -1 for size in sizes):
                 return False  # the folder is gone or unreadable: its skills with it
