@@ -119,6 +119,8 @@ UNPARSEABLE = [
     # bash reads `true\r` as one word and runs `\rm` on the next line
     ("true\r\n\\rm {victim}", "could not be checked"),
     ("(sh) <<< 'rm {victim}'", "could not be checked"),
+    # bash runs a process substitution in an expansion's default; the grammar sees a word
+    ("echo ${x:-<(rm {victim})}", "could not be checked"),
 ]
 # An exact deny rule (no `*`): the words env -S or declare really see matter.
 EXACT = [
@@ -174,6 +176,19 @@ def test_an_exact_deny_rule_sees_through_env_split_comments_and_computed_options
     unchecked = run_agent("policy", "check", "exec", "o=n; declare -$o r=$(printf x)")
     assert "decision:  deny" in unchecked.stdout
     assert "option `-$o` is computed at run time" in unchecked.stdout
+
+
+def test_arithmetic_in_a_here_document_is_never_covered_by_allow_rules(workspace, run_agent):
+    # bash evaluates $((ls)) in the body: ls holds `a[$(touch pwned)]` read from
+    # a file, and the subscript runs; the grammar reads it as `$( (ls) )`.
+    settings(
+        workspace,
+        "policy:\n  mode: allowlist\n  allow: ['exec(read *)', 'exec(cat*)', 'exec(ls*)']\n",
+    )
+    write(workspace / "f", "a[$(touch pwned)]\n")
+    results = run_denied(run_agent, ["read ls < f; cat <<EOF\n$((ls))\nEOF"])
+    assert "not allowed" in results[0]["error"]
+    assert not (workspace / "pwned").exists()
 
 
 def test_commands_users_rely_on_still_run(workspace, run_agent):

@@ -1081,7 +1081,8 @@ class _Walker:
                 raise Unparseable("command substitution in a quoted array subscript")
         elif kind == "word":
             text = self.text(node)
-            if _hides_command(text):
+            # `<(…)` too: bash runs one in `${x:-<(cmd)}`, where the grammar sees a word.
+            if _hides_command(text, _HIDDEN_OR_PROCESS):
                 raise Unparseable("command substitution the grammar did not read")
             if "\n" in text.replace("\\\n", ""):
                 # The grammar may run a word on into the next line (``\rm``
@@ -1093,6 +1094,11 @@ class _Walker:
         elif kind == "string":
             self.expanding(node, node.start_byte + 1, node.end_byte - 1)
         elif kind in ("command_substitution", "process_substitution"):
+            text = self.text(node)
+            if text.startswith("$(("):
+                # bash reads `$((…))` as arithmetic when it can; the grammar, in a
+                # here-document, reads it as `$( (…) )`. Its names may hold code.
+                self.evaluates = f"`{text}` may be arithmetic that runs code held in a variable"
             for child in node.named_children:
                 if child.type == "file_redirect":  # $(< file)
                     self.no_command_words(self.redirect(child))
