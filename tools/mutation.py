@@ -104,8 +104,8 @@ def _only_mutate(work: Path, modules: list[str]) -> None:
 def _refresh(work: Path, modules: list[str]) -> str | None:
     """Bring an earlier run's folder up to date but for ``modules``' mutants; a problem, if any.
 
-    The tests are copied anew, and so is the rest of the package (the new
-    tests may use it), as plain code: mutmut takes a file whose copy is newer
+    The tests and pyproject.toml are copied anew, and so is the rest of the
+    package (the new tests may use it), as plain code: mutmut takes a file whose copy is newer
     than its source as already mutated, and the snapshot now mutates only
     ``modules``, whose mutants (and results) are kept.
     """
@@ -125,6 +125,8 @@ def _refresh(work: Path, modules: list[str]) -> str | None:
         ):
             (target / relative).parent.mkdir(parents=True, exist_ok=True)
             copy(source, target / relative)
+    # The configuration too: new test files join the selection mutmut runs.
+    shutil.copy2(REPO / "pyproject.toml", work / "pyproject.toml")
     _only_mutate(work, modules)
     for tests in (work / "tests", work / "mutants" / "tests"):
         if tests.exists():
