@@ -24,8 +24,9 @@ and runs nothing.
 ``--again`` reruns only the mutants the last run of the same selection did
 not kill, against the current tests (copied in anew), and prints the score
 of the whole run: a quick way to check that new tests kill what they aim at.
-It assumes tests were only added since that run, and refuses when a module
-itself changed (its mutants would no longer be the module's).
+It assumes tests were only added since that run. When a module changed,
+mutmut keeps the results of its unchanged functions and the mutants of the
+changed ones are run anew, so the score is that of the current code.
 
 Exit status: 0 when the run completed, 1 when mutmut failed (its log is
 ``.mutation/<modules>/mutmut.log``), 2 for bad usage or a missing mutmut.
@@ -112,8 +113,14 @@ def _refresh(work: Path, modules: list[str]) -> str | None:
     for module in modules:
         now = REPO / "src" / "mdagent" / module
         then = work / "src" / "mdagent" / module
-        if not then.exists() or now.read_bytes() != then.read_bytes():
-            return f"{module} changed since the last run (or was not in it): run without --again"
+        if not then.exists():
+            return f"{module} was not in the last run: run without --again"
+        if now.read_bytes() != then.read_bytes():
+            # mutmut regenerates the module's mutants (the source is newer than
+            # them) and keeps the results of every function whose code did not
+            # change; the changed functions' mutants are run below.
+            print(f"{module} changed since the last run: its changed functions run anew")
+            shutil.copy2(now, then)
     chosen = {Path("mdagent") / m for m in modules}
     for source in (REPO / "src").rglob("*.py"):
         relative = source.relative_to(REPO / "src")
@@ -229,6 +236,11 @@ def main(argv: list[str] | None = None) -> int:
     if names and _run_mutmut(work, names, args.jobs) != 0:
         print(f"mutmut failed: see {work / 'mutmut.log'}", file=sys.stderr)
         return 1
+    if args.again:  # the mutants of functions changed since the run, reset by mutmut
+        fresh = [n for m in chosen for n, s in _statuses(work, m).items() if s == "not checked"]
+        if fresh and _run_mutmut(work, fresh, args.jobs) != 0:
+            print(f"mutmut failed: see {work / 'mutmut.log'}", file=sys.stderr)
+            return 1
 
     equivalent = _equivalents()
     # "other" counts survivors not listed as equivalent, and mutants not run yet.
