@@ -25,8 +25,11 @@ and runs nothing.
 not kill, against the current tests (copied in anew), and prints the score
 of the whole run: a quick way to check that new tests kill what they aim at.
 It assumes tests were only added since that run. When a module changed,
-mutmut keeps the results of its unchanged functions and the mutants of the
-changed ones are run anew, so the score is that of the current code.
+mutmut regenerates its mutants and forgets the results of every function it
+judges affected (a changed one and, through its dependency tracking, every
+function calling one: for policy or shellparse nearly all of them); those
+mutants are run anew, so the score is that of the current code, at close to
+the cost of a full run.
 
 Exit status: 0 when the run completed, 1 when mutmut failed (its log is
 ``.mutation/<modules>/mutmut.log``), 2 for bad usage or a missing mutmut.
@@ -117,9 +120,9 @@ def _refresh(work: Path, modules: list[str]) -> str | None:
             return f"{module} was not in the last run: run without --again"
         if now.read_bytes() != then.read_bytes():
             # mutmut regenerates the module's mutants (the source is newer than
-            # them) and keeps the results of every function whose code did not
-            # change; the changed functions' mutants are run below.
-            print(f"{module} changed since the last run: its changed functions run anew")
+            # them) and forgets the results of the functions it judges affected;
+            # those mutants are run below.
+            print(f"{module} changed since the last run: its affected mutants run anew")
             shutil.copy2(now, then)
     chosen = {Path("mdagent") / m for m in modules}
     for source in (REPO / "src").rglob("*.py"):
