@@ -341,3 +341,27 @@ def test_a_rebased_path_that_leaves_the_workspace_is_still_refused(ws):
         confine_for(ctx, "../../outside/secret.txt")
     model = ToolContext(workdir=str(ws), caller="model", cwd=str(ws / "src"))
     assert confine_for(model, "a.py") == ws.resolve() / "a.py"  # a model: the root
+
+
+def test_a_context_without_those_fields_starts_at_the_root(ws, monkeypatch):
+    # An embedding caller's context may lack cwd, caller or even workdir
+    # (then the process's folder is the workspace): never an error.
+    from types import SimpleNamespace
+
+    from mdagent.workspace import base_for, person_arguments
+
+    root = ws.resolve()
+    assert base_for(SimpleNamespace(workdir=str(ws))) == root
+    assert base_for(SimpleNamespace(workdir=str(ws), cwd=str(ws / "src"))) == root
+    monkeypatch.chdir(ws)
+    bare = SimpleNamespace()
+    assert base_for(bare) == root
+    assert person_arguments("read_file", {"path": "a.py"}, bare) == {"path": "a.py"}
+
+
+def test_a_path_argument_that_is_not_text_is_left_for_validation(ws):
+    from mdagent.workspace import person_arguments
+
+    ctx = ToolContext(workdir=str(ws), caller="person", cwd=str(ws / "src"))
+    for value in (5, ["a.py"], {"p": 1}):
+        assert person_arguments("read_file", {"path": value}, ctx) == {"path": value}
