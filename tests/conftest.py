@@ -5,12 +5,22 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+# Hermetic signals: a suite started with `nohup`, or as a background job of a
+# non-interactive shell, inherits SIGHUP or SIGINT ignored, and so would every
+# `agent` the tests start (mdagent rightly keeps an inherited SIG_IGN). The
+# tests of Ctrl-C and stop signals need the defaults a terminal gives.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+for _stop in (signal.SIGHUP, signal.SIGTERM):
+    if signal.getsignal(_stop) == signal.SIG_IGN:
+        signal.signal(_stop, signal.SIG_DFL)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
