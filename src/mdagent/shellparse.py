@@ -1094,11 +1094,7 @@ class _Walker:
         elif kind == "string":
             self.expanding(node, node.start_byte + 1, node.end_byte - 1)
         elif kind in ("command_substitution", "process_substitution"):
-            text = self.text(node)
-            if text.startswith("$(("):
-                # bash reads `$((…))` as arithmetic when it can; the grammar, in a
-                # here-document, reads it as `$( (…) )`. Its names may hold code.
-                self.evaluates = f"`{text}` may be arithmetic that runs code held in a variable"
+            self.note_evaluation(node)
             for child in node.named_children:
                 if child.type == "file_redirect":  # $(< file)
                     self.no_command_words(self.redirect(child))
@@ -1132,6 +1128,10 @@ class _Walker:
             self.evaluates = f"`{text}` is computed at run time"
         elif kind == "subscript":
             self.evaluates = f"subscript `{text}` is evaluated as arithmetic"
+        elif kind == "command_substitution" and text.startswith("$(("):
+            # bash reads `$((…))` as arithmetic when it can; the grammar, in a
+            # here-document, reads it as `$( (…) )`. Its names may hold code.
+            self.evaluates = f"`{text}` may be arithmetic that runs code held in a variable"
 
     def expanding(self, node: Any, start: int, end: int) -> None:
         """Walk a double-quoted string or here-document body between ``start`` and ``end``."""
