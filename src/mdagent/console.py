@@ -122,21 +122,22 @@ def first_line(text: str | None, limit: int | None = 80) -> str:
 
 def display_width(text: str) -> int:
     """Columns ``text`` takes on a terminal: wide (CJK) characters two, combining marks none."""
-    if text.isascii():
-        return len(text)
-    import unicodedata
+    return len(text) if text.isascii() else sum(map(_char_width, text))
 
-    return sum(
-        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
-        for c in text
-    )
+
+def _char_width(char: str) -> int:
+    import unicodedata  # only for text that is not ASCII
+
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in "WF" else 1
 
 
 def _fitting(text: str, columns: int) -> int:
     """How many characters of ``text`` fit in ``columns`` terminal columns."""
     used = 0
     for index, char in enumerate(text):
-        used += display_width(char)
+        used += _char_width(char)
         if used > columns:
             return index
     return len(text)
