@@ -105,3 +105,46 @@ def test_arithmetic_in_a_here_document_makes_every_segment_dynamic():
     segments = parse(command)
     assert [s.plain for s in segments] == ["read ls", "cat", "ls"]
     assert all(s.dynamic for s in segments)
+
+
+# Variants of the four bugs the mutants found: other spellings must fail closed too.
+UNCHECKED_VARIANTS = [
+    "env --split-string='rm -rf / #x'",
+    "env -S'rm -rf / #x'",
+    "env -vS 'rm -rf / #x'",
+    "sudo env -S 'rm -rf / #x'",
+    "typeset -$o r=$(cat f)",
+    "local -$o r",
+    "export -$o r=1",
+    "readonly +$o r",
+    'declare -"$o" r=x',
+    "declare -${o} r=x",
+    "declare -a$o r=x",
+    "command declare -$o r=x",
+]
+
+
+@pytest.mark.parametrize("command", UNCHECKED_VARIANTS)
+def test_variants_of_env_comments_and_computed_declare_options_are_unchecked(command):
+    assert any(s.unchecked for s in parse(command))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo ${x:=>(rm -rf /)}",
+        "echo ${x:+<(rm -rf /)}",
+        "echo ${x#<(rm -rf /)}",
+        "echo ${x:-a<(rm -rf /)}",
+        "cat <<EOF\n${x:-<(rm -rf /)}\nEOF",
+        "bash -c 'echo ${x:-<(rm x)}'",
+    ],
+)
+def test_variants_of_a_process_substitution_in_an_expansion_are_refused(command):
+    with pytest.raises(Unparseable):
+        parse(command)
+
+
+def test_arithmetic_read_as_a_substitution_in_a_string_or_indented_document_is_dynamic():
+    assert all(s.dynamic for s in parse('echo "$((ls))"'))
+    assert all(s.dynamic for s in parse("cat <<EOF\n$((ls))\nEOF"))
