@@ -181,8 +181,11 @@ def test_a_script_installed_for_one_name_completes_the_other(sub):
 
 @pytest.mark.parametrize("name", ["agent", "mdagent"])
 def test_the_completion_script_is_set_up_for_the_name_it_was_asked_by(workspace, name):
+    # typer finds the shell among the process's parents: run it from bash (a
+    # suite started by `sh`, e.g. under nohup, would otherwise be "sh"; the
+    # `exit` keeps bash from exec-ing the command in its place).
     done = subprocess.run(
-        [_executable(name), "--show-completion", "bash"],
+        ["bash", "-c", '"$0" --show-completion; exit $?', _executable(name)],
         cwd=workspace,
         capture_output=True,
         text=True,
