@@ -369,7 +369,7 @@ PROBE = (
     "import sys\n"
     "from mdagent.cli import main\n"
     "try:\n    status = main(sys.argv[1:])\nexcept SystemExit as exc:\n    status = exc.code\n"
-    "watched = ('jsonschema', 'pydantic', 'typer', 'rich', 'yaml', 'httpx')\n"
+    "watched = ('jsonschema', 'pydantic', 'typer', 'rich', 'yaml', 'httpx', 'typing', 'datetime')\n"
     "print(status, *[m for m in watched if m in sys.modules], file=sys.stderr)\n"
 )
 
@@ -386,7 +386,7 @@ def imported(workspace, *args: str) -> list[str]:
     return done.stderr.strip().splitlines()[-1].split()
 
 
-def test_a_typed_command_with_valid_arguments_imports_no_jsonschema(workspace):
+def test_a_typed_command_with_valid_arguments_imports_no_jsonschema_nor_typing(workspace):
     config(
         workspace,
         "hi.yaml",

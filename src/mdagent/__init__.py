@@ -6,8 +6,6 @@ Names are imported on first use, so ``agent /name`` loads only what it runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 __version__ = "0.1.0"
 __all__ = ["Commands", "Result", "Tool", "ToolContext", "Toolbox", "__version__"]
 
@@ -19,7 +17,10 @@ _HOMES = {
     "Toolbox": "mdagent.toolbox",
 }
 
+TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
     from mdagent.commands import Commands
     from mdagent.toolbox import Result, Tool, Toolbox, ToolContext
 

@@ -7,7 +7,10 @@ implementation modules.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
+
 
 SETTINGS_FILE = "agent.yaml"
 

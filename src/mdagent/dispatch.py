@@ -12,17 +12,21 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from typing import Any, NamedTuple
 
 from mdagent.errors import UsageError
+from mdagent.records import Record
 from mdagent.specs import CommandSpec, ToolSpec
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 _TRUE = {"true", "yes", "y", "1", "on"}
 _GLOBAL_OPTIONS = {"json", "yes", "no-user", "layer", "verbose", "provider", "model", "base-url"}
 _FALSE = {"false", "no", "n", "0", "off"}
 
 
-class Call(NamedTuple):
+class Call(Record):
     """What a command line turned into: which tool, with which arguments."""
 
     command: CommandSpec

@@ -13,7 +13,10 @@ import re
 from collections.abc import Iterable, Mapping
 from fnmatch import translate
 from functools import lru_cache
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_EXCLUDE = ["*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*", "*CREDENTIAL*"]
 

@@ -8,7 +8,10 @@ once, prints one line and exits with the error's ``exit_code``. With
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class MdagentError(Exception):

@@ -25,10 +25,15 @@ import threading
 import time
 from collections.abc import Callable, Container, Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from mdagent import templates
 from mdagent.toolbox import ToolContext, accepts_context
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
+
+    ToolHandler = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
 
 __all__ = [
     "HTTP_MAX_BYTES",
@@ -47,8 +52,6 @@ HTTP_MAX_BYTES = 1_000_000
 # Composition is a tool calling a tool; a cycle in declarations (a -> b -> a)
 # would otherwise recurse until Python's own limit.
 MAX_COMPOSITION_DEPTH = 8
-
-ToolHandler = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
 
 
 # -- load time -----------------------------------------------------------------

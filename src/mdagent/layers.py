@@ -11,15 +11,14 @@ below the user layer. They hold skills only, never settings or tools
 (``skills.interop: false`` makes the compiler skip them).
 """
 
-# No `from __future__ import annotations`: NamedTuple fields given as strings are
-# compiled one by one at import (typing.ForwardRef), on every `agent /name`.
+from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import NamedTuple
 
 from mdagent.errors import UsageError
+from mdagent.records import Record
 
 PROJECT_DIR = ".agents"
 
@@ -33,7 +32,7 @@ INTEROP_KINDS = {
 }
 
 
-class Layer(NamedTuple):
+class Layer(Record):
     """One folder of declarations and where it came from.
 
     ``kind`` is "option", "env", "project", "user", "bundled", or one of
@@ -238,7 +237,7 @@ SKILL_FILE = "SKILL.md"
 _NOT_SKILLS = {"node_modules", "__pycache__"}
 
 
-class Found(NamedTuple):
+class Found(Record):
     """What :func:`walk_skills` met: a skill folder, a folder without one, or a problem."""
 
     kind: str  # "skill" | "folder" | "problem"

@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any
 
 from mdagent.errors import ToolFailed, UsageError
 
+TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
+    from typing import Any
+
     from mdagent.runtime import Runtime
 
 

@@ -24,8 +24,7 @@ What it guarantees, whatever the child does:
   UTF-8, with bytes that are not shown as U+FFFD and the result saying so.
 """
 
-# No `from __future__ import annotations`: ProcessResult's fields would each be
-# compiled from a string at import (typing.ForwardRef), on every `agent /name`.
+from __future__ import annotations
 
 import codecs
 import contextlib
@@ -37,7 +36,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, TextIO
+
+from mdagent.records import Record
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 TIMEOUT_EXIT = 124
 INTERRUPTED_EXIT = 130
@@ -53,7 +57,7 @@ _CHUNK = 65536
 _POLL = 0.05
 
 
-class ProcessResult(NamedTuple):
+class ProcessResult(Record):
     """What a finished child left: its (capped) output, status and timing.
 
     ``exit_code`` follows the shell: a child killed by signal N reports

@@ -41,11 +41,14 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from mdagent.errors import Problem
 from mdagent.layers import Layer, state_dir
 from mdagent.specs import CommandSpec, LazyRecords, Skill, ToolSpec, command_key, compact
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 CACHE_FORMAT = 9
 #: About this many command keys per shard: a lookup parses one shard this size.
@@ -504,7 +507,7 @@ class _CachedRegistry(Registry):
         return getattr(self._compiled, kind)
 
 
-class _Records(Mapping[str, Any]):
+class _Records(Mapping):  # of str to Any
     """The commands or skills of a cached registry: one key reads one shard."""
 
     def __init__(self, registry: _CachedRegistry, kind: str) -> None:

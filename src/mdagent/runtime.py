@@ -11,13 +11,16 @@ import os
 from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TextIO
 
 from mdagent.errors import ConfigError, Problem
 from mdagent.layers import find_layers, project_layer, project_root
 from mdagent.registry import Registry, load_registry
 from mdagent.specs import ToolSpec, unmet_requirement
 from mdagent.toolbox import Toolbox, ToolContext
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 
 class Options:

@@ -14,7 +14,10 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 

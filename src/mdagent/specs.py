@@ -4,13 +4,19 @@ They round-trip through plain dicts because the compiled registry is cached
 as JSON; nothing here imports yaml or frontmatter.
 """
 
-# No `from __future__ import annotations`: NamedTuple fields given as strings are
-# compiled one by one at import (typing.ForwardRef): ~60 fields here, every `agent /name`.
+from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple, TypeVar
+
+from mdagent.records import Record
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    R = TypeVar("R", "ToolSpec", "CommandSpec", "Skill")
 
 CATEGORIES = ("execution", "filesystem", "web", "data", "system", "memory", "browser", "custom")
 SECURITY_LEVELS = ("safe", "moderate", "dangerous")
@@ -45,7 +51,7 @@ def _from_dict(cls: Any, data: dict[str, Any]) -> Any:
 # Their dict and list fields are never mutated after construction.
 
 
-class ToolSpec(NamedTuple):
+class ToolSpec(Record):
     """A declared tool: its schema, metadata and one implementation."""
 
     name: str
@@ -94,11 +100,11 @@ class ToolSpec(NamedTuple):
         return self._asdict()
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ToolSpec":
+    def from_dict(cls, data: dict[str, Any]) -> ToolSpec:
         return _from_dict(cls, data)
 
 
-class CommandSpec(NamedTuple):
+class CommandSpec(Record):
     """``/name`` bound to a tool (``kind == "tool"``) or to a prompt skill.
 
     ``requires`` is the skill's requirements, copied here so running one
@@ -127,11 +133,11 @@ class CommandSpec(NamedTuple):
         return self._asdict()
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "CommandSpec":
+    def from_dict(cls, data: dict[str, Any]) -> CommandSpec:
         return _from_dict(cls, data)
 
 
-class Skill(NamedTuple):
+class Skill(Record):
     """A SKILL.md: front-matter fields plus where its body lives."""
 
     name: str
@@ -176,11 +182,8 @@ class Skill(NamedTuple):
         return self._asdict()
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Skill":
+    def from_dict(cls, data: dict[str, Any]) -> Skill:
         return _from_dict(cls, data)
-
-
-R = TypeVar("R", ToolSpec, CommandSpec, Skill)
 
 
 def compact(record: ToolSpec | CommandSpec | Skill) -> dict[str, Any]:
@@ -192,7 +195,7 @@ def compact(record: ToolSpec | CommandSpec | Skill) -> dict[str, Any]:
     return {k: v for k, v in record._asdict().items() if k not in defaults or defaults[k] != v}
 
 
-class LazyRecords(Mapping[str, R]):
+class LazyRecords(Mapping):  # Mapping[str, R]: subscripting needs R at run time
     """Records kept as the cache's dicts and built on first access.
 
     A warm ``agent /name`` touches one command and one tool out of maybe

@@ -47,9 +47,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from mdagent.errors import StateError, UsageError
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 DB_NAME = "mdagent.db"
 BUSY_TIMEOUT_S = 10.0
@@ -198,7 +201,7 @@ class Store:
         return self._db
 
     def _open(self) -> Any:
-        import sqlite3
+        sqlite3 = _sqlite()
 
         try:
             return self._connect()
@@ -214,7 +217,7 @@ class Store:
         return self._connect()
 
     def _connect(self) -> Any:
-        import sqlite3
+        sqlite3 = _sqlite()
 
         self._create_private()
         self._inode = os.stat(self.path).st_ino
@@ -307,7 +310,7 @@ class Store:
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
         """SQLite and file-system errors as one :class:`StateError` naming the file."""
-        import sqlite3
+        sqlite3 = _sqlite()
 
         try:
             yield
@@ -324,7 +327,7 @@ class Store:
     @contextlib.contextmanager
     def _write(self) -> Iterator[Any]:
         """One short write transaction; BEGIN IMMEDIATE takes the write lock up front."""
-        import sqlite3
+        sqlite3 = _sqlite()
 
         with self._lock, self._errors():
             db = self._connection()
@@ -346,7 +349,7 @@ class Store:
         """Close the connection (the next query reopens it)."""
         with self._lock:
             if self._db is not None:
-                import sqlite3
+                sqlite3 = _sqlite()
 
                 with contextlib.suppress(sqlite3.Error):  # closing a damaged file may complain
                     self._db.close()
@@ -617,6 +620,23 @@ class Store:
         return max(1, int(oldest) + int(window_ms) - now)
 
 
+def _sqlite() -> Any:
+    """The sqlite3 module's C core, which holds all the store uses.
+
+    ``import sqlite3`` adds a Python layer that imports :mod:`datetime` to
+    register date adapters the store never needs (its times are text): about
+    3 % of every ``agent /name``. ``connect``, ``Row`` and the exceptions are
+    the C module's own; the public module stands in where it is absent.
+    """
+    try:
+        import _sqlite3
+    except ImportError:  # pragma: no cover - an interpreter that names it otherwise
+        import sqlite3
+
+        return sqlite3
+    return _sqlite3
+
+
 def _retry_busy(action: Callable[[], Any], attempts: int = 100) -> Any:
     """Run ``action``, retrying while another process holds the lock it needs.
 
@@ -624,7 +644,7 @@ def _retry_busy(action: Callable[[], Any], attempts: int = 100) -> Any:
     once rather than call the busy handler when many processes open a new
     file together.
     """
-    import sqlite3
+    sqlite3 = _sqlite()
 
     for attempt in range(attempts):
         try:

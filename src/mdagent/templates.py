@@ -43,8 +43,11 @@ import re
 import shlex
 from collections.abc import Callable, Collection, Iterable, Mapping
 from functools import lru_cache
-from typing import Any
 from urllib.parse import quote
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "OptionValueError",

@@ -19,17 +19,22 @@ is a failure, a raised exception is a failure that carries what went wrong,
 unknown names get a stand-in that lists the real tools.
 """
 
-# No `from __future__ import annotations` here: with it, every NamedTuple field
-# below is compiled from its annotation string at import (typing.ForwardRef),
-# which costs start-up time on every `agent /name`. Later names are quoted.
+from __future__ import annotations
 
 import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, NamedTuple, TextIO
 
+from mdagent.records import Record
 from mdagent.validation import is_simple, plainly_valid
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any, TextIO
+
+    Handler = Callable[..., Any]
+    Hook = Callable[..., Any]
 
 
 def _log():
@@ -37,10 +42,6 @@ def _log():
     from mdagent.errors import logger
 
     return logger("mdagent.toolbox")
-
-
-Handler = Callable[..., Any]
-Hook = Callable[..., Any]
 
 
 class ToolContext:
@@ -65,7 +66,7 @@ class ToolContext:
     env: Mapping[str, str] | None
     policy: Any
     cancel: threading.Event
-    toolbox: "Toolbox | None"
+    toolbox: Toolbox | None
     output: TextIO | None
     caller: str
     settings: Mapping[str, Any]
@@ -81,7 +82,7 @@ class ToolContext:
         env: Mapping[str, str] | None = None,
         policy: Any = None,
         cancel: threading.Event | None = None,
-        toolbox: "Toolbox | None" = None,
+        toolbox: Toolbox | None = None,
         output: TextIO | None = None,
         caller: str = "person",
         settings: Mapping[str, Any] | None = None,
@@ -111,7 +112,7 @@ class ToolContext:
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"ToolContext is immutable (cannot delete {name})")
 
-    def replace(self, **changes: Any) -> "ToolContext":
+    def replace(self, **changes: Any) -> ToolContext:
         """A copy with ``changes`` applied (the same cancel event unless one is given)."""
         return ToolContext(**{**self.__dict__, **changes})
 
@@ -125,7 +126,7 @@ class ToolContext:
         return f"ToolContext({fields})"
 
 
-class Decision(NamedTuple):
+class Decision(Record):
     """A policy's verdict on one call.
 
     ``approved_by`` says why an allowed call may run ("safe", "rule:exec(git *)",
@@ -139,7 +140,7 @@ class Decision(NamedTuple):
     code: str = "DENIED"
     extra: Mapping[str, Any] = {}
 
-    def to_result(self) -> "Result":
+    def to_result(self) -> Result:
         """The failure a refused call returns."""
         return Result.failure(self.reason or "denied by policy", code=self.code, **self.extra)
 
@@ -147,7 +148,7 @@ class Decision(NamedTuple):
 ALLOWED = Decision(True)
 
 
-class HookDecision(NamedTuple):
+class HookDecision(Record):
     """What a before hook may return to decide a call; any other return value is ignored.
 
     ``decision``: ``"deny"`` refuses the call with ``reason``; ``"allow"``
@@ -165,7 +166,7 @@ class HookDecision(NamedTuple):
     hook: str = "hook"
 
 
-class Result(NamedTuple):
+class Result(Record):
     """The outcome of one tool call: a dict plus whether it succeeded."""
 
     data: dict[str, Any]
@@ -178,7 +179,7 @@ class Result(NamedTuple):
         return None if err is None else str(err)
 
     @classmethod
-    def failure(cls, message: str, **extra: Any) -> "Result":
+    def failure(cls, message: str, **extra: Any) -> Result:
         """A failed result carrying ``message`` as its error."""
         return cls({"error": message, **extra}, False)
 

@@ -20,7 +20,10 @@ rejects" promise over generated schemas and instances.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 _ANNOTATIONS = frozenset({"description", "default", "title", "examples", "$comment"})
 _PLAIN = (str, int, float, list, dict)  # with None: what JSON and typed words give

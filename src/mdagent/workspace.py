@@ -24,9 +24,12 @@ import os
 import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from mdagent.errors import PolicyDenied
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def confine(

@@ -10,7 +10,10 @@ from __future__ import annotations
 import copy
 import importlib
 from collections.abc import Iterable
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 _STRING = {"type": "string"}
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Any
 
 from mdagent.environment import env_for
 from mdagent.process import run_tool_process
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def shell_argv(command: str, env: dict[str, str] | None = None) -> list[str]:

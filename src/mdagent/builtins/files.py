@@ -19,7 +19,6 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import Any, BinaryIO
 
 from mdagent.errors import PolicyDenied
 from mdagent.workspace import (
@@ -30,6 +29,10 @@ from mdagent.workspace import (
     roots_from,
     skill_read_roots,
 )
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 DEFAULT_LIMIT = 2000
 # A minified file can be one multi-megabyte line; a model gains nothing from

@@ -22,13 +22,16 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from mdagent.builtins import setting
 from mdagent.environment import env_for
 from mdagent.errors import PolicyDenied
 from mdagent.globs import gitignore_regex
 from mdagent.workspace import confine, display_path, roots_from, skill_read_roots
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_FILES = 1000
 MAX_MATCHES = 1000

@@ -12,9 +12,12 @@ Skills marked ``disable-model-invocation: true`` are not returned.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from mdagent.specs import command_key
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 #: At most this many of a skill's files are listed (the listing says when it stops).
 MAX_FILES = 50

@@ -22,10 +22,14 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from types import SimpleNamespace
-from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from mdagent.builtins import setting
+from mdagent.records import Record
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_TIMEOUT = 30
 DEFAULT_MAX_BYTES = 1_000_000
@@ -75,7 +79,7 @@ def fetch(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
 # -- the one request -------------------------------------------------------------
 
 
-class Response(NamedTuple):
+class Response(Record):
     """What a finished request left: the final URL, status, headers and (capped) body."""
 
     url: str
