@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mdagent.errors import ConfigError
-from mdagent.yamlsource import ALIAS_BUDGET, _loader, load_yaml, position
+from mdagent.yamlsource import (
+    ALIAS_BUDGET,
+    Located,
+    LocatedList,
+    _construct,
+    _loader,
+    load_yaml,
+    position,
+)
 
 needs_libyaml = pytest.mark.skipif(
     not getattr(yaml, "__with_libyaml__", False), reason="PyYAML built without libyaml"
@@ -69,3 +81,99 @@ def test_alias_budget_holds_with_either_parser(pure):
     ]
     with pytest.raises(ConfigError, match=f"more than {ALIAS_BUDGET:,} values"):
         load_yaml("\n".join(lines) + "\n", "f.yaml", pure=pure)
+
+
+# -- the fast constructor makes what PyYAML's constructor makes -------------------------
+
+
+def _same(fast, slow) -> None:
+    """Equal values of the same types, with the same recorded positions, at every level."""
+    assert type(fast) is type(slow), (fast, slow)
+    if isinstance(slow, Located):
+        assert (fast.at, fast.lines) == (slow.at, slow.lines)
+        assert list(fast) == list(slow)  # key order too
+        for key in slow:
+            _same(fast[key], slow[key])
+    elif isinstance(slow, LocatedList):
+        assert (fast.at, fast.items_at, len(fast)) == (slow.at, slow.items_at, len(slow))
+        for a, b in zip(fast, slow, strict=True):
+            _same(a, b)
+    elif isinstance(slow, float) and slow != slow:
+        assert fast != fast  # .nan
+    else:
+        assert fast == slow
+
+
+def _both(text: str, pure: bool):
+    """(fast constructor's result, PyYAML's construct_document's result) for ``text``."""
+    results = []
+    for build in (_construct, lambda loader, node: loader.construct_document(node)):
+        loader = _loader(pure)(text)
+        try:
+            results.append(build(loader, loader.get_single_node()))
+        finally:
+            loader.dispose()
+    return results
+
+
+SCALARS = st.one_of(
+    st.text(max_size=12),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.booleans(),
+    st.none(),
+    st.dates(),
+    st.sampled_from(
+        ["yes", "No", "~", "0x1f", "0o17", "1_000", ".inf", "2001-12-14t21:59:43.10-05:00"]
+    ),
+)
+DATA = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(SCALARS, inner, max_size=4),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=DATA, flow=st.sampled_from([None, True, False]), pure=st.booleans())
+def test_the_fast_constructor_makes_what_pyyaml_makes(data, flow, pure):
+    try:
+        text = yaml.safe_dump({"root": data}, default_flow_style=flow, allow_unicode=True)
+    except yaml.YAMLError:
+        return
+    try:
+        fast, slow = _both(text, pure)
+    except yaml.YAMLError:  # a key PyYAML dumped but cannot read back (a list): both refuse
+        with pytest.raises(yaml.YAMLError):
+            _both(text, not pure)
+        return
+    _same(fast, slow)
+
+
+HAND_WRITTEN = {
+    "anchors and merge keys": "base: &b {a: 1, b: [x, y]}\nuse:\n  <<: *b\n  c: *b\n",
+    "explicit tags": "a: !!str 12\nb: !!int '7'\nc: !!binary aGk=\nd: !!set {x, y}\ne: !!omap [{k: v}]\n",
+    "dates and specials": "d: 2001-12-14\nt: 2001-12-14 21:59:43.10 -5\nn: ~\nf: .NaN\nbool: yes\n",
+    "block scalars": "a: |\n  line\n  two\nb: >-\n  folded\n  text\n",
+    "explicit map and seq tags": "a: !!map {x: !!seq [1, 2]}\n",
+    "front-matter shape": 'name: x\ndescription: "a: b"\nmetadata: {"openclaw": {"requires": {"bins": ["sh"]}}}\n',
+}
+
+
+@pytest.mark.parametrize("pure", [False, True])
+@pytest.mark.parametrize("text", HAND_WRITTEN.values(), ids=HAND_WRITTEN.keys())
+def test_the_fast_constructor_agrees_on_tags_aliases_and_merges(text, pure):
+    fast, slow = _both(text, pure)
+    _same(fast, slow)
+    if "<<" in text:
+        assert fast["use"] == {"a": 1, "b": ["x", "y"], "c": {"a": 1, "b": ["x", "y"]}}
+    if "!!binary" in text:
+        assert fast["c"] == b"hi" and fast["d"] == {"x", "y"}
+    if "2001" in text:
+        assert fast["d"] == datetime.date(2001, 12, 14)
+
+
+@pytest.mark.parametrize("text", ["a: !!python/name:os.system x\n", "a: !custom x\n"])
+def test_unknown_and_unsafe_tags_are_still_refused(text):
+    with pytest.raises(ConfigError, match="invalid YAML"):
+        load_yaml(text, "f.yaml")

@@ -16,7 +16,7 @@ constructing, so it holds for any PyYAML loader class, the libyaml-backed
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,48 @@ class LocatedList(list):
         self.items_at: list[tuple[int, int]] = []
 
 
+def _located_mapping(loader: Any, node: Any, build: Callable[[Any], Any]) -> Located:
+    """A mapping node as a :class:`Located`, its keys and values made by ``build``.
+
+    Duplicate keys and unhashable keys are errors at the key's position.
+    """
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        raise yaml.constructor.ConstructorError(
+            None, None, f"expected a mapping, found {node.id}", node.start_mark
+        )
+    loader.flatten_mapping(node)  # `<<` merge keys
+    mapping = Located()
+    mapping.at = (node.start_mark.line + 1, node.start_mark.column + 1)
+    lines = mapping.lines
+    for key_node, value_node in node.value:
+        key = build(key_node)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a mapping key must be a plain value", key_node.start_mark
+            ) from None
+        if key in mapping:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"duplicate key {key!r} (first defined on line {lines[key][0]})",
+                key_node.start_mark,
+            )
+        mapping[key] = build(value_node)
+        lines[key] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+    return mapping
+
+
+def _located_sequence(node: Any, build: Callable[[Any], Any]) -> LocatedList:
+    items = LocatedList(build(child) for child in node.value)
+    items.at = (node.start_mark.line + 1, node.start_mark.column + 1)
+    items.items_at = [(c.start_mark.line + 1, c.start_mark.column + 1) for c in node.value]
+    return items
+
+
 def _loader_class(pure: bool = False):
     import yaml
 
@@ -68,44 +110,48 @@ def _loader_class(pure: bool = False):
         """A safe loader that rejects duplicate keys and records key positions."""
 
     def construct_mapping(loader, node, deep=False):
-        if not isinstance(node, yaml.MappingNode):
-            raise yaml.constructor.ConstructorError(
-                None, None, f"expected a mapping, found {node.id}", node.start_mark
-            )
-        loader.flatten_mapping(node)
-        mapping = Located()
-        mapping.at = (node.start_mark.line + 1, node.start_mark.column + 1)
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            try:
-                hash(key)
-            except TypeError:
-                raise yaml.constructor.ConstructorError(
-                    None, None, "a mapping key must be a plain value", key_node.start_mark
-                ) from None
-            if key in mapping:
-                line = mapping.lines[key][0]
-                raise yaml.constructor.ConstructorError(
-                    None,
-                    None,
-                    f"duplicate key {key!r} (first defined on line {line})",
-                    key_node.start_mark,
-                )
-            mapping[key] = loader.construct_object(value_node, deep=deep)
-            mapping.lines[key] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-        return mapping
+        return _located_mapping(loader, node, lambda n: loader.construct_object(n, deep=True))
 
     def construct_sequence(loader, node, deep=False):
-        items = LocatedList(loader.construct_object(child, deep=True) for child in node.value)
-        items.at = (node.start_mark.line + 1, node.start_mark.column + 1)
-        items.items_at = [(c.start_mark.line + 1, c.start_mark.column + 1) for c in node.value]
-        return items
+        return _located_sequence(node, lambda n: loader.construct_object(n, deep=True))
 
     StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
     StrictLoader.add_constructor(
         yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_sequence
     )
     return StrictLoader
+
+
+def _construct(loader: Any, root: Any) -> Any:
+    """What ``loader.construct_document(root)`` returns, made with less of PyYAML's machinery.
+
+    PyYAML dispatches every node through a table of constructors, keeps each
+    result for aliases and runs generators for recursive objects; for
+    declaration files and front-matter, nearly all strings, mappings and
+    sequences, that was half of a cold compile's YAML time. Plain strings,
+    mappings and sequences are made here; every other node (numbers, booleans,
+    null, dates, explicit tags, errors) goes to the loader's own constructor.
+    An alias is made again where it is used instead of shared (the alias
+    budget bounds what that costs), which a plain-data reader cannot tell apart.
+    """
+    import yaml
+
+    scalar, mapping, sequence = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
+    str_tag = "tag:yaml.org,2002:str"
+    map_tag = yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG
+    seq_tag = yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG
+
+    def build(node: Any) -> Any:
+        kind, tag = type(node), node.tag
+        if kind is scalar and tag == str_tag:
+            return node.value
+        if kind is mapping and tag == map_tag:
+            return _located_mapping(loader, node, build)
+        if kind is sequence and tag == seq_tag:
+            return _located_sequence(node, build)
+        return loader.construct_object(node, deep=True)
+
+    return build(root)
 
 
 _LOADERS: dict[bool, Any] = {}
@@ -176,7 +222,7 @@ def load_yaml(text: str, path: str | Path, line_offset: int = 0, *, pure: bool =
                 return None
             if "&" in text and "*" in text:  # no anchor or no alias: nothing to expand
                 _check_aliases(node, path, line_offset)
-            return loader.construct_document(node)
+            return _construct(loader, node)
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
