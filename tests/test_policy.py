@@ -1523,6 +1523,8 @@ def test_without_a_caller_option_values_and_the_sandbox_are_a_models():
         ("strace -e 'trace=open file' rm x", True),  # text before the program: read on
         ("setpriv /bin/rm a/b c", True),  # the program's own basename, not an argument's
         ("setpriv rm$IFS x", True),  # $IFS splits `rm` off: still rm
+        ("setpriv /bin/rm$IFS -rf x", True),  # and by path: the stem's basename
+        ("setpriv ./rm$IFS x", True),
         ("setpriv /bin/rm`true` x", True),
         ("echo 'rm -rf is dangerous'", False),
         ("ls -l", False),
@@ -1551,9 +1553,23 @@ def test_variables_that_give_an_interpreter_code_are_inline_code(root, box, comm
     assert check(policy, box, "exec", cmd(plain)).allowed, plain
 
 
-def test_an_exact_deny_rule_meets_the_program_named_alone_by_path(root, box):
+@pytest.mark.parametrize("command", ["setpriv /bin/rm", "setpriv rm$IFS", "setpriv /bin/rm$IFS"])
+def test_an_exact_deny_rule_meets_the_program_named_alone_by_path(root, box, command):
     policy = make_policy(root, {"mode": "full", "deny": ["exec(rm)"]})
-    assert refused(check(policy, box, "exec", cmd("setpriv /bin/rm")))
+    assert refused(check(policy, box, "exec", cmd(command))), command
+    assert refused(check(policy, box, "exec", cmd(command), caller=PERSON)), command
+
+
+@pytest.mark.parametrize(
+    "command", ["setpriv $x 'rm -rf /'", "setpriv `x` -f rm", "setpriv rm$IFS", "a $b"]
+)
+def test_deny_candidates_are_trimmed_command_strings(command):
+    # A rule is matched against each candidate as a whole: a leading or
+    # trailing blank would make `exec(rm)` miss and `exec(?rm *)` hit.
+    from mdagent.policy import _exec_view
+
+    candidates = _exec_view(command).deny_candidates()
+    assert candidates and all(c == c.strip() for c in candidates), candidates
 
 
 def test_an_assignment_after_the_program_is_an_argument_not_a_variable(root, box):
