@@ -260,10 +260,6 @@ def _type_message(value: Any) -> str:
 
 def _unresolvable_refs(schema: dict[str, Any]) -> list[tuple[list[Any], str]]:
     """``(pointer, message)`` for each ``$ref`` in ``schema`` that cannot be resolved offline."""
-    from referencing import Registry
-    from referencing.exceptions import Unresolvable
-    from referencing.jsonschema import DRAFT202012
-
     refs: list[tuple[list[Any], str]] = []
     stack: list[tuple[list[Any], Any]] = [([], schema)]
     while stack:
@@ -276,6 +272,11 @@ def _unresolvable_refs(schema: dict[str, Any]) -> list[tuple[list[Any], str]]:
             stack.extend(([*pointer, i], v) for i, v in enumerate(node))
     if not refs:
         return []
+    # referencing (with attrs) costs ~25 ms to import: only schemas with a $ref need it.
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
     resource = DRAFT202012.create_resource(schema)
     resolver = Registry().with_resource("urn:tool", resource).resolver(base_uri="urn:tool")
     out = []
