@@ -480,3 +480,20 @@ def test_a_command_starting_with_a_dash_is_the_command(workspace, run_agent):
     skill(workspace, "t", "exec")
     result = run_agent("/t", "--version")  # bash's own --version, were it an option
     assert result.returncode == 127 and "--version: command not found" in result.stderr
+
+
+def test_a_tool_may_reuse_another_through_a_merge_key_and_change_values(workspace, run_agent):
+    # YAML's `<<` is for exactly this: a shared block with some values replaced.
+    config(
+        workspace,
+        "hi.yaml",
+        "tools:\n  hi: &base\n    description: Say hi\n"
+        "    params: {name: {type: string, description: Who}}\n"
+        '    required: [name]\n    run: [echo, "hi {name}"]\n'
+        '  hey:\n    <<: *base\n    description: Say hey\n    run: [echo, "hey {name}"]\n'
+        "commands:\n  hey: {tool: hey, arg-mode: parsed}\n",
+    )
+    checked = run_agent("check")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    done = run_agent("/hey", "bob")
+    assert (done.returncode, done.stdout) == (0, "hey bob\n")

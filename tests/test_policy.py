@@ -566,7 +566,7 @@ def test_policy_module_imports_nothing_heavy():
 
     code = (
         "import sys, mdagent.policy; "
-        "print(sorted(m for m in ('tree_sitter', 'sqlite3', 'yaml', 'httpx') if m in sys.modules))"
+        "print(sorted(m for m in ('tree_sitter', 'sqlite3', '_sqlite3', 'yaml', 'httpx') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -62,3 +62,18 @@ def test_a_field_without_default_after_one_with_is_refused_at_class_creation():
 def test_records_pickle_as_their_own_class():
     assert pickle.loads(pickle.dumps(Point(1, 2, "p"))) == Point(1, 2, "p")
     assert type(pickle.loads(pickle.dumps(Point(1)))) is Point
+
+
+def test_a_record_takes_no_other_base_and_needs_fields():
+    class Mixin:
+        pass
+
+    with pytest.raises(TypeError, match="derives from Record alone"):
+
+        class Mixed(Record, Mixin):
+            a: int
+
+    with pytest.raises(TypeError, match="needs annotated fields"):
+
+        class Empty(Record):
+            """No fields: nothing to name."""

@@ -92,6 +92,7 @@ def _same(fast, slow) -> None:
     if isinstance(slow, Located):
         assert (fast.at, fast.lines) == (slow.at, slow.lines)
         assert list(fast) == list(slow)  # key order too
+        assert [type(k) for k in fast] == [type(k) for k in slow]  # 1 and True are equal keys
         for key in slow:
             _same(fast[key], slow[key])
     elif isinstance(slow, LocatedList):
@@ -177,3 +178,41 @@ def test_the_fast_constructor_agrees_on_tags_aliases_and_merges(text, pure):
 def test_unknown_and_unsafe_tags_are_still_refused(text):
     with pytest.raises(ConfigError, match="invalid YAML"):
         load_yaml(text, "f.yaml")
+
+
+MERGES = {
+    "a written key replaces the merged one": "base: &b {timeout: 5, run: x}\nt:\n  <<: *b\n  timeout: 10\n",
+    "written before the merge": "base: &b {timeout: 5}\nt:\n  timeout: 10\n  <<: *b\n",
+    "the first merged block wins": "a: &a {x: 1, y: 1}\nb: &b {x: 2, z: 2}\nc:\n  <<: [*a, *b]\n  y: 3\n",
+    "a merged node met again": "a: &a {x: {<<: {q: 1}, q: 2}}\nb: {<<: *a}\n",
+    "an anchor inside a merge": "b: {<<: &a {<<: {q: 1}, q: 2}}\nc: {<<: *a, q: 3}\n",
+}
+
+
+@pytest.mark.parametrize("pure", [False, True])
+@pytest.mark.parametrize("text", MERGES.values(), ids=MERGES.keys())
+def test_merge_keys_mean_what_yaml_says(text, pure):
+    from mdagent.yamlsource import plain
+
+    assert plain(load_yaml(text, "f.yaml", pure=pure)) == yaml.safe_load(text)
+
+
+def test_a_key_written_beside_a_merge_is_placed_where_it_was_written():
+    data = load_yaml("base: &b {timeout: 5}\nt:\n  <<: *b\n  timeout: 10\n", "f.yaml")
+    assert data["t"] == {"timeout": 10} and position(data, ["t", "timeout"]) == (4, 3)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "col"),
+    [
+        ("b: &b {x: 1}\nt:\n  <<: *b\n  y: 1\n  y: 2\n", 5, 3),  # written twice
+        ("x: !!seq y\n", 1, 4),
+        ("x: !!seq {a: 1}\n", 1, 4),
+        ("x: !!map [1]\n", 1, 4),
+    ],
+)
+def test_duplicates_and_mistagged_nodes_are_one_line_at_their_place(text, line, col):
+    for pure in (False, True):
+        message = str(_error(text, pure))  # read with a line offset of 3
+        assert message.split(": ", 1)[0] == f"f.yaml:{line + 3}:{col}", message
+        assert "\n" not in message

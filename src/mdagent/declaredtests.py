@@ -35,9 +35,10 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from mdagent.errors import MdagentError, Problem, ToolFailed, UsageError
+from mdagent.records import Record
 
 #: Folders left out of the workspace copy: rebuilt caches and environments,
 #: never what a declared tool is about, and often most of the bytes.
@@ -60,7 +61,7 @@ MAX_COPY_BYTES = 256 << 20
 _MISSING = object()
 
 
-class DeclaredTest(NamedTuple):
+class DeclaredTest(Record):
     """One entry of a ``tests:`` block and where it is written."""
 
     kind: str  # "tool" or "command"
@@ -89,7 +90,7 @@ class DeclaredTest(NamedTuple):
         return f"{self.path}:{self.line}:{self.col}"
 
 
-class Outcome(NamedTuple):
+class Outcome(Record):
     """What one test did: the failures (empty when it passed), the result and exit status."""
 
     test: DeclaredTest

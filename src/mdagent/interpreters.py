@@ -29,7 +29,8 @@ import posixpath
 import re
 import shlex
 from collections.abc import Callable
-from typing import NamedTuple
+
+from mdagent.records import Record
 
 
 def _any_module(value: str) -> bool:
@@ -58,7 +59,7 @@ def _perl_debugger(value: str) -> bool:
     return re.fullmatch(r":[\w:]+(=.*)?", value, re.S) is not None
 
 
-class _Interpreter(NamedTuple):
+class _Interpreter(Record):
     code: tuple[str, ...]  # options whose value is code (-c, --eval) or that read code (-i)
     letters: str = ""  # short options that take code inside a cluster (perl -lne)
     valued: str = ""  # short options taking a value (attached, or the next word)

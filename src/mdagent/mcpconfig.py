@@ -28,9 +28,10 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from mdagent.errors import ToolFailed
+from mdagent.records import Record
 from mdagent.specs import TIERS, ToolSpec, setting
 
 #: Between the server's name and its tool's in the registry: ``github__create_issue``.
@@ -41,7 +42,7 @@ CACHE_PREFIX = "registry-mcp-"
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class ServerConfig(NamedTuple):
+class ServerConfig(Record):
     """One entry of ``mcp_servers``: a stdio command or a Streamable HTTP URL."""
 
     name: str

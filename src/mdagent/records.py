@@ -32,7 +32,18 @@ class _RecordType(type):
     def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict) -> type:
         if not bases:  # Record itself
             return super().__new__(mcls, name, bases, namespace)
+        if bases != (Record,):
+            # The class made is a namedtuple: it could not keep another base.
+            raise TypeError(f"{name}: a record derives from Record alone")
         fields = tuple(namespace.get("__annotations__", {}))
+        if not fields:
+            # Python 3.14 keeps a class's annotations out of its namespace unless
+            # the module has `from __future__ import annotations`: say so, never
+            # make a record without fields.
+            raise TypeError(
+                f"{name}: a record needs annotated fields "
+                "(and `from __future__ import annotations` in its module)"
+            )
         defaults = []
         for field in fields:
             if field in namespace:

@@ -28,6 +28,7 @@ from mdagent.errors import ConfigError
 ALIAS_BUDGET = 10_000
 #: The largest YAML file (settings, declarations) read, in bytes.
 MAX_YAML_BYTES = 1 << 20
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 class Located(dict):
@@ -59,7 +60,10 @@ class LocatedList(list):
 def _located_mapping(loader: Any, node: Any, build: Callable[[Any], Any]) -> Located:
     """A mapping node as a :class:`Located`, its keys and values made by ``build``.
 
-    Duplicate keys and unhashable keys are errors at the key's position.
+    A key written twice and an unhashable key are errors at the key's
+    position. A key written beside a ``<<`` merge replaces the merged one, as
+    YAML's merge keys mean (that is what they are for: a shared block with
+    one value changed); among merged blocks the first one named wins.
     """
     import yaml
 
@@ -67,11 +71,13 @@ def _located_mapping(loader: Any, node: Any, build: Callable[[Any], Any]) -> Loc
         raise yaml.constructor.ConstructorError(
             None, None, f"expected a mapping, found {node.id}", node.start_mark
         )
-    loader.flatten_mapping(node)  # `<<` merge keys
+    loader.flatten_mapping(node)
+    merged = node.merged_pairs  # the first pairs came from `<<`; the rest were written here
     mapping = Located()
     mapping.at = (node.start_mark.line + 1, node.start_mark.column + 1)
     lines = mapping.lines
-    for key_node, value_node in node.value:
+    written_keys: set[Any] = set()
+    for index, (key_node, value_node) in enumerate(node.value):
         key = build(key_node)
         try:
             hash(key)
@@ -79,19 +85,29 @@ def _located_mapping(loader: Any, node: Any, build: Callable[[Any], Any]) -> Loc
             raise yaml.constructor.ConstructorError(
                 None, None, "a mapping key must be a plain value", key_node.start_mark
             ) from None
-        if key in mapping:
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"duplicate key {key!r} (first defined on line {lines[key][0]})",
-                key_node.start_mark,
-            )
+        if index >= merged:
+            if key in written_keys:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first defined on line {lines[key][0]})",
+                    key_node.start_mark,
+                )
+            written_keys.add(key)
+        # A merged key met again is replaced: flatten_mapping orders the blocks
+        # so that the first one named in `<<: [*a, *b]` comes last and wins.
         mapping[key] = build(value_node)
         lines[key] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
     return mapping
 
 
 def _located_sequence(node: Any, build: Callable[[Any], Any]) -> LocatedList:
+    import yaml
+
+    if not isinstance(node, yaml.SequenceNode):  # `!!seq x`
+        raise yaml.constructor.ConstructorError(
+            None, None, f"expected a sequence, found {node.id}", node.start_mark
+        )
     items = LocatedList(build(child) for child in node.value)
     items.at = (node.start_mark.line + 1, node.start_mark.column + 1)
     items.items_at = [(c.start_mark.line + 1, c.start_mark.column + 1) for c in node.value]
@@ -108,6 +124,15 @@ def _loader_class(pure: bool = False):
 
     class StrictLoader(base):
         """A safe loader that rejects duplicate keys and records key positions."""
+
+        def flatten_mapping(self, node):
+            # PyYAML moves merged pairs to the front and drops the `<<` keys,
+            # in place, once (also when it merges the node into another one):
+            # remember how many pairs came from merges, for _located_mapping.
+            if not hasattr(node, "merged_pairs"):
+                written = sum(1 for key_node, _ in node.value if key_node.tag != _MERGE_TAG)
+                super().flatten_mapping(node)
+                node.merged_pairs = len(node.value) - written
 
     def construct_mapping(loader, node, deep=False):
         return _located_mapping(loader, node, lambda n: loader.construct_object(n, deep=True))
