@@ -524,10 +524,37 @@ def _extracts(program: str, args: tuple[str, ...]) -> bool:
     if program == "ar":
         return "x" in first
     if program == "cpio":
-        return any(a == "--extract" or (a[:1] == "-" and "i" in a[1:2]) for a in args)
+        return _cpio_writes(args)
     if program in ("7z", "7za", "7zr", "unrar"):
         return first in ("x", "e")
     return True  # patch: the files its input names
+
+
+# cpio's short options that take a value: the rest of their cluster, or the
+# next word, is that value (`-Hbin`, `-F list.cpio`), not more options.
+_CPIO_VALUED = frozenset("CEFHIMOR")
+_CPIO_MODES = {"--extract": "i", "--create": "o", "--pass-through": "p", "--list": "t"}
+
+
+def _cpio_writes(args: tuple[str, ...]) -> bool:
+    """Whether cpio writes files: copy-in (``-i``, in any cluster: ``-vid``) and
+    pass-through (``-p``) do. Fail closed: only a plain copy-out (``-o``) or a
+    listing (``-t``, ``-it``) is known not to write files where it runs."""
+    modes: set[str] = set()
+    skip = False
+    for word in args:
+        if skip:
+            skip = False
+        elif word.startswith("--"):
+            modes.add(_CPIO_MODES.get(word.split("=", 1)[0], ""))
+        elif word.startswith("-") and len(word) > 1:
+            for index, letter in enumerate(word[1:], start=1):
+                if letter in _CPIO_VALUED:
+                    skip = index == len(word) - 1  # its value is the next word
+                    break
+                modes.add(letter)
+    modes &= {"i", "o", "p", "t"}
+    return modes not in ({"o"}, {"t"}, {"i", "t"})
 
 
 def _chdir_options(core: tuple[str, ...]) -> list[str | None]:
