@@ -303,3 +303,14 @@ def root(tmp_path):
     project = tmp_path / "project"
     (project / ".agents").mkdir(parents=True)
     return project
+
+
+@pytest.fixture
+def layer_project(tmp_path) -> Path:
+    """A workspace with a project layer (`.agents/config/agent.yaml`), `src/` and `x.txt`."""
+    root = tmp_path / "project"
+    (root / ".agents" / "config").mkdir(parents=True)
+    (root / ".agents" / "config" / "agent.yaml").write_text("policy: {}\n")
+    (root / "src").mkdir()
+    (root / "x.txt").write_text("x\n")
+    return root

@@ -13,13 +13,8 @@ from mdagent.protected import protected_files
 
 
 @pytest.fixture
-def ws(tmp_path) -> Path:
-    root = tmp_path / "project"
-    (root / ".agents" / "config").mkdir(parents=True)
-    (root / ".agents" / "config" / "agent.yaml").write_text("policy: {}\n")
-    (root / "src").mkdir()
-    (root / "x.txt").write_text("x\n")
-    return root
+def ws(layer_project) -> Path:
+    return layer_project
 
 
 @pytest.fixture
