@@ -337,12 +337,20 @@ def test_code_given_to_an_allowed_interpreter_is_asked_not_run(workspace, run_ag
     assert script["ok"] is True, script
 
 
-def test_cpio_copy_in_anywhere_in_an_option_cluster_is_asked(workspace, run_agent):
+def test_archivers_unpacking_where_they_run_are_asked_in_every_spelling(workspace, run_agent):
     # `cpio -vid` is copy-in like `cpio -id`: it writes what the archive names,
     # `.agents/config/agent.yaml` included. Found by mutation testing.
     target = settings(workspace, "policy:\n  mode: full\n")
     (workspace / "evil.cpio").write_bytes(b"070707")
-    commands = ["cpio -vidu < evil.cpio", "cpio -dvi < evil.cpio", "cpio -d -u -i < evil.cpio"]
+    commands = [
+        "cpio -vidu < evil.cpio",
+        "cpio -dvi < evil.cpio",
+        "cpio -d -u -i < evil.cpio",
+        "sh -c 'cpio -vid < evil.cpio'",
+        "sudo bsdcpio -vid < evil.cpio",
+        "pax -r < evil.cpio",
+        "jar xf evil.cpio",
+    ]
     results = run_model(run_agent, execs(*commands), "--yes")
     assert target.read_text() == "policy:\n  mode: full\n"
     for command, got in zip(commands, results, strict=True):

@@ -85,8 +85,15 @@ _GIT_CONFIG_READS = {
 }  # fmt: skip
 # git options that run before the subcommand; these take a value.
 _GIT_VALUED = {"-C", "-c", "--git-dir", "--work-tree", "--namespace"}
-# Programs that unpack files into the folder they run in (or one an option names).
-_EXTRACTORS = {"unzip", "cpio", "7z", "7za", "7zr", "unrar", "ar", "patch", "bsdtar", "tar"}
+# Programs that unpack files into the folder they run in (or one an option names),
+# each read with the rules of the archiver whose command line it shares.
+_EXTRACTORS = {
+    "tar": "tar", "bsdtar": "tar", "gtar": "tar", "star": "tar", "jar": "tar",
+    "unzip": "unzip", "bsdunzip": "unzip",
+    "cpio": "cpio", "bsdcpio": "cpio",
+    "7z": "7z", "7za": "7z", "7zr": "7z", "7zz": "7z", "unrar": "7z", "lha": "7z", "arj": "7z",
+    "ar": "ar", "pax": "pax", "unar": "patch", "patch": "patch",
+}  # fmt: skip
 # Options of any program that change the folder it works in.
 _CHDIR_SHORT = {"-C"}
 _CHDIR_LONG = {"--chdir", "--directory", "--cwd", "--work-tree", "--working-directory", "--prefix"}
@@ -514,7 +521,8 @@ def _changes_folder(core: tuple[str, ...]) -> str | None:
 def _extracts(program: str, args: tuple[str, ...]) -> bool:
     """Whether the archiver or patcher ``program`` writes files with ``args``."""
     first = args[0] if args else ""
-    if program in ("tar", "bsdtar"):
+    program = _EXTRACTORS.get(program, program)
+    if program == "tar":
         clusters = [a for a in args if a.startswith("-") and not a.startswith("--")]
         if not first.startswith("-"):
             clusters.append(first)  # tar xf a.tar: the old style
@@ -524,37 +532,43 @@ def _extracts(program: str, args: tuple[str, ...]) -> bool:
     if program == "ar":
         return "x" in first
     if program == "cpio":
-        return _cpio_writes(args)
-    if program in ("7z", "7za", "7zr", "unrar"):
+        modes = _cluster_modes(args, _CPIO_VALUED) & {"i", "o", "p", "t"}
+        return modes not in ({"o"}, {"t"}, {"i", "t"})
+    if program == "pax":
+        return "r" in _cluster_modes(args, _PAX_VALUED)  # -r reads an archive out, -rw copies
+    if program == "7z":
         return first in ("x", "e")
-    return True  # patch: the files its input names
+    return True  # patch, unar: the files its input names
 
 
-# cpio's short options that take a value: the rest of their cluster, or the
-# next word, is that value (`-Hbin`, `-F list.cpio`), not more options.
+# Short options that take a value: the rest of their cluster, or the next
+# word, is that value (`cpio -Hbin`, `-F list.cpio`), not more options.
 _CPIO_VALUED = frozenset("CEFHIMOR")
-_CPIO_MODES = {"--extract": "i", "--create": "o", "--pass-through": "p", "--list": "t"}
+_PAX_VALUED = frozenset("bfopsxGTU")
+_LONG_MODES = {"--extract": "i", "--create": "o", "--pass-through": "p", "--list": "t"}
 
 
-def _cpio_writes(args: tuple[str, ...]) -> bool:
-    """Whether cpio writes files: copy-in (``-i``, in any cluster: ``-vid``) and
-    pass-through (``-p``) do. Fail closed: only a plain copy-out (``-o``) or a
-    listing (``-t``, ``-it``) is known not to write files where it runs."""
+def _cluster_modes(args: tuple[str, ...], valued: frozenset[str]) -> set[str]:
+    """The letters of cpio- or pax-style options (``-vid``: i, d, v), values skipped.
+
+    cpio: copy-in (``i``) and pass-through (``p``) write files; only a plain
+    copy-out (``o``) or a listing (``t``, ``it``) is known not to, so any
+    other mix fails closed. Long cpio modes count as their letters.
+    """
     modes: set[str] = set()
     skip = False
     for word in args:
         if skip:
             skip = False
         elif word.startswith("--"):
-            modes.add(_CPIO_MODES.get(word.split("=", 1)[0], ""))
+            modes.add(_LONG_MODES.get(word.split("=", 1)[0], ""))
         elif word.startswith("-") and len(word) > 1:
             for index, letter in enumerate(word[1:], start=1):
-                if letter in _CPIO_VALUED:
+                if letter in valued:
                     skip = index == len(word) - 1  # its value is the next word
                     break
                 modes.add(letter)
-    modes &= {"i", "o", "p", "t"}
-    return modes not in ({"o"}, {"t"}, {"i", "t"})
+    return modes
 
 
 def _chdir_options(core: tuple[str, ...]) -> list[str | None]:
