@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import Any
 
 from mdagent.defaults import DEFAULT_SETTINGS
 from mdagent.errors import ConfigError, Problem
@@ -20,6 +19,10 @@ from mdagent.yamlsource import (
     position,
     read_capped,
 )
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 # The lists of `policy` whose entries carry provenance (see read_settings).
 POLICY_LISTS = ("deny", "ask", "allow", "tests")
@@ -43,15 +46,19 @@ def read_yaml_file(path: Path) -> tuple[Any, list[Problem]]:
 
 
 def _schema_problems(
-    data: Any, schema_name: str, where: str
+    data: Any, schema_name: str, where: str, instance: Any = None
 ) -> tuple[list[Problem], set[tuple[Any, Any]]]:
-    """Schema problems, and which ``(section, name)`` entries they break."""
+    """Schema problems, and which ``(section, name)`` entries they break.
+
+    ``instance`` is ``plain(data)`` when the caller has made it already.
+    """
     from mdagent.schemacompile import schema_check
     from mdagent.schemas import validator
 
     problems = []
     broken: set[tuple[Any, Any]] = set()
-    instance = plain(data)
+    if instance is None:
+        instance = plain(data)
     check = schema_check(schema_name)
     if check is not None and check(instance):
         return problems, broken  # valid: jsonschema's errors are needed only when it is not
@@ -114,8 +121,12 @@ def load_declarations(
         return [], [], problems
     if not isinstance(data, dict):
         return [], [], [Problem(where, 1, 1, "error", "expected a mapping with tools: / commands:")]
-    schema_problems, broken = _schema_problems(data, "declarations", where)
+    instance = plain(data)
+    schema_problems, broken = _schema_problems(data, "declarations", where, instance)
     problems.extend(schema_problems)
+    # The plain copy of each entry, made once above: a valid entry's keys are
+    # all text (the schema says so), so its values are plain(decl[key]).
+    plain_tools = instance.get("tools") if isinstance(instance.get("tools"), dict) else {}
 
     def is_broken(section: str, name: str) -> bool:
         return (section, name) in broken or (section, None) in broken or (None, None) in broken
@@ -131,10 +142,13 @@ def load_declarations(
         if is_broken("tools", name) or param_problems:
             continue
         line = position(data, ["tools", name])[0]
-        implementation = {k: plain(decl[k]) for k in (*IMPLEMENTATION_KEYS, "with") if k in decl}
+        copy = plain_tools.get(name) if name.__class__ is str else None
+        if not isinstance(copy, dict):
+            copy = plain(decl)  # `1:` and `"1":` are one key in the copy
+        implementation = {k: copy[k] for k in (*IMPLEMENTATION_KEYS, "with") if k in copy}
         if "handler" in implementation:
             implementation["base_dir"] = str(base)
-        params, options = _split_options(plain(decl.get("params") or {}))
+        params, options = _split_options(copy.get("params") or {})
         if options:
             implementation["options"] = options
         tools.append(
@@ -148,8 +162,8 @@ def load_declarations(
                 security=decl.get("security", "moderate"),
                 tier=decl.get("tier", "full"),
                 approval=bool(decl.get("approval", False)),
-                requires=plain(decl.get("requires") or {}),
-                rate_limit=plain(decl.get("rate_limit")),
+                requires=copy.get("requires") or {},
+                rate_limit=copy.get("rate_limit"),
                 timeout=decl.get("timeout"),
                 implementation=implementation,
                 source=where,
@@ -388,6 +402,9 @@ def _runtime_problems(data: Located, where: str, broken: set[tuple[Any, Any]]) -
     file every command can use. Lists the schema already faulted are skipped:
     one message per mistake.
     """
+    problems = _mcp_server_problems(data, where, broken)
+    if not isinstance(data.get("policy"), dict) and not isinstance(data.get("hooks"), dict):
+        return problems  # most files: the policy module (~10 ms to import) is not needed
     from functools import partial
 
     from mdagent.hooks import EVENTS, check_hook
@@ -395,7 +412,6 @@ def _runtime_problems(data: Located, where: str, broken: set[tuple[Any, Any]]) -
 
     checks = [("policy", key, Rule.parse) for key in ("allow", "ask", "deny")]
     checks += [("hooks", when, partial(check_hook, event=when)) for when in EVENTS]
-    problems = _mcp_server_problems(data, where, broken)
     for section, key, check in checks:
         block = data.get(section)
         entries = block.get(key) if isinstance(block, dict) else None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from stat import S_ISREG
 
 from mdagent.errors import UsageError
 from mdagent.records import Record
@@ -244,6 +245,8 @@ class Found(Record):
     path: Path
     severity: str = ""
     message: str = ""
+    #: A skill's ``[SKILL.md path, size, mtime_ns]``, taken before anything read it.
+    stamp: list | None = None
 
 
 def trust_root(layer: Layer, cwd: Path | None = None) -> Path | None:
@@ -273,13 +276,13 @@ def walk_skills(skills_dir: Path, confine_to: Path | None = None) -> Iterator[Fo
     skill are yielded too (a compile watches them for a ``SKILL.md`` to
     appear); what cannot be read or is refused is a problem, never a silent skip.
     """
-    seen: set[Path] = set()
+    seen: set[str] = set()  # real paths, as text
     budget = [MAX_SKILL_FOLDERS]
     try:
         top = skills_dir.resolve()
     except OSError:
         return
-    seen.add(top)
+    seen.add(str(top))
     if (skills_dir / SKILL_FILE).is_file():
         yield Found(
             "problem",
@@ -293,7 +296,7 @@ def walk_skills(skills_dir: Path, confine_to: Path | None = None) -> Iterator[Fo
 def _walk_folder(
     folder: Path,
     depth: int,
-    seen: set[Path],
+    seen: set[str],
     budget: list[int],
     confine_to: Path | None,
     real_folder: Path,
@@ -304,37 +307,44 @@ def _walk_folder(
     except OSError as err:
         yield Found("problem", folder, "error", f"cannot list: {err.strerror or err}")
         return
+    # A plain folder is inside confine_to exactly when the folder holding it
+    # is, and its real path is its parent's plus its name: only links need
+    # the path operations of their own (a cold compile walks every skill).
+    inside = confine_to is None or real_folder.is_relative_to(confine_to)
+    real_text = str(real_folder)
     for entry in entries:
-        if entry.name.startswith(".") or entry.name in _NOT_SKILLS:
+        name = entry.name
+        if name.startswith(".") or name in _NOT_SKILLS:
             continue
-        path = Path(entry.path)
+        path = folder / name
         try:
             link = entry.is_symlink()
             if link:
                 os.stat(entry.path)  # a dangling link or a loop raises here
             if not entry.is_dir():
                 continue
-            # Only a link needs resolving (a syscall per component): a plain
-            # folder's real path is its parent's plus its name.
-            real = path.resolve(strict=True) if link else real_folder / entry.name
+            real = path.resolve(strict=True) if link else None
         except (OSError, RuntimeError) as err:
             errno = getattr(err, "errno", None)
             reason = "symlink loop" if errno == 40 or isinstance(err, RuntimeError) else err
             reason = getattr(reason, "strerror", None) or str(reason)
             yield Found("problem", path, "error", f"cannot open skill folder: {reason}")
             continue
-        if confine_to is not None and not real.is_relative_to(confine_to):
-            yield Found(
-                "problem",
-                path,
-                "warning",
-                f"not followed: this link leads out of the project to {real}; a project's "
-                "skill folders must stay inside it (link it from your user layer instead)",
-            )
-            continue
-        if real in seen:
+        if (link or not inside) and confine_to is not None:
+            real = real or real_folder / name
+            if not real.is_relative_to(confine_to):
+                yield Found(
+                    "problem",
+                    path,
+                    "warning",
+                    f"not followed: this link leads out of the project to {real}; a project's "
+                    "skill folders must stay inside it (link it from your user layer instead)",
+                )
+                continue
+        real_key = str(real) if real is not None else os.path.join(real_text, name)
+        if real_key in seen:
             continue  # reached twice through links: loaded once
-        seen.add(real)
+        seen.add(real_key)
         budget[0] -= 1
         if budget[0] < 0:
             if budget[0] == -1:
@@ -346,10 +356,17 @@ def _walk_folder(
                     "the rest are not searched",
                 )
             return
-        skill_file = path / SKILL_FILE
-        if skill_file.is_file():
-            yield Found("skill", path)
+        file_name = os.path.join(str(path), SKILL_FILE)
+        try:
+            # One stat says it is a file and stamps it for the cache's freshness.
+            st = os.stat(file_name)
+        except (OSError, ValueError):
+            st = None
+        if st is not None and S_ISREG(st.st_mode):
+            yield Found("skill", path, stamp=[file_name, st.st_size, st.st_mtime_ns])
             continue
+        skill_file = path / SKILL_FILE
+        real = real or real_folder / name
         yield Found("folder", path)
         if depth >= MAX_SKILL_DEPTH and _has_folders(path):
             yield Found(

@@ -19,9 +19,12 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from typing import Any
 
-Check = Callable[[Any], bool]
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
+
+    Check = Callable[[Any], bool]
 
 #: Keywords that never change whether an instance is valid (``format`` is an
 #: annotation: mdagent's validators have no format checker).
@@ -100,6 +103,37 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+def _every(checks: list[Check]) -> Check:
+    """A check that passes when every one of ``checks`` does (a loop, not a generator)."""
+    if len(checks) == 1:
+        return checks[0]
+    if len(checks) == 2:
+        first, second = checks
+        return lambda value: first(value) and second(value)
+
+    def every(value: Any) -> bool:
+        for check in checks:  # noqa: SIM110 - a loop: all() over a generator is slower here
+            if not check(value):
+                return False
+        return True
+
+    return every
+
+
+def _some(checks: list[Check]) -> Check:
+    """A check that passes when one of ``checks`` does."""
+    if len(checks) == 1:
+        return checks[0]
+
+    def some(value: Any) -> bool:
+        for check in checks:  # noqa: SIM110 - as in _every
+            if check(value):
+                return True
+        return False
+
+    return some
+
+
 class _Compiler:
     def __init__(self, root: Any) -> None:
         self.root = root
@@ -124,9 +158,7 @@ class _Compiler:
                 checks.append(check)
         if not checks:
             return lambda value: True
-        if len(checks) == 1:
-            return checks[0]
-        return lambda value: all(check(value) for check in checks)
+        return _every(checks)
 
     # -- any type --
 
@@ -134,8 +166,7 @@ class _Compiler:
         names = [arg] if isinstance(arg, str) else arg
         if not isinstance(names, list) or not all(n in _TYPES for n in names):
             raise _Unsupported("type")
-        tests = [_TYPES[n] for n in names]
-        return lambda value: any(test(value) for test in tests)
+        return _some([_TYPES[n] for n in names])
 
     def k_enum(self, arg: Any, schema: dict) -> Check:
         if not isinstance(arg, list):
@@ -162,12 +193,10 @@ class _Compiler:
         return lambda value: sum(1 for check in checks if check(value)) == 1
 
     def k_anyOf(self, arg: Any, schema: dict) -> Check:
-        checks = self._list(arg)
-        return lambda value: any(check(value) for check in checks)
+        return _some(self._list(arg))
 
     def k_allOf(self, arg: Any, schema: dict) -> Check:
-        checks = self._list(arg)
-        return lambda value: all(check(value) for check in checks)
+        return _every(self._list(arg))
 
     def k_not(self, arg: Any, schema: dict) -> Check:
         check = self.compile(arg)
@@ -257,33 +286,43 @@ class _Compiler:
             checks = [(re.compile(p).search, self.compile(sub)) for p, sub in arg.items()]
         except (re.error, TypeError):
             raise _Unsupported("patternProperties") from None
-        return lambda value: (
-            not isinstance(value, dict)
-            or all(
-                check(item)
-                for key, item in value.items()
-                for search, check in checks
-                if search(key)
-            )
-        )
+
+        def pattern_properties(value: Any) -> bool:
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    for search, check in checks:
+                        if search(key) and not check(item):
+                            return False
+            return True
+
+        return pattern_properties
 
     def k_additionalProperties(self, arg: Any, schema: dict) -> Check:
         known = set(schema.get("properties") or ())
         searches = [re.compile(p).search for p in schema.get("patternProperties") or ()]
+        if arg is False and not searches:  # the usual `additionalProperties: false`
+            return lambda value: not isinstance(value, dict) or known.issuperset(value)
         check = self.compile(arg)
-        return lambda value: (
-            not isinstance(value, dict)
-            or all(
-                check(item)
-                for key, item in value.items()
-                if key not in known and not any(search(key) for search in searches)
-            )
-        )
+
+        def additional_properties(value: Any) -> bool:
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if key in known or any(search(key) for search in searches):
+                        continue
+                    if not check(item):
+                        return False
+            return True
+
+        return additional_properties
 
     def k_required(self, arg: Any, schema: dict) -> Check:
         if not isinstance(arg, list):
             raise _Unsupported("required")
-        return lambda value: not isinstance(value, dict) or all(key in value for key in arg)
+        try:
+            required = frozenset(arg)
+        except TypeError:
+            raise _Unsupported("required") from None
+        return lambda value: not isinstance(value, dict) or value.keys() >= required
 
     def k_propertyNames(self, arg: Any, schema: dict) -> Check:
         check = self.compile(arg)

@@ -15,9 +15,9 @@ reports the error and ``/name`` is refused with it.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
-from typing import Any
 
 from mdagent.errors import ConfigError, Problem
 from mdagent.specs import ARG_MODES, Skill
@@ -30,6 +30,10 @@ from mdagent.yamlsource import (
     position,
     read_capped,
 )
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME_RULE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MAX_NAME = 64
@@ -78,6 +82,7 @@ KNOWN_KEYS = frozenset(
 # Read as YAML reads true/false, also when they come quoted (as OpenClaw does).
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
+_BOOLEAN_WORDS = _TRUE | _FALSE
 _BOOLEAN_KEYS = ("user-invocable", "disable-model-invocation")
 _ENUM_KEYS = (
     "command-dispatch",
@@ -110,22 +115,23 @@ def _normalise(text: str) -> str:
     return text.removeprefix("\ufeff").replace("\r\n", "\n")
 
 
+# A line of three or more dashes, as python-frontmatter and the Agent Skills
+# clients find it (`\s*$` in MULTILINE mode also takes blank lines after it).
+_BOUNDARY = re.compile(r"^-{3,}\s*$", re.MULTILINE)
+
+
 def split_front_matter(text: str, path: str) -> tuple[str, str, int]:
     """(front-matter YAML, body, line where the body starts) of a SKILL.md."""
-    import frontmatter
-
     text = _normalise(text)
     lines = text.splitlines(keepends=True)
-    if not lines or not re.match(r"^-{3,}\s*$", lines[0]):
+    if not lines or not _BOUNDARY.match(lines[0]):
         raise ConfigError("no front-matter: a SKILL.md starts with a '---' line", path, 1, 1)
     for index in range(1, len(lines)):
-        if re.match(r"^-{3,}\s*$", lines[index]):
+        if _BOUNDARY.match(lines[index]):
             break
     else:
         raise ConfigError("front-matter never closes: no second '---' line", path, 1, 1)
-    # python-frontmatter does the split itself once we know it will succeed.
-    handler = frontmatter.default_handlers.YAMLHandler()
-    fm, body = handler.split(text)
+    _, fm, body = _BOUNDARY.split(text, 2)
     return fm, body, index + 2
 
 
@@ -221,8 +227,8 @@ def gating(metadata: Any) -> tuple[dict[str, Any], bool]:
         requires = block.get("requires")
         if isinstance(requires, dict):
             for key in ("bins", "anyBins", "env", "config", "os"):
-                value = _as_list(requires.get(key))
-                if value:
+                value = requires.get(key)
+                if value is not None and (value := _as_list(value)):
                     found[key] = value
         if _as_list(block.get("os")):
             found.setdefault("os", _as_list(block["os"]))
@@ -289,7 +295,7 @@ def _lenient_types(meta: dict[str, Any]) -> None:
     """Read ``"true"``/``"no"`` as booleans and ``Tool``/``RAW`` as ``tool``/``raw``, in place."""
     for key in _BOOLEAN_KEYS:
         value = meta.get(key)
-        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        if isinstance(value, str) and value.strip().lower() in _BOOLEAN_WORDS:
             meta[key] = value.strip().lower() in _TRUE
     for key in _ENUM_KEYS:
         if isinstance(meta.get(key), str):
@@ -352,7 +358,7 @@ def skill_model(value: Any) -> Any:
     return None
 
 
-def load_skill(path: Path, layer: str = "") -> tuple[Skill | None, list[Problem]]:
+def load_skill(path: Path | str, layer: str = "") -> tuple[Skill | None, list[Problem]]:
     """Parse one SKILL.md. Returns the skill (None when it cannot load) and problems.
 
     A skill whose only errors are in its command part loads, with
@@ -365,7 +371,7 @@ def load_skill(path: Path, layer: str = "") -> tuple[Skill | None, list[Problem]
         problems.append(Problem(where, line, col, severity, message))
 
     try:
-        text = decode(read_capped(path, MAX_SKILL_BYTES, "a SKILL.md"), where)
+        text = decode(read_capped(where, MAX_SKILL_BYTES, "a SKILL.md"), where)
         if not text.strip():
             raise ConfigError("empty file: a SKILL.md needs front-matter", where, 1, 1)
         fm_text, _body, _ = split_front_matter(text, where)
@@ -405,7 +411,7 @@ def load_skill(path: Path, layer: str = "") -> tuple[Skill | None, list[Problem]
         if key not in KNOWN_KEYS and (hint := did_you_mean(key, KNOWN_KEYS)):
             problem("warning", f"unknown key {key!r}{hint}; ignored", *at(key))
 
-    folder = path.parent.name
+    folder = os.path.basename(os.path.dirname(where))
     name = meta.get("name")
     if name is None:
         name = folder

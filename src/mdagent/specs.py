@@ -192,7 +192,13 @@ def compact(record: ToolSpec | CommandSpec | Skill) -> dict[str, Any]:
     ``from_dict`` fills them back in; a warm start parses a third less JSON.
     """
     defaults = record._field_defaults
-    return {k: v for k, v in record._asdict().items() if k not in defaults or defaults[k] != v}
+    missing = _MISSING
+    return {
+        k: v for k, v in zip(record._fields, record, strict=True) if defaults.get(k, missing) != v
+    }
+
+
+_MISSING = object()  # no default: never equal to a value
 
 
 class LazyRecords(Mapping):  # Mapping[str, R]: subscripting needs R at run time

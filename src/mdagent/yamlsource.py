@@ -18,9 +18,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from mdagent.errors import ConfigError
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 #: How many values anchors and aliases may add to a document beyond those
 #: written in it. Real files use a few aliases for shared blocks; a
@@ -203,7 +206,13 @@ def read_capped(path: str | Path, limit: int = MAX_YAML_BYTES, what: str = "a YA
     grows while it is read) costs nothing. ``OSError`` passes through.
     """
     with open(path, "rb") as fh:
-        raw = fh.read(limit + 1)
+        # Ask for the size the file has (plus one byte, to see it grow) rather
+        # than for the cap: read(n) allocates n bytes first, a megabyte per
+        # file, which a cold compile of a thousand skills paid for in time.
+        size = os.fstat(fh.fileno()).st_size
+        raw = fh.read(min(size, limit) + 1)
+        if len(raw) > size and len(raw) <= limit:
+            raw += fh.read(limit + 1 - len(raw))  # it grew while read
     if len(raw) > limit:
         try:
             size = _size(max(os.stat(path).st_size, len(raw)))
@@ -230,12 +239,22 @@ def decode(raw: bytes, path: str | Path) -> str:
     return text.removeprefix("\ufeff")
 
 
-def load_yaml(text: str, path: str | Path, line_offset: int = 0, *, pure: bool = False) -> Any:
+def load_yaml(
+    text: str, path: str | Path, line_offset: int = 0, *, pure: bool = False, fast: bool = True
+) -> Any:
     """Parse ``text``; a syntax error becomes a ConfigError at its line.
 
     ``line_offset`` shifts reported lines (front-matter starts after ``---``).
-    ``pure`` forces PyYAML's pure-Python parser (tests compare the two).
+    ``pure`` forces PyYAML's pure-Python parser (tests compare the two);
+    ``fast=False`` skips :mod:`mdagent.yamlfast`, which reads the plain part
+    of YAML nearly every file is written in without importing PyYAML.
     """
+    if fast and not pure:
+        from mdagent.yamlfast import NOT_SIMPLE, read
+
+        data = read(text)
+        if data is not NOT_SIMPLE:
+            return data
     import yaml
 
     try:
@@ -355,11 +374,14 @@ def position(data: Any, pointer: Iterable[Any], offset: int = 0) -> tuple[int, i
 
 def plain(data: Any) -> Any:
     """``data`` with every :class:`Located` turned back into a dict (for JSON)."""
+    kind = data.__class__
+    if kind is str or kind is int or kind is bool or data is None:
+        return data  # nearly every value: no isinstance chain for them
     if isinstance(data, dict):
-        return {str(k): plain(v) for k, v in data.items()}
+        return {(k if k.__class__ is str else str(k)): plain(v) for k, v in data.items()}
     if isinstance(data, list):
         return [plain(v) for v in data]
-    if isinstance(data, (str, int, float, bool)) or data is None:
+    if isinstance(data, (str, int, float, bool)):
         return data
     return str(data)  # dates and the like: YAML types JSON has no word for
 
