@@ -124,6 +124,13 @@ LEFT_TO_LIBYAML = [
     "a: =\n",
     "a: \x85\n",
     "k" * 1100 + ": long key\n",
+    "a: {" + "k" * 1025 + ": v}\n",  # libyaml's limit holds for flow keys too
+    "a: {k" + " " * 1030 + ": v}\n",
+    "a: {'" + "k" * 1100 + "': v}\n",
+    "a: " + "[" * 100 + "]" * 100 + "\n",  # nesting deeper than libyaml's path can build
+    "a: " + "[{a: " * 70 + "x" + "}]" * 70 + "\n",
+    "".join(" " * (2 * i) + ("- k:\n" if i else "k:\n") for i in range(70)),
+    "a: " + "1" * 4301 + "\n",  # longer than Python turns into an int
     "a: -\n",
     "a: - x\n",
     "a: [-]\n",
@@ -162,6 +169,35 @@ def test_real_front_matter_is_read_fast_and_the_same() -> None:
         read_fast += check(front)
     # A cold compile is fast only if most real skills take this path.
     assert read_fast >= len(files) * 0.8, f"{read_fast} of {len(files)}"
+
+
+def test_a_compile_is_the_same_with_or_without_the_fast_reader(tmp_path, monkeypatch) -> None:
+    """Skills, commands, tools and problems: real files compile alike either way."""
+    import shutil
+
+    import mdagent.yamlfast
+    from mdagent.layers import Layer
+    from mdagent.registry import compile_registry
+    from mdagent.specs import compact
+
+    root = Path(__file__).resolve().parents[1]
+    layer = tmp_path / ".agents"
+    shutil.copytree(root / "config", layer / "config")
+    shutil.copytree(root / "skills", layer / "skills")
+    if CORPUS.is_dir():
+        for skill in CORPUS.iterdir():
+            if skill.is_dir():
+                shutil.copytree(skill, layer / "skills" / skill.name)
+
+    def compiled() -> tuple:
+        registry, _ = compile_registry([Layer(layer, "project")])
+        records = [registry.skills, registry.commands, registry.tools]
+        return (*({k: compact(v) for k, v in r.items()} for r in records), registry.problems)
+
+    fast = compiled()
+    monkeypatch.setattr(mdagent.yamlfast, "read", lambda text: NOT_SIMPLE)
+    assert compiled() == fast
+    assert len(fast[0]) >= 2
 
 
 def test_the_projects_own_yaml_files_read_the_same() -> None:

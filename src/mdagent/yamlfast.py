@@ -76,8 +76,11 @@ _WORDS: dict[str, object] = {
     **dict.fromkeys(["no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"], False),
     **dict.fromkeys(["~", "null", "Null", "NULL"], None),
 }
-# libyaml refuses an implicit key longer than this.
+# libyaml refuses an implicit key longer than 1024 characters (up to its `:`).
 _MAX_KEY = 1000
+# Deeper collections are left to libyaml, whose own limit (the stack) then
+# decides, as it does for every other document.
+_MAX_DEPTH = 64
 
 
 def read(text: str) -> object:
@@ -90,7 +93,7 @@ def read(text: str) -> object:
         return NOT_SIMPLE
     try:
         return _Reader(text).document()
-    except (_NotSimple, IndexError, KeyError, RecursionError):
+    except (_NotSimple, IndexError, KeyError, ValueError, RecursionError):
         return NOT_SIMPLE
 
 
@@ -143,6 +146,12 @@ class _Reader:
         # Where a flow collection's reading is: its line and that line's offset.
         self.line = 0
         self.line_start = 0
+        self.depth = 0  # collections open
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            raise _NotSimple
 
     def document(self) -> object:
         if not self.rows:
@@ -153,6 +162,7 @@ class _Reader:
         return data
 
     def mapping(self, k: int, indent: int) -> tuple[Located, int]:
+        self.enter()
         rows, count = self.rows, len(self.rows)
         result = Located()
         lines = result.lines
@@ -188,6 +198,7 @@ class _Reader:
                 result[key], k = self.inline(k, rest, start + end, indent)
             else:
                 result[key], k = self.below(k + 1, indent)
+        self.depth -= 1
         return result, k
 
     def below(self, k: int, indent: int) -> tuple[object, int]:
@@ -203,6 +214,7 @@ class _Reader:
         return None, k
 
     def sequence(self, k: int, indent: int) -> tuple[LocatedList, int]:
+        self.enter()
         rows, count = self.rows, len(self.rows)
         items = LocatedList()
         items.at = (rows[k][0], indent + 1)
@@ -227,6 +239,7 @@ class _Reader:
             else:
                 value, k = self.inline(k, rest, start + skip, indent)
             items.append(value)
+        self.depth -= 1
         return items, k
 
     def inline(self, k: int, rest: str, offset: int, indent: int) -> tuple[object, int]:
@@ -291,6 +304,7 @@ class _Reader:
         return self.flow_scalar(i)
 
     def flow_sequence(self, i: int, indent: int) -> tuple[LocatedList, int]:
+        self.enter()
         text = self.text
         items = LocatedList()
         items.at = (self.line, i - self.line_start + 1)
@@ -298,16 +312,14 @@ class _Reader:
         i = self.gap(i + 1, indent)
         while text[i] != "]":
             where.append((self.line, i - self.line_start + 1))
-            value, i = self.flow(i, indent) if text[i] in "[{" else self.flow_scalar(i)
+            value, i = self.flow(i, indent)
             items.append(value)
-            i = self.gap(i, indent)
-            if text[i] == ",":
-                i = self.gap(i + 1, indent)
-            elif text[i] != "]":
-                raise _NotSimple
+            i = self.next_entry(i, indent, "]")
+        self.depth -= 1
         return items, i + 1
 
     def flow_mapping(self, i: int, indent: int) -> tuple[Located, int]:
+        self.enter()
         text = self.text
         result = Located()
         result.at = (self.line, i - self.line_start + 1)
@@ -316,6 +328,7 @@ class _Reader:
         while text[i] != "}":
             at = (self.line, i - self.line_start + 1)
             quoted = text[i] in "'\""
+            key_start = i
             key, i = self.flow_scalar(i)  # a collection as a key: not here
             if key in lines:
                 raise _NotSimple
@@ -323,17 +336,25 @@ class _Reader:
                 i += 1
             if text[i] != ":" or not (quoted or text[i + 1] in " \n"):
                 raise _NotSimple
+            if i - key_start > _MAX_KEY:
+                raise _NotSimple  # libyaml's limit on implicit keys
             i = self.gap(i + 1, indent)
             if text[i] in ",}":
                 raise _NotSimple  # a key without a value
-            result[key], i = self.flow(i, indent) if text[i] in "[{" else self.flow_scalar(i)
+            result[key], i = self.flow(i, indent)
             lines[key] = at
-            i = self.gap(i, indent)
-            if text[i] == ",":
-                i = self.gap(i + 1, indent)
-            elif text[i] != "}":
-                raise _NotSimple
+            i = self.next_entry(i, indent, "}")
+        self.depth -= 1
         return result, i + 1
+
+    def next_entry(self, i: int, indent: int, closer: str) -> int:
+        """Past the ``,`` after an entry, or at the ``closer`` after the last one."""
+        i = self.gap(i, indent)
+        if self.text[i] == ",":
+            return self.gap(i + 1, indent)
+        if self.text[i] != closer:
+            raise _NotSimple
+        return i
 
     def flow_scalar(self, i: int) -> tuple[object, int]:
         text = self.text
