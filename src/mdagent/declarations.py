@@ -137,14 +137,14 @@ def load_declarations(
     for name, decl in _entries(data, "tools"):
         # Parameter problems are reported even for a tool the schema faulted:
         # every mistake at once, not one per run of `agent check`.
-        param_problems = _param_problems(data, name, decl, where)
+        copy = plain_tools.get(name) if name.__class__ is str else None
+        if not isinstance(copy, dict):
+            copy = plain(decl)  # `1:` and `"1":` are one key in the copy
+        param_problems = _param_problems(data, name, decl, where, copy)
         problems.extend(param_problems)
         if is_broken("tools", name) or param_problems:
             continue
         line = position(data, ["tools", name])[0]
-        copy = plain_tools.get(name) if name.__class__ is str else None
-        if not isinstance(copy, dict):
-            copy = plain(decl)  # `1:` and `"1":` are one key in the copy
         implementation = {k: copy[k] for k in (*IMPLEMENTATION_KEYS, "with") if k in copy}
         if "handler" in implementation:
             implementation["base_dir"] = str(base)
@@ -204,7 +204,9 @@ _TYPE_NAMES = {
 }  # fmt: skip
 
 
-def _param_problems(data: Any, name: Any, decl: Any, where: str) -> list[Problem]:
+def _param_problems(
+    data: Any, name: Any, decl: Any, where: str, copy: dict[str, Any] | None = None
+) -> list[Problem]:
     """A tool's parameter names and schemas, checked as the providers and jsonschema will.
 
     A schema that is not JSON Schema (``type: strng``), a parameter name a
@@ -212,7 +214,7 @@ def _param_problems(data: Any, name: Any, decl: Any, where: str) -> list[Problem
     and fail at call time or make a provider reject every request; each is
     an error at its own line now.
     """
-    raw = plain(decl.get("params") or {})
+    raw = (copy if copy is not None else plain(decl)).get("params") or {}
     if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
         return []  # not a mapping of schemas: the declarations schema says so
     params, _ = _split_options(raw)
