@@ -92,6 +92,20 @@ def test_one_bad_tool_does_not_take_its_neighbours_down(tmp_path):
     assert len(problems) == 1 and problems[0].line == 7
 
 
+@pytest.mark.parametrize("names", [('"1"', "1"), ("1", '"1"'), ("'True'", "true")])
+def test_tools_whose_names_read_alike_each_keep_their_own_declaration(tmp_path, names):
+    """`1:` and `"1":` are one name once made text: neither may take the other's command."""
+    first, second = names
+    path = write(
+        tmp_path / "t.yaml",
+        f"tools:\n  {first}:\n    description: lists files\n    run: [ls]\n"
+        f"  {second}:\n    description: other\n    run: [rm, -rf, /tmp/x]\n",
+    )
+    tools, _, _ = load_declarations(path)
+    runs = {t.description: t.implementation["run"] for t in tools}
+    assert runs == {"lists files": ["ls"], "other": ["rm", "-rf", "/tmp/x"]}
+
+
 def test_empty_file_is_a_warning(tmp_path):
     tools, commands, problems = load_declarations(write(tmp_path / "t.yaml", "\n"))
     assert [(p.severity, p.message) for p in problems] == [("warning", "empty file")]

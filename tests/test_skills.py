@@ -310,6 +310,30 @@ def test_a_bom_and_crlf_line_ends_load_and_leave_the_body_clean(tmp_path):
     assert read_body(path) == "Line one.\nTwo.\n"
 
 
+def test_old_mac_cr_line_ends_load_too(tmp_path):
+    path = write_skill(tmp_path, "cr", b"---\rname: cr\rdescription: From a Mac\r---\rBody.\r")
+    skill, problems = load_skill(path)
+    assert problems == [] and skill.description == "From a Mac"
+    assert read_body(path) == "Body.\n"
+
+
+@pytest.mark.parametrize("odd", ["\x1c", "\u2028", "\x85"])
+def test_characters_splitlines_breaks_at_are_not_line_ends_of_the_front_matter(tmp_path, odd):
+    """The front-matter's lines are found as its `---` pattern finds them: one line, no traceback."""
+    text = f"---{odd}name: odd\ndescription: d\n---\nBody{odd}\n"
+    skill, problems = load_skill(write_skill(tmp_path, "odd", text.encode()))
+    assert skill is None
+    assert [(p.line, p.message) for p in problems] == [
+        (1, "no front-matter: a SKILL.md starts with a '---' line")
+    ]
+    text = f"---\nname: odd\ndescription: d{odd}x\n---{odd}\nBody\n"
+    skill, problems = load_skill(write_skill(tmp_path, "odd2", text.encode()))
+    assert skill is None and len(problems) == 1 and "\n" not in problems[0].message
+    if odd == "\x1c":
+        assert (problems[0].line, problems[0].col) == (3, 15)
+        assert "character U+001C is not allowed" in problems[0].message
+
+
 def test_an_unquoted_colon_in_a_one_line_value_is_read_as_text_with_a_warning(tmp_path):
     path = write_skill(
         tmp_path,

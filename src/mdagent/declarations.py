@@ -124,9 +124,13 @@ def load_declarations(
     instance = plain(data)
     schema_problems, broken = _schema_problems(data, "declarations", where, instance)
     problems.extend(schema_problems)
-    # The plain copy of each entry, made once above: a valid entry's keys are
-    # all text (the schema says so), so its values are plain(decl[key]).
-    plain_tools = instance.get("tools") if isinstance(instance.get("tools"), dict) else {}
+    # The plain copy of each entry, made once above, unless two names became
+    # one key in it (`1:` and `"1":`): then each entry is copied on its own.
+    block, plain_tools = data.get("tools"), instance.get("tools")
+    if not (isinstance(block, dict) and isinstance(plain_tools, dict)) or len(block) != len(
+        plain_tools
+    ):
+        plain_tools = {}
 
     def is_broken(section: str, name: str) -> bool:
         return (section, name) in broken or (section, None) in broken or (None, None) in broken
@@ -137,9 +141,9 @@ def load_declarations(
     for name, decl in _entries(data, "tools"):
         # Parameter problems are reported even for a tool the schema faulted:
         # every mistake at once, not one per run of `agent check`.
-        copy = plain_tools.get(name) if name.__class__ is str else None
+        copy = plain_tools.get(str(name))
         if not isinstance(copy, dict):
-            copy = plain(decl)  # `1:` and `"1":` are one key in the copy
+            copy = plain(decl)
         param_problems = _param_problems(data, name, decl, where, copy)
         problems.extend(param_problems)
         if is_broken("tools", name) or param_problems:

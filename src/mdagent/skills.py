@@ -111,8 +111,8 @@ def _character_problem(name: str) -> str | None:
 
 
 def _normalise(text: str) -> str:
-    """``text`` without a byte-order mark and with ``\\n`` line ends (CRLF files load too)."""
-    return text.removeprefix("\ufeff").replace("\r\n", "\n")
+    """``text`` without a byte-order mark and with ``\\n`` line ends (CRLF and CR files load too)."""
+    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
 
 
 # A line of three or more dashes, as python-frontmatter and the Agent Skills
@@ -123,16 +123,20 @@ _BOUNDARY = re.compile(r"^-{3,}\s*$", re.MULTILINE)
 def split_front_matter(text: str, path: str) -> tuple[str, str, int]:
     """(front-matter YAML, body, line where the body starts) of a SKILL.md."""
     text = _normalise(text)
-    lines = text.splitlines(keepends=True)
-    if not lines or not _BOUNDARY.match(lines[0]):
+    # Lines as the boundary pattern sees them: split at "\n" only (splitlines
+    # would also split at \x1c or \u2028, where the pattern does not).
+    lines = text.split("\n")
+    if not text or not _BOUNDARY.match(lines[0]):
         raise ConfigError("no front-matter: a SKILL.md starts with a '---' line", path, 1, 1)
     for index in range(1, len(lines)):
         if _BOUNDARY.match(lines[index]):
             break
     else:
         raise ConfigError("front-matter never closes: no second '---' line", path, 1, 1)
-    _, fm, body = _BOUNDARY.split(text, 2)
-    return fm, body, index + 2
+    parts = _BOUNDARY.split(text, 2)
+    if len(parts) < 3:  # cannot happen with the lines found above; never a traceback
+        raise ConfigError("front-matter never closes: no second '---' line", path, 1, 1)
+    return parts[1], parts[2], index + 2
 
 
 # A top-level `key: value` line whose one-line value YAML may refuse.

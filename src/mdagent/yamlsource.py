@@ -280,6 +280,15 @@ def load_yaml(
             # libyaml's message does not show the character: look at the text.
             message = "tab character: YAML indentation must use spaces"
         raise ConfigError(f"invalid YAML: {message}", str(path), line, col) from None
+    except yaml.reader.ReaderError as exc:
+        # A character YAML does not allow: one line at its own position, not
+        # PyYAML's two-line message about "<unicode string>".
+        at = exc.position
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        line = text.count("\n", 0, at) + 1 + line_offset
+        col = at - (text.rfind("\n", 0, at) + 1) + 1
+        message = f"invalid YAML: character U+{code:04X} is not allowed ({exc.reason})"
+        raise ConfigError(message, str(path), line, col) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"invalid YAML: {exc}", str(path), 1 + line_offset, 1) from None
     except RecursionError:
