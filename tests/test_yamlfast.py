@@ -61,6 +61,10 @@ READ = [
     "a: 1\n",
     "\nname: demo\ndescription: Say hi to someone\n",
     "a: -12\nb: +3\nc: 0\nd: 1_000\ne: yes\nf: Off\ng: ~\nh: null\ni:\nj: NULL\n",
+    # Every spelling of YAML 1.1's booleans and nulls, and words that are neither.
+    "a: [yes, Yes, YES, no, No, NO, true, True, TRUE, false, False, FALSE]\n"
+    "b: [on, On, ON, off, Off, OFF, ~, null, Null, NULL, y, n, nULL, yEs, oN]\n"
+    "c:\n  - on\n  - Off\n  - NULL\n  - Y\nd: {x: on, y: no, z: ~}\n",
     "key: value # a comment\nother: 'quoted # not a comment'\n",
     "a: 'it''s'\nb: \"double: quoted\"\nc: ''\n",
     'a: "tab\\there\\n \\"quoted\\" \\\\ \\x41\\u00e9\\U0001F510 \\/ \\_"\n',
@@ -83,6 +87,7 @@ READ = [
     "rules:\n  - exec(git *)\n  - read(**/*.md)\n",
     "name: 1password\nversion: 1.0.0\nwhat: 3 tools\nsign: -x\n",
     "tests:\n  - name: one\n    argv: [a]\n  - name: two\n    deep:\n      - x\nafter: 1\n",
+    "tests:\n  -   argv: [a, b]\n      with: {x: y}\n  - {k: v}\n",
 ]
 
 LEFT_TO_LIBYAML = [
@@ -103,6 +108,8 @@ LEFT_TO_LIBYAML = [
     "a: multi\n  line plain\n",
     "a: 'multi\n  line quoted'\n",
     "a: b: c\n",
+    "a: {b:c}\n",
+    "a: b:\n",
     "- a\n- b\n",
     "just text\n",
     "<<: {a: 1}\n",
