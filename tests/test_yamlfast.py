@@ -85,6 +85,12 @@ READ = [
     "a: [x,\n  y]\n",
     "a:\n  [x, y]\nb: 2\n",
     "rules:\n  - exec(git *)\n  - read(**/*.md)\n",
+    "a: # nothing here\nb:\n  # a comment line\n  c: 1\n",
+    "a: [x  , y ,z]  # c\nb: {k:  v ,  l: w}\nc: [x, # note\n    y]\n",
+    "a: b #c #d\nb: keep X #c\nc: keepX\nd: b   \ne: [x]  \nf: b\u3000\n",
+    "a: {\"k\":v, 'l':w}\nb: {k: Xv}\nc: ['it''s', {k: 'v''w'}]\nd: 1__0\n",
+    'a: "\\ue000 \\U0010FFFF"\n',
+    "Xa: 1\nXb: [X]\nc:\n  - Xd\n  - \u3000x\ne: b\u3000 #c\n",
     "name: 1password\nversion: 1.0.0\nwhat: 3 tools\nsign: -x\n",
     "tests:\n  - name: one\n    argv: [a]\n  - name: two\n    deep:\n      - x\nafter: 1\n",
     "tests:\n  -   argv: [a, b]\n      with: {x: y}\n  - {k: v}\n",
@@ -108,6 +114,13 @@ LEFT_TO_LIBYAML = [
     "a: multi\n  line plain\n",
     "a: 'multi\n  line quoted'\n",
     "a: b: c\n",
+    "k:\n  - a\n  -xy z\n",
+    "a: 'x' X #y\n",
+    "a: {k:Xv}\n",
+    "a: {Xk:v}\n",
+    "a: 'x' \u3000#y\n",
+    'a: "\\udfff"\n',
+    "\u3000a: b\n",
     "a: {b:c}\n",
     "a: b:\n",
     "- a\n- b\n",
@@ -155,6 +168,18 @@ def test_the_plain_part_of_yaml_is_read_as_libyaml_reads_it(text: str) -> None:
 @pytest.mark.parametrize("text", LEFT_TO_LIBYAML)
 def test_everything_else_is_left_to_libyaml(text: str) -> None:
     assert read(text) is NOT_SIMPLE
+
+
+def test_depth_counts_open_collections_only() -> None:
+    """64 collections deep is read, 65 is libyaml's; many collections one after another are
+    no deeper than one."""
+    assert check("a: " + "[" * 63 + "x" + "]" * 63 + "\n")  # the root mapping is the 64th
+    assert read("a: " + "[" * 64 + "x" + "]" * 64 + "\n") is NOT_SIMPLE
+    many = "".join(
+        f"k{n}: {{a: [b, {{c: d}}]}}\nl{n}:\n  m: [x]\n  s:\n    - y\n" for n in range(200)
+    )
+    assert check(many)
+    assert read(many + "z: " + "[" * 64 + "x" + "]" * 64 + "\n") is NOT_SIMPLE
 
 
 def test_errors_are_still_libyamls_with_their_positions() -> None:
