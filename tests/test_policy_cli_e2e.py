@@ -92,6 +92,65 @@ def test_policy_check_of_other_tools(workspace, run_agent):
     assert unknown.returncode == 2 and unknown.stderr.startswith("agent: unknown tool: nosuch.")
 
 
+# The same deny and ask rules written in every YAML spelling settings come in:
+# the fast reader (mdagent.yamlfast) takes most of them, libyaml the rest, and
+# a rule must never be lost or changed on the way.
+RULES_SPELLED = {
+    "block list": "policy:\n  deny:\n    - exec(rm *)\n  ask:\n    - exec(git push*)\n",
+    "flow list": "policy:\n  deny: [exec(rm *)]\n  ask: [exec(git push*)]\n",
+    "quoted": "policy:\n  deny: [\"exec(rm *)\"]\n  ask: ['exec(git push*)']\n",
+    "quoted keys": '"policy":\n  "deny": ["exec(rm *)"]\n  \'ask\': [exec(git push*)]\n',
+    "rule mappings": "policy:\n  deny:\n    - rule: exec(rm *)\n      reason: use trash\n"
+    "  ask:\n    - {rule: 'exec(git push*)', reason: others see it}\n",
+    "over lines": 'policy:\n  deny: [\n      "exec(rm *)",  # no rm\n    ]\n  ask: [\n    ]\n',
+    "comments": "# settings\npolicy:   # the policy\n  deny:   # never\n"
+    "    - exec(rm *)   # trailing\n  ask: [exec(git push*)] # ask\n",
+    "escapes": 'policy:\n  deny: ["exec(r\\x6d *)"]\n  ask: ["exec(git\\u0020push*)"]\n',
+    "crlf": "policy:\r\n  deny:\r\n    - exec(rm *)\r\n  ask: [exec(git push*)]\r\n",
+    "anchor": "policy:\n  deny: [&rm 'exec(rm *)']\n  ask: [exec(git push*), *rm]\n",
+    "byte-order mark": "\ufeffpolicy:\n  deny: [exec(rm *)]\n  ask: [exec(git push*)]\n",
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(RULES_SPELLED))
+def test_deny_rules_hold_in_every_yaml_spelling(workspace, run_agent, spelling):
+    settings(workspace, RULES_SPELLED[spelling])
+    denied = run_agent("policy", "check", "--json", "exec", "ls && rm -rf x")
+    assert denied.returncode == 0, denied.stderr
+    data = json.loads(denied.stdout)
+    assert data["decision"] == "deny" and data["rule"] == "exec(rm *)", data
+    for sneaky in ("/bin/rm -rf x", "sh -c 'rm -rf x'", "env rm -rf x"):
+        verdict = json.loads(run_agent("policy", "check", "--json", "exec", sneaky).stdout)
+        assert verdict["decision"] == "deny", (sneaky, verdict)
+    if "ask: [\n" not in RULES_SPELLED[spelling]:
+        asked = json.loads(run_agent("policy", "check", "--json", "exec", "git push").stdout)
+        assert asked["decision"] == "ask" and asked["rule"] == "exec(git push*)", asked
+
+
+def test_most_of_those_spellings_take_the_fast_reader():
+    """So the test above attacks mdagent.yamlfast, not only libyaml."""
+    from mdagent.yamlfast import NOT_SIMPLE, read
+
+    fast = [
+        name
+        for name, text in RULES_SPELLED.items()
+        if read(text.removeprefix("\ufeff")) is not NOT_SIMPLE
+    ]
+    assert len(fast) >= 8, fast
+    assert "anchor" not in fast and "crlf" not in fast  # libyaml's
+
+
+@pytest.mark.parametrize(
+    "broken", ["policy:\n\t# tab\n  deny: [exec(rm *)]\n", "policy:\n  deny: [exec(rm *)\n"]
+)
+def test_settings_yaml_that_cannot_be_read_stops_the_check(workspace, run_agent, broken):
+    """Never judged without the file's rules: one line naming the file, exit 2."""
+    settings(workspace, broken)
+    result = run_agent("policy", "check", "exec", "rm -rf x")
+    assert result.returncode == 2 and "agent.yaml:" in result.stderr, result
+    assert "invalid YAML" in result.stderr and "decision" not in result.stdout
+
+
 def test_policy_rules_lists_every_rule_with_layer_and_line(workspace, run_agent, hermetic):
     settings(workspace, POLICY)
     write(hermetic["home"] / "config" / "agent.yaml", "policy:\n  deny: [fetch]\n")
