@@ -245,8 +245,10 @@ class Found(Record):
     path: Path
     severity: str = ""
     message: str = ""
-    #: A skill's ``[SKILL.md path, size, mtime_ns]``, taken before anything read it.
-    stamp: list | None = None
+    #: A skill's SKILL.md, as text, and its ``os.stat`` result, taken before it is read
+    #: (the registry's cache stamps it from that: one ``stat`` per skill).
+    file: str = ""
+    stat: os.stat_result | None = None
 
 
 def trust_root(layer: Layer, cwd: Path | None = None) -> Path | None:
@@ -363,7 +365,7 @@ def _walk_folder(
         except (OSError, ValueError):
             st = None
         if st is not None and S_ISREG(st.st_mode):
-            yield Found("skill", path, stamp=[file_name, st.st_size, st.st_mtime_ns])
+            yield Found("skill", path, file=file_name, stat=st)
             continue
         skill_file = path / SKILL_FILE
         real = real or real_folder / name

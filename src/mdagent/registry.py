@@ -733,11 +733,13 @@ def _write_cache(path: Path, data: dict[str, Any]) -> None:
         pass  # a read-only state dir costs speed, never correctness
 
 
-def _stamp(path: str) -> list[Any]:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return [path, -1, 0]
+def _stamp(path: str, st: os.stat_result | None = None) -> list[Any]:
+    """``[path, size, mtime_ns]`` (size -1: absent), from ``st`` when it was just taken."""
+    if st is None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return [path, -1, 0]
     return [path, st.st_size, st.st_mtime_ns]
 
 
@@ -792,11 +794,11 @@ class _Compiler:
     def problem(self, path: str, line: int, severity: str, message: str) -> None:
         self.problems.append(Problem(path, line or 1, 1, severity, message))
 
-    def watch(self, path: Path | str, stamp: list[Any] | None = None) -> None:
-        """Stamp ``path`` now (or take ``stamp``, made just now): call this before reading it."""
+    def watch(self, path: Path | str, stat: os.stat_result | None = None) -> None:
+        """Stamp ``path`` now, or from ``stat`` taken just now: call this before reading it."""
         key = str(path)
         if key not in self.watched:
-            self.watched[key] = stamp if stamp is not None and stamp[0] == key else _stamp(key)
+            self.watched[key] = _stamp(key, stat)
 
     def run(self) -> Registry:
         from mdagent.builtins import SPECS as BUILTIN_SPECS
@@ -913,8 +915,8 @@ class _Compiler:
                 # not: its SKILL.md's stamp says everything, at half the stats.
                 self.watch(item.path)
                 continue
-            skill_file = item.stamp[0] if item.stamp else str(item.path / "SKILL.md")
-            self.watch(skill_file, item.stamp)
+            skill_file = item.file
+            self.watch(skill_file, item.stat)
             skill, problems = load_skill(skill_file, layer.kind)
             self.skill_files[skill_file] = None if skill is None else command_key(skill.name)
             self.problems.extend(problems)
