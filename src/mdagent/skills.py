@@ -123,20 +123,15 @@ _BOUNDARY = re.compile(r"^-{3,}\s*$", re.MULTILINE)
 def split_front_matter(text: str, path: str) -> tuple[str, str, int]:
     """(front-matter YAML, body, line where the body starts) of a SKILL.md."""
     text = _normalise(text)
-    # Lines as the boundary pattern sees them: split at "\n" only (splitlines
-    # would also split at \x1c or \u2028, where the pattern does not).
-    lines = text.split("\n")
-    if not text or not _BOUNDARY.match(lines[0]):
+    boundaries = _BOUNDARY.finditer(text)  # what python-frontmatter's split(text, 2) splits at
+    opening = next(boundaries, None)
+    if not text or opening is None or opening.start() != 0:
         raise ConfigError("no front-matter: a SKILL.md starts with a '---' line", path, 1, 1)
-    for index in range(1, len(lines)):
-        if _BOUNDARY.match(lines[index]):
-            break
-    else:
+    closing = next(boundaries, None)
+    if closing is None:
         raise ConfigError("front-matter never closes: no second '---' line", path, 1, 1)
-    parts = _BOUNDARY.split(text, 2)
-    if len(parts) < 3:  # cannot happen with the lines found above; never a traceback
-        raise ConfigError("front-matter never closes: no second '---' line", path, 1, 1)
-    return parts[1], parts[2], index + 2
+    body_line = text.count("\n", 0, closing.start()) + 2
+    return text[opening.end() : closing.start()], text[closing.end() :], body_line
 
 
 # A top-level `key: value` line whose one-line value YAML may refuse.
