@@ -224,6 +224,11 @@ def read_capped(path: str | Path, limit: int = MAX_YAML_BYTES, what: str = "a YA
     return raw
 
 
+def _line_col(text: Any, index: int, newline: Any) -> tuple[int, int]:
+    """The 1-based (line, col) of ``index`` in ``text`` (a str or bytes, with its ``newline``)."""
+    return text.count(newline, 0, index) + 1, index - (text.rfind(newline, 0, index) + 1) + 1
+
+
 def decode(raw: bytes, path: str | Path) -> str:
     """UTF-8 text of ``raw``, or a ConfigError naming the line of the first bad byte."""
     if b"\x00" in raw[:8192]:
@@ -231,8 +236,7 @@ def decode(raw: bytes, path: str | Path) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        line, col = _line_col(raw, exc.start, b"\n")
         raise ConfigError(
             f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})", str(path), line, col
         ) from None
@@ -283,10 +287,9 @@ def load_yaml(
     except yaml.reader.ReaderError as exc:
         # A character YAML does not allow: one line at its own position, not
         # PyYAML's two-line message about "<unicode string>".
-        at = exc.position
+        line, col = _line_col(text, exc.position, "\n")
+        line += line_offset
         code = exc.character if isinstance(exc.character, int) else ord(exc.character)
-        line = text.count("\n", 0, at) + 1 + line_offset
-        col = at - (text.rfind("\n", 0, at) + 1) + 1
         message = f"invalid YAML: character U+{code:04X} is not allowed ({exc.reason})"
         raise ConfigError(message, str(path), line, col) from None
     except yaml.YAMLError as exc:
