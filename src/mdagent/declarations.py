@@ -126,10 +126,8 @@ def load_declarations(
     problems.extend(schema_problems)
     # The plain copy of each entry, made once above, unless two names became
     # one key in it (`1:` and `"1":`): then each entry is copied on its own.
-    block, plain_tools = data.get("tools"), instance.get("tools")
-    if not (isinstance(block, dict) and isinstance(plain_tools, dict)) or len(block) != len(
-        plain_tools
-    ):
+    plain_tools = instance.get("tools")
+    if not isinstance(plain_tools, dict) or len(plain_tools) != len(data["tools"]):
         plain_tools = {}
 
     def is_broken(section: str, name: str) -> bool:
@@ -144,7 +142,7 @@ def load_declarations(
         copy = plain_tools.get(str(name))
         if not isinstance(copy, dict):
             copy = plain(decl)
-        param_problems = _param_problems(data, name, decl, where, copy)
+        param_problems = _param_problems(data, name, copy, where)
         problems.extend(param_problems)
         if is_broken("tools", name) or param_problems:
             continue
@@ -208,17 +206,15 @@ _TYPE_NAMES = {
 }  # fmt: skip
 
 
-def _param_problems(
-    data: Any, name: Any, decl: Any, where: str, copy: dict[str, Any] | None = None
-) -> list[Problem]:
+def _param_problems(data: Any, name: Any, copy: dict[str, Any], where: str) -> list[Problem]:
     """A tool's parameter names and schemas, checked as the providers and jsonschema will.
 
     A schema that is not JSON Schema (``type: strng``), a parameter name a
     provider refuses, or a ``$ref`` that leads nowhere would pass the load
     and fail at call time or make a provider reject every request; each is
-    an error at its own line now.
+    an error at its own line now. ``copy`` is the tool's declaration, plain.
     """
-    raw = (copy if copy is not None else plain(decl)).get("params") or {}
+    raw = copy.get("params") or {}
     if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
         return []  # not a mapping of schemas: the declarations schema says so
     params, _ = _split_options(raw)
