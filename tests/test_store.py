@@ -293,6 +293,27 @@ def test_messages_are_stored_redacted_except_provider_signed_blocks(store, monke
     assert json.loads(tool["content"]) == {"out": f"{REDACTED}!"}
 
 
+def test_a_tool_calls_opaque_provider_fields_are_stored_as_they_came(hermetic, monkeypatch):
+    # Gemini checks its thought signature byte for byte; a policy that counts
+    # *SIGNATURE* as secret must not blank it, while the arguments stay redacted.
+    monkeypatch.setenv("MY_API_KEY", SECRET)
+    with Store(settings={"policy": {"env": {"exclude": ["*SIGNATURE*", "*KEY*"]}}}) as store:
+        _opaque_fields_kept(store)
+
+
+def _opaque_fields_kept(store: Store) -> None:
+    extra = {"extra_content": {"google": {"thought_signature": f"Cv8B{SECRET}=="}}}
+    sid = store.new_session("/w", "m")
+    call = {"id": "c", "name": "login", "arguments": {"key": SECRET}, "extra": extra}
+    store.add_message(sid, {"role": "assistant", "content": "", "tool_calls": [call]})
+    (stored,) = store.messages(sid)
+    assert stored["tool_calls"][0]["extra"] == extra
+    assert stored["tool_calls"][0]["arguments"] == {"key": REDACTED}
+    # Only an assistant's calls: the same key anywhere else is redacted as usual.
+    store.add_message(sid, {"role": "user", "content": "x", "extra": {"thought_signature": "s"}})
+    assert store.messages(sid)[-1]["extra"] == {"thought_signature": REDACTED}
+
+
 def test_a_secret_in_its_json_escaped_spelling_is_redacted(store, monkeypatch):
     monkeypatch.setenv("DB_PASSWORD", 'pa"ss\\word')
     sid = store.new_session("/w", "m")

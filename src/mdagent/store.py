@@ -20,8 +20,9 @@ What it promises about the data at rest:
 * Secrets are redacted before anything is written (messages, titles, audit
   arguments and errors): keys named like a secret variable and the values of
   secret environment variables (:func:`redact`). Provider-signed blocks
-  (Anthropic ``thinking`` with a ``signature``, ``redacted_thinking``) are
-  stored as they came: the provider checks them byte for byte.
+  (Anthropic ``thinking`` with a ``signature``, ``redacted_thinking``) and a
+  tool call's opaque provider fields (Gemini's thought signature) are stored
+  as they came: the provider checks them byte for byte.
 * A damaged file (garbage, truncated, "file is not a database") is moved
   aside as ``mdagent.db.corrupt-<UTC time>``, kept, and a new one started,
   said once on stderr. Every other failure to read or write is a
@@ -794,7 +795,9 @@ def redact(value: Any, settings: Mapping[str, Any] | None, values: list[str]) ->
 
     A value also goes in its JSON-escaped spelling (a tool result is stored
     as JSON text). Provider-signed blocks are returned untouched: Anthropic
-    rejects a ``thinking`` block whose text differs from what it signed.
+    rejects a ``thinking`` block whose text differs from what it signed. So
+    are the ``extra`` fields of an assistant message's tool calls: a
+    provider's opaque per-call data (Gemini rejects a changed thought signature).
     """
     from mdagent.environment import is_secret_name
 
@@ -807,10 +810,16 @@ def redact(value: Any, settings: Mapping[str, Any] | None, values: list[str]) ->
     if isinstance(value, Mapping):
         if is_signed_block(value):
             return value
-        return {
+        redacted = {
             k: REDACTED if is_secret_name(str(k), settings) else redact(v, settings, values)
             for k, v in value.items()
         }
+        calls, kept = value.get("tool_calls"), redacted.get("tool_calls")
+        if value.get("role") == "assistant" and isinstance(calls, list) and isinstance(kept, list):
+            for call, copy in zip(calls, kept, strict=True):
+                if isinstance(call, Mapping) and isinstance(copy, dict) and "extra" in call:
+                    copy["extra"] = call["extra"]
+        return redacted
     if isinstance(value, (list, tuple)):
         return [redact(v, settings, values) for v in value]
     return value
