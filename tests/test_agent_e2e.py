@@ -32,6 +32,12 @@ class Api:
         url = server.url if self.name == "openai" else server.anthropic_url
         return ["--provider", self.name, "--base-url", url]
 
+    def endpoint(self, server):
+        """The endpoint as failure messages name it: its URL and the provider."""
+        if self.name == "openai":
+            return f"{server.url}/chat/completions (openai)"
+        return f"{server.anthropic_url}/v1/messages (anthropic)"
+
     def configure(self, workspace):
         path = workspace / ".agents" / "config" / "agent.yaml"
         if not self.stream and "stream: false" not in (path.read_text() if path.exists() else ""):
@@ -136,7 +142,10 @@ def test_500_more_times_than_the_retries_allow_is_a_clear_failure(api, ask, serv
     assert result.returncode == 1
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("agent: server error (HTTP 500) after 3 retries")
+    assert len(lines) == 1
+    assert lines[0].startswith(
+        f"agent: server error (HTTP 500) from {api.endpoint(server)} after 3 retries"
+    )
     assert len(server.requests) == 4
 
 
@@ -150,7 +159,10 @@ def test_a_stream_cut_off_midway_is_an_error_not_an_answer(api, ask, server):
     # The error names the saved session: a script can continue it (`--session ID`).
     assert json.loads(result.stdout) == {
         "ok": False,
-        "error": {"code": "PROVIDER", "message": "the model's answer was cut off mid-stream"},
+        "error": {
+            "code": "PROVIDER",
+            "message": f"the model's answer from {api.endpoint(server)} was cut off mid-stream",
+        },
         "session": session,
     }
     assert "This answer" not in result.stdout + result.stderr

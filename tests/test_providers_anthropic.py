@@ -108,13 +108,19 @@ def test_500_four_times_fails_clearly(server, stream):
     server.add(*[{"status": 500, "message": "Internal server error"}] * 4)
     with pytest.raises(ProviderError) as err:
         Client(server.anthropic_url, stream).ask()
-    assert str(err.value) == "server error (HTTP 500) after 3 retries: Internal server error"
+    assert str(err.value) == (
+        f"server error (HTTP 500) from {server.anthropic_url}/v1/messages (anthropic) "
+        "after 3 retries: Internal server error"
+    )
     assert len(server.requests) == 4
 
 
 def test_max_retries_zero_means_one_attempt(server):
     server.add({"status": 503}, {"text": "never reached"})
-    with pytest.raises(ProviderError, match=r"server error \(HTTP 503\) after 0 retries"):
+    with pytest.raises(
+        ProviderError,
+        match=r"server error \(HTTP 503\) from http://\S+ \(anthropic\) after 0 retries",
+    ):
         Client(server.anthropic_url, max_retries=0).ask()
 
 
@@ -123,7 +129,8 @@ def test_401_names_the_key_variable(server):
     with pytest.raises(ProviderError) as err:
         Client(server.anthropic_url).ask()
     assert str(err.value) == (
-        "authentication failed (HTTP 401): set ANTHROPIC_API_KEY: invalid x-api-key"
+        f"authentication failed (HTTP 401) at {server.anthropic_url}/v1/messages (anthropic): "
+        "set ANTHROPIC_API_KEY: invalid x-api-key"
     )
 
 
@@ -141,7 +148,9 @@ def test_connection_refused_is_retried_then_explained(stream):
     client = Client(url, stream)
     with pytest.raises(ProviderError) as err:
         client.ask()
-    assert str(err.value).startswith(f"cannot connect to {url}/v1/messages: is the server running?")
+    assert str(err.value).startswith(
+        f"cannot connect to {url}/v1/messages (anthropic): is the server running?"
+    )
     assert client.sleeps == [0.5, 1.0, 2.0]
 
 
@@ -150,14 +159,18 @@ def test_timeout(server):
     with pytest.raises(ProviderError) as err:
         Client(server.anthropic_url, timeout=0.2).ask()
     assert str(err.value) == (
-        f"timed out after 0.2 s waiting for {server.anthropic_url}/v1/messages (model.timeout)"
+        f"timed out after 0.2 s (model.timeout) waiting for {server.anthropic_url}/v1/messages "
+        "(anthropic)"
     )
 
 
 def test_a_stream_cut_off_mid_way_is_an_error_not_a_short_answer(server):
     server.add({"text": "The answer is forty two, as everyone knows.", "cut_off": True})
     client = Client(server.anthropic_url)
-    with pytest.raises(ProviderError, match="^the model's answer was cut off mid-stream$"):
+    with pytest.raises(
+        ProviderError,
+        match=r"^the model's answer from http://\S+/v1/messages \(anthropic\) was cut off mid-stream$",
+    ):
         client.ask()
     assert client.deltas
     assert client.sleeps == []
@@ -396,7 +409,10 @@ def test_an_error_event_without_its_type_in_the_data(server):
     )
     with pytest.raises(ProviderError) as err:
         Client(server.anthropic_url).ask()
-    assert str(err.value) == "the model server reported an error: Internal server error"
+    assert str(err.value) == (
+        f"the model server at {server.anthropic_url}/v1/messages (anthropic) reported an error: "
+        "Internal server error"
+    )
 
 
 def test_pings_are_not_data(server):
@@ -404,3 +420,50 @@ def test_pings_are_not_data(server):
     server.add({"sse": [HEAD] + [ping] * 40, "gap": 0.02})
     with pytest.raises(ProviderError, match="sent only keep-alives, no data, for 0.3 s"):
         Client(server.anthropic_url, timeout=0.3).ask()
+
+
+# -- issue 32: server tools and their blocks --------------------------------------------------
+
+
+def test_server_tool_blocks_keep_the_whole_content_citations_and_all(server):
+    use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    found = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": [{"type": "web_search_result", "url": "u", "encrypted_content": "Eq=="}],
+    }
+    citation = {"type": "web_search_result_location", "url": "u", "encrypted_index": "Eo=="}
+    server.add(
+        {
+            "sse": [
+                HEAD,
+                start(0, use),
+                delta(0, {"type": "input_json_delta", "partial_json": '{"query": "x"}'}),
+                start(1, found),
+                start(2, {"type": "text", "text": ""}),
+                delta(2, {"type": "citations_delta", "citation": citation}),
+                delta(2, {"type": "text_delta", "text": "It is x."}),
+                start(3, {"type": "tool_use", "id": "toolu_9", "name": "exec", "input": {}}),
+                delta(3, {"type": "input_json_delta", "partial_json": "{broken"}),
+                *tail("tool_use"),
+            ]
+        }
+    )
+    client = Client(server.anthropic_url)
+    reply = client.ask()
+    assert reply.text == "It is x." and [c.id for c in reply.tool_calls] == ["toolu_9"]
+    blocks = [
+        use | {"input": {"query": "x"}},
+        found,
+        {"type": "text", "text": "It is x.", "citations": [citation]},
+        {"type": "tool_use", "id": "toolu_9", "name": "exec", "input": {}},  # broken: {}
+    ]
+    assert list(reply.blocks) == blocks
+    history = [{"role": "user", "content": "q"}, reply.to_message()]
+    assert to_anthropic_messages(history)[1] == {"role": "assistant", "content": blocks}
+
+
+def test_a_reply_with_only_neutral_blocks_keeps_no_copy(server, stream):
+    server.add({"text": "Plain.", "tool_calls": [{"name": "exec", "arguments": {}}]})
+    reply = Client(server.anthropic_url, stream).ask()
+    assert reply.blocks == () and "blocks" not in reply.to_message()

@@ -10,6 +10,7 @@ from conftest import EXEC_TOOL, ProviderClient
 from mdagent.errors import ProviderError
 from mdagent.providers.base import (
     ProviderConfig,
+    Reply,
     ToolCall,
     retry_after_seconds,
     retry_wait,
@@ -17,6 +18,9 @@ from mdagent.providers.base import (
 )
 from mdagent.providers.openai import OpenAIProvider
 from model_server import unused_port
+
+#: How a stream that breaks off is reported: the endpoint and the provider named.
+CUT_OFF = r"^the model's answer from http://127\.0\.0\.1:\d+/v1/chat/completions \(openai\) was cut off mid-stream$"
 
 
 class Client(ProviderClient):
@@ -118,14 +122,18 @@ def test_500_four_times_fails_clearly(server, stream):
     client = Client(server.url, stream)
     with pytest.raises(ProviderError) as err:
         client.ask()
-    assert str(err.value) == "server error (HTTP 500) after 3 retries: boom"
+    assert str(err.value) == (
+        f"server error (HTTP 500) from {server.url}/chat/completions (openai) after 3 retries: boom"
+    )
     assert len(server.requests) == 4
 
 
 def test_401_names_the_key_variable(server):
     server.add({"status": 401, "body": {"error": {"message": "Incorrect API key"}}})
     with pytest.raises(
-        ProviderError, match=r"authentication failed \(HTTP 401\): set OPENAI_API_KEY"
+        ProviderError,
+        match=r"authentication failed \(HTTP 401\) at http://\S+/chat/completions \(openai\): "
+        r"set OPENAI_API_KEY",
     ):
         Client(server.url).ask()
 
@@ -133,7 +141,7 @@ def test_401_names_the_key_variable(server):
 def test_401_with_a_custom_key_variable_that_is_set(server):
     server.add({"status": 403})
     client = Client(server.url, api_key_env="MY_KEY", environ={"MY_KEY": "sk-wrong"})
-    with pytest.raises(ProviderError, match=r"\(HTTP 403\): check MY_KEY"):
+    with pytest.raises(ProviderError, match=r"\(HTTP 403\) at http://\S+ \(openai\): check MY_KEY"):
         client.ask()
 
 
@@ -160,7 +168,7 @@ def test_connection_refused_is_retried_then_explained(stream):
     with pytest.raises(ProviderError) as err:
         client.ask()
     assert str(err.value).startswith(
-        f"cannot connect to {url}/chat/completions: is the server running?"
+        f"cannot connect to {url}/chat/completions (openai): is the server running?"
     )
     assert client.sleeps == [0.5, 1.0, 2.0]
 
@@ -177,14 +185,14 @@ def test_timeout(server):
     with pytest.raises(ProviderError) as err:
         Client(server.url, timeout=0.2).ask()
     assert str(err.value) == (
-        f"timed out after 0.2 s waiting for {server.url}/chat/completions (model.timeout)"
+        f"timed out after 0.2 s (model.timeout) waiting for {server.url}/chat/completions (openai)"
     )
 
 
 def test_a_stream_cut_off_mid_way_is_an_error_not_a_short_answer(server):
     server.add({"text": "The answer is forty two, as everyone knows.", "cut_off": True})
     client = Client(server.url)
-    with pytest.raises(ProviderError, match="^the model's answer was cut off mid-stream$"):
+    with pytest.raises(ProviderError, match=CUT_OFF):
         client.ask()
     assert client.deltas  # some text had already been shown
     assert client.sleeps == []  # never retried: the user saw part of it
@@ -301,7 +309,7 @@ def test_a_stream_that_ends_cleanly_without_done_is_cut_off(server):
     chunk = {"choices": [{"index": 0, "delta": {"content": "Half"}, "finish_reason": None}]}
     body = f"data: {json.dumps(chunk)}\n\n"
     server.add({"status": 200, "headers": {"Content-Type": "text/event-stream"}, "body": body})
-    with pytest.raises(ProviderError, match="^the model's answer was cut off mid-stream$"):
+    with pytest.raises(ProviderError, match=CUT_OFF):
         Client(server.url).ask()
 
 
@@ -366,7 +374,10 @@ def test_a_408_that_never_clears_says_so(server):
     server.add(*[{"status": 408, "message": "request timeout"}] * 2)
     with pytest.raises(ProviderError) as err:
         Client(server.url, max_retries=1).ask()
-    assert str(err.value) == "request failed (HTTP 408) after 1 retry: request timeout"
+    assert str(err.value) == (
+        f"request failed (HTTP 408) at {server.url}/chat/completions (openai) after 1 retry: "
+        "request timeout"
+    )
 
 
 def test_each_retry_is_told_in_one_line(server):
@@ -385,7 +396,7 @@ def test_a_reset_after_the_headers_is_retried_but_a_reset_after_a_byte_is_not(se
     assert client.ask().text == "second try"
     assert client.sleeps == [0.5]
     server.add({"sse": [piece({"content": "Hal"})], "end": "reset", "gap": 0.1}, "never")
-    with pytest.raises(ProviderError, match="^the model's answer was cut off mid-stream$"):
+    with pytest.raises(ProviderError, match=CUT_OFF):
         client.ask()
     assert client.deltas[-1] == "Hal" and client.sleeps == [0.5]
 
@@ -440,7 +451,9 @@ def test_errors_inside_the_stream_raise_the_servers_words(server, error, words):
     server.add({"sse": [piece({"content": "so far"}), error, "data: [DONE]\n\n"]})
     with pytest.raises(ProviderError) as err:
         Client(server.url).ask()
-    assert str(err.value) == f"the model server reported an error: {words}"
+    assert str(err.value) == (
+        f"the model server at {server.url}/chat/completions (openai) reported an error: {words}"
+    )
 
 
 def test_a_200_body_that_is_an_error_is_an_error(server):
@@ -485,9 +498,15 @@ def test_reasoning_goes_to_on_reasoning_never_to_the_text(server, stream, field)
     )
     assert (reply.text, reply.reasoning, "".join(client.deltas)) == ("4", "hm, four", "4")
     assert "".join(thoughts) == "hm, four"
-    assert reply.to_message() == {"role": "assistant", "content": "4", "reasoning": "hm, four"}
+    assert reply.to_message() == {
+        "role": "assistant",
+        "content": "4",
+        "reasoning": "hm, four",
+        "reasoning_field": field,
+    }
     body = client.provider.request_body("", [reply.to_message()], [])
-    assert body["messages"] == [{"role": "assistant", "content": "4"}]  # never sent back
+    # No tool call: not sent back (DeepSeek ignores it there, others reject it).
+    assert body["messages"] == [{"role": "assistant", "content": "4"}]
 
 
 def test_a_refusal_is_the_text_and_cuts_the_answer_short(server, stream):
@@ -537,6 +556,92 @@ def test_request_timeout_bounds_a_trickled_body_too(server):
     with pytest.raises(ProviderError) as err:
         client.ask()
     assert str(err.value) == (
-        f"timed out: the request to {server.url}/chat/completions took longer than 0.5 s "
+        f"timed out: the request to {server.url}/chat/completions (openai) took longer than "
+        "0.5 s "
         "(model.request_timeout)"
     )
+
+
+# -- issue 32: gateways, Gemini, Mistral -----------------------------------------------------
+
+
+def call_part(**fields) -> dict:
+    return {"tool_calls": [fields]}
+
+
+@pytest.mark.parametrize(
+    "parts, calls",
+    [
+        # No index, empty ids: a piece with a name starts a call, one without goes on.
+        (
+            [
+                call_part(id="", function={"name": "a", "arguments": '{"x":'}),
+                call_part(id="", function={"arguments": " 1}"}),
+                call_part(id="", function={"name": "b", "arguments": "{}"}),
+            ],
+            [("call_1", "a", {"x": 1}), ("call_2", "b", {})],
+        ),
+        # No index: a new id starts a call even without a name, the same id goes on.
+        (
+            [
+                call_part(id="k1", function={"name": "a", "arguments": "{"}),
+                call_part(id="k1", function={"name": "a", "arguments": "}"}),
+                call_part(id="k2", function={"name": "b"}),
+            ],
+            [("k1", "a", {}), ("k2", "b", {})],
+        ),
+        # With an index, a repeated name is the same call.
+        (
+            [
+                call_part(index=0, id="k", function={"name": "a", "arguments": '{"x"'}),
+                call_part(index=0, function={"name": "a", "arguments": ": 2}"}),
+            ],
+            [("k", "a", {"x": 2})],
+        ),
+    ],
+    ids=["empty-ids", "ids", "index"],
+)
+def test_tool_call_pieces_are_told_apart(server, parts, calls):
+    server.add({"sse": [piece(p) for p in parts] + [piece({}, "tool_calls"), "data: [DONE]\n\n"]})
+    reply = Client(server.url).ask()
+    assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == calls
+
+
+def test_a_calls_opaque_fields_are_kept_and_sent_back_unchanged(server, stream):
+    signature = {"google": {"thought_signature": "Cq8B+/x=="}}
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "exec", "arguments": "{}"},
+        "extra_content": signature,
+    }
+    if stream:
+        server.add({"sse": [piece({"tool_calls": [call | {"index": 0}]}, "tool_calls")]})
+    else:
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        server.add(
+            {
+                "status": 200,
+                "body": {"choices": [{"message": message, "finish_reason": "tool_calls"}]},
+            }
+        )
+    client = Client(server.url, stream)
+    (got,) = client.ask().tool_calls
+    assert got.extra == {"extra_content": signature}
+    history = [Reply("", (got,)).to_message()]
+    assert client.provider.request_body("", history, [])["messages"][0]["tool_calls"] == [call]
+
+
+def test_content_parts_without_streaming_are_read_too(server):
+    message = {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": [{"type": "text", "text": "hm"}]},
+            {"type": "text", "text": "4"},
+        ],
+    }
+    server.add(
+        {"status": 200, "body": {"choices": [{"message": message, "finish_reason": "stop"}]}}
+    )
+    reply = Client(server.url, stream=False).ask()
+    assert (reply.text, reply.reasoning, reply.reasoning_field) == ("4", "hm", "")

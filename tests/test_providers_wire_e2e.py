@@ -184,6 +184,13 @@ def sent(server, index: int = -1) -> dict:
     return server.requests[index]["json"]
 
 
+def endpoint(server, api: str = "openai") -> str:
+    """The endpoint as failure messages name it: its URL and the provider."""
+    if api == "openai":
+        return f"{server.url}/chat/completions (openai)"
+    return f"{server.anthropic_url}/v1/messages (anthropic)"
+
+
 # -- 1. errors inside a stream are errors -----------------------------------------------
 
 STREAM_ERRORS = {
@@ -339,7 +346,9 @@ def test_an_error_inside_a_stream_ends_the_turn_with_the_servers_words(shape, ru
     server.add({"sse": pieces}, {"text": "a retry must not happen"})
     result = ask(run_agent, server, "hello", api=api)
     assert result.returncode == 1
-    assert agent_lines(result.stderr) == [f"agent: the model server reported an error: {words}"]
+    assert agent_lines(result.stderr) == [
+        f"agent: the model server at {endpoint(server, api)} reported an error: {words}"
+    ]
     assert result.stdout == "Partial\n"  # what had arrived, its line ended before the error
     assert len(server.requests) == 1  # shown to the person: never retried silently
     assert [m["role"] for m in saved()] == ["user"]  # no answer was saved
@@ -500,7 +509,9 @@ def test_a_stream_that_ends_before_any_finish_is_cut_off(run_agent, server):
     server.add({"sse": [chunk({"role": "assistant", "content": "Half"})]})
     result = ask(run_agent, server, "hello")
     assert result.returncode == 1
-    assert agent_lines(result.stderr) == ["agent: the model's answer was cut off mid-stream"]
+    assert agent_lines(result.stderr) == [
+        f"agent: the model's answer from {endpoint(server)} was cut off mid-stream"
+    ]
     assert [m["role"] for m in saved()] == ["user"]
 
 
@@ -557,7 +568,7 @@ def test_x_should_retry_false_is_obeyed(run_agent, server):
     result = ask(run_agent, server, "hello")
     assert result.returncode == 1
     assert agent_lines(result.stderr) == [
-        "agent: server error (HTTP 503) after 0 retries: scripted HTTP 503"
+        f"agent: server error (HTTP 503) from {endpoint(server)} after 0 retries: scripted HTTP 503"
     ]
     assert len(server.requests) == 1
 
@@ -585,7 +596,9 @@ def test_a_stream_that_breaks_after_text_was_shown_is_not_retried(end, run_agent
     result = ask(run_agent, server, "hello")
     assert result.returncode == 1
     assert result.stdout == "Half an ans\n"
-    assert agent_lines(result.stderr) == ["agent: the model's answer was cut off mid-stream"]
+    assert agent_lines(result.stderr) == [
+        f"agent: the model's answer from {endpoint(server)} was cut off mid-stream"
+    ]
     assert len(server.requests) == 1
 
 
@@ -741,10 +754,12 @@ def test_reasoning_is_never_the_answer(case, run_agent, server):
         "role": "assistant",
         "content": "4",
         "reasoning": "Two plus two is four.",
+        "reasoning_field": case.split("-")[0],
     }
     again = ask(run_agent, server, "--continue", "and 4+4?")
     assert again.stdout == "8\n"
-    # Kept for the record, never sent back (DeepSeek rejects it in the input).
+    # Kept for the record; a turn without tool calls does not send it back
+    # (DeepSeek ignores it there, OpenAI-style servers want none).
     assert sent(server)["messages"][2] == {"role": "assistant", "content": "4"}
 
 
@@ -831,8 +846,8 @@ def test_keepalives_alone_do_not_keep_a_request_alive(case, run_agent, server, w
     assert result.returncode == 1
     (line,) = agent_lines(result.stderr)
     assert re.fullmatch(
-        r"agent: timed out: http://127\.0\.0\.1:\d+/\S+ sent only keep-alives, no data, "
-        r"for 1 s \(model\.timeout\)",
+        r"agent: timed out: http://127\.0\.0\.1:\d+/\S+ \((openai|anthropic)\) sent only "
+        r"keep-alives, no data, for 1 s \(model\.timeout\)",
         line,
     )
     assert time.monotonic() - start < 15
@@ -855,7 +870,7 @@ def test_request_timeout_bounds_a_whole_request(run_agent, server, workspace):
     assert result.returncode == 1
     (line,) = agent_lines(result.stderr)
     assert re.fullmatch(
-        r"agent: timed out: the request to http://\S+ took longer than 1 s "
+        r"agent: timed out: the request to http://\S+ \(openai\) took longer than 1 s "
         r"\(model\.request_timeout\)",
         line,
     )

@@ -195,6 +195,7 @@ class Agent:
         self._results: list[Result | None] = []
         self._durations: list[float | None] = []
         self._written = 0
+        self._paused_text = ""
 
     def _default_context(self, call_id: str | None) -> ToolContext:
         return ToolContext(
@@ -218,6 +219,7 @@ class Agent:
             message = self.hooks.open_turn(self.conversation, message)
         self.steps = 0
         self.records = []
+        self._paused_text = ""
         self.conversation.add(message)
         answer, why, short = None, "", None
         try:
@@ -268,11 +270,18 @@ class Agent:
         self.steps += 1
         reply = self.query()
         self.conversation.add(reply.to_message())
+        # A paused turn's text is the start of the answer the next step finishes.
+        text, self._paused_text = self._paused_text + reply.text, ""
         if reply.cut_short:
             self.decline(reply.tool_calls, "the answer was cut off before this call was complete")
-            raise CutShort(self.cut_short_message(reply), reply.text, reply.cut_short)
+            raise CutShort(self.cut_short_message(reply), text, reply.cut_short)
+        if reply.paused:
+            # The server paused its own tool loop (Anthropic pause_turn): the
+            # next request sends this reply back as it is, and the model goes on.
+            self._paused_text = text
+            return
         if not reply.tool_calls:
-            raise FinalAnswer(reply.text)
+            raise FinalAnswer(text)
         self.execute(reply.tool_calls)
 
     def cut_short_message(self, reply: Reply) -> str:

@@ -1,4 +1,12 @@
-"""Anthropic Messages API."""
+"""Anthropic Messages API.
+
+Content blocks this backend has no neutral form for — a server tool's
+``server_tool_use`` and its result (``web_search_tool_result`` and the like,
+which carry encrypted content), added by the API or by a proxy — are kept:
+the reply's whole content goes back as it came (the neutral ``blocks``), and
+a ``pause_turn`` is continued by sending it back (see :attr:`Reply.paused
+<mdagent.providers.base.Reply.paused>`).
+"""
 
 from __future__ import annotations
 
@@ -8,10 +16,10 @@ from typing import Any
 
 from mdagent.errors import ProviderError
 from mdagent.providers.base import (
-    CUT_OFF,
     HTTPProvider,
     Reply,
     ToolCall,
+    cut_off,
     error_text,
     usage,
 )
@@ -34,7 +42,7 @@ class AnthropicProvider(HTTPProvider):
         return headers
 
     def parse_reply(self, data: dict, url: str) -> Reply:
-        return parse_message(data, url)
+        return parse_message(data, self.where(url))
 
     def request_body(self, system: str, messages: list[dict], tools: list[dict]) -> dict:
         """The JSON body for a conversation in the neutral format."""
@@ -69,10 +77,13 @@ class AnthropicProvider(HTTPProvider):
     ) -> Reply:
         """The reply from a Messages stream, complete at ``message_stop``.
 
-        Content blocks are rebuilt from their deltas: text, tool input JSON,
-        and thinking with its signature (a ``redacted_thinking`` block comes
-        whole in its start event). An ``error`` event raises the server's words.
+        Content blocks are rebuilt from their deltas: text and its citations,
+        tool input JSON (a client's ``tool_use`` or a ``server_tool_use``), and
+        thinking with its signature (a ``redacted_thinking`` block, or a server
+        tool's result, comes whole in its start event). An ``error`` event
+        raises the server's words.
         """
+        where = self.where(url)
         blocks: dict[int, dict] = {}
         json_parts: dict[int, list[str]] = {}  # tool_use input, in pieces
         totals = usage()
@@ -80,10 +91,10 @@ class AnthropicProvider(HTTPProvider):
         done = False
         for event, data in events:
             if not isinstance(data, dict):
-                raise ProviderError(f"unexpected data in the stream from {url}: {data[:100]!r}")
+                raise ProviderError(f"unexpected data in the stream from {where}: {data[:100]!r}")
             kind = data.get("type") or event
             if kind == "error" or event == "error":
-                raise ProviderError(f"the model server reported an error: {error_text(data)}")
+                raise ProviderError(_reported(where, error_text(data)))
             if kind == "message_start":
                 totals = _usage((data.get("message") or {}).get("usage") or {}, totals)
             elif kind == "content_block_start":
@@ -108,10 +119,10 @@ class AnthropicProvider(HTTPProvider):
                 break
             # content_block_stop carries nothing we need; pings never get here
         if not done:
-            raise ProviderError(CUT_OFF)
+            raise ProviderError(cut_off(where))
         content = []
         for index, block in sorted(blocks.items()):
-            if block.get("type") == "tool_use" and json_parts.get(index):
+            if block.get("type") in INPUT_BLOCKS and json_parts.get(index):
                 block = block | {"input": "".join(json_parts[index])}
             content.append(block)
         return _reply(content, totals, stop_reason)
@@ -129,14 +140,16 @@ def _apply(block: dict, delta: dict, json_parts: list[str]) -> None:
     elif kind == "signature_delta":
         # The whole signature comes in one delta (the SDKs assign it, not append).
         block["signature"] = delta.get("signature") or ""
+    elif kind == "citations_delta" and isinstance(delta.get("citation"), dict):
+        block["citations"] = [*(block.get("citations") or []), delta["citation"]]
 
 
-def parse_message(data: dict, url: str = "the server") -> Reply:
-    """A non-streamed Messages response as a :class:`Reply`."""
+def parse_message(data: dict, where: str = "the server") -> Reply:
+    """A non-streamed Messages response as a :class:`Reply`; ``where`` names the endpoint."""
     if data.get("type") == "error" or data.get("error"):
-        raise ProviderError(f"the model server reported an error: {error_text(data)}")
+        raise ProviderError(_reported(where, error_text(data)))
     if not isinstance(data.get("content"), list):
-        raise ProviderError(f"the answer from {url} has no content")
+        raise ProviderError(f"the answer from {where} has no content")
     return _reply(
         data["content"], _usage(data.get("usage") or {}, usage()), data.get("stop_reason")
     )
@@ -145,25 +158,38 @@ def parse_message(data: dict, url: str = "the server") -> Reply:
 #: Content blocks the API signs: they go back exactly as they came.
 THINKING_BLOCKS = ("thinking", "redacted_thinking")
 
+#: Content blocks with a neutral form; any other kind keeps the whole content.
+NEUTRAL_BLOCKS = ("text", "tool_use", *THINKING_BLOCKS)
+
+#: Blocks whose ``input`` streams as JSON text in ``input_json_delta`` pieces.
+INPUT_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
+
+
+def _reported(where: str, words: str) -> str:
+    return f"the model server at {where} reported an error: {words}"
+
 
 def _reply(content: list[dict], totals: dict, stop_reason: str | None) -> Reply:
     text = []
     calls = []
     thinking = []
+    kept = []  # the content as it goes back, inputs as objects
     for block in content:
-        if block.get("type") == "text":
+        kind = block.get("type")
+        if kind == "text":
             text.append(block.get("text") or "")
-        elif block.get("type") in THINKING_BLOCKS:
+        elif kind in THINKING_BLOCKS:
             thinking.append(block)
-        elif block.get("type") == "tool_use":
-            # Streamed input is JSON text; non-streamed input is already an object.
-            value = block.get("input")
-            raw = (
-                value if isinstance(value, str) else json.dumps(value if value is not None else {})
-            )
+        elif kind == "tool_use":
             call_id = block.get("id") or f"toolu_{len(calls) + 1}"
-            calls.append(ToolCall.from_json(call_id, block.get("name") or "", raw))
+            calls.append(ToolCall.from_json(call_id, block.get("name") or "", _input_text(block)))
+            call = calls[-1]
+            block = block | {"id": call_id, "input": _input_object(call.arguments)}
+        elif kind in INPUT_BLOCKS:
+            block = block | {"input": _input_object(_decoded(_input_text(block)))}
+        kept.append(block)
     reasoning = "".join(b.get("thinking") or "" for b in thinking if b.get("type") == "thinking")
+    server_blocks = any(block.get("type") not in NEUTRAL_BLOCKS for block in kept)
     return Reply(
         "".join(text),
         tuple(calls),
@@ -171,7 +197,26 @@ def _reply(content: list[dict], totals: dict, stop_reason: str | None) -> Reply:
         stop_reason,
         thinking=tuple(thinking),
         reasoning=reasoning,
+        blocks=tuple(kept) if server_blocks else (),
     )
+
+
+def _input_text(block: dict) -> str:
+    # Streamed input is JSON text; non-streamed input is already an object.
+    value = block.get("input")
+    return value if isinstance(value, str) else json.dumps(value if value is not None else {})
+
+
+def _decoded(text: str) -> Any:
+    try:
+        return json.loads(text) if text.strip() else {}
+    except ValueError:
+        return None
+
+
+def _input_object(value: Any) -> dict:
+    # The API insists on an object: broken arguments go back as {}.
+    return value if isinstance(value, dict) else {}
 
 
 def _usage(figures: dict, previous: dict) -> dict:
@@ -196,7 +241,8 @@ def to_anthropic_messages(messages: list[dict]) -> list[dict]:
 
     Tool results go back in a user message, and consecutive messages of the same
     role are merged, so several tool results become one user message of
-    ``tool_result`` blocks as the API requires.
+    ``tool_result`` blocks as the API requires (and a paused turn and its
+    continuation become the one assistant message they are).
     """
     wire: list[dict] = []
     for message in messages:
@@ -204,6 +250,10 @@ def to_anthropic_messages(messages: list[dict]) -> list[dict]:
         content = message.get("content")
         if role == "user":
             blocks = _text_blocks(content)
+        elif role == "assistant" and message.get("blocks"):
+            # The content as it came, server-tool blocks and their encrypted
+            # results included: the API needs them to go on (pause_turn).
+            blocks = [dict(b) for b in message["blocks"] if isinstance(b, dict)]
         elif role == "assistant":
             # Thinking blocks first, unchanged: the API checks them against their
             # signatures, and a turn that used tools must start with its thinking.

@@ -5,16 +5,31 @@ The agent loop talks to every backend in one neutral, OpenAI-like message format
 
     {"role": "user", "content": "text"}
     {"role": "assistant", "content": "text or ''",
-     "tool_calls": [{"id": "call_1", "name": "exec", "arguments": {...}}],  # optional
+     "tool_calls": [{"id": "call_1", "name": "exec", "arguments": {...},     # optional
+                     "extra": {...},                                         # optional
+                     "legacy": True}],                                       # optional
      "thinking": [{"type": "thinking", "thinking": "...", "signature": "..."}],  # optional
-     "reasoning": "text"}                                                      # optional
+     "blocks": [{"type": "server_tool_use", ...}, ...],                      # optional
+     "reasoning": "text", "reasoning_field": "reasoning_content"}           # optional
     {"role": "tool", "tool_call_id": "call_1", "name": "exec", "content": "<JSON text>",
      "is_error": True}                                                         # on failure
 
 and gets back a :class:`Reply`. Each backend converts to and from its own wire format.
-``thinking`` holds Anthropic's signed thinking blocks exactly as they came (they
-must go back unchanged); ``reasoning`` is an OpenAI-compatible server's
-reasoning text, kept for the record and never sent back.
+What a server must get back unchanged is kept as it came:
+
+* ``thinking``: Anthropic's signed thinking blocks (the API checks them);
+* ``blocks``: an Anthropic reply's whole content, in order, when it holds blocks
+  with no neutral form (a server tool's ``server_tool_use`` and its
+  ``web_search_tool_result``, which carry encrypted content the API needs);
+* a call's ``extra``: a provider's opaque fields of that call (Gemini's
+  ``extra_content.google.thought_signature``), returned byte for byte;
+* a call's ``legacy``: it came as a legacy ``function_call`` and goes back so.
+
+``reasoning`` is an OpenAI-compatible server's reasoning text and
+``reasoning_field`` the field it came in (``reasoning_content`` or
+``reasoning``). It goes back on an assistant message only as
+:func:`echoes_reasoning` decides: DeepSeek's thinking mode rejects a tool-call
+turn without its ``reasoning_content``, OpenAI-style servers want none.
 
 This module must stay cheap to import: httpx is imported inside the functions that
 send requests, so ``agent --version`` and declared commands never pay for it.
@@ -52,8 +67,10 @@ DEFAULTS: dict[str, dict[str, str]] = {
     },
 }
 
-#: The message every backend raises when a stream ends before its terminator.
-CUT_OFF = "the model's answer was cut off mid-stream"
+#: How ``model.reasoning`` may be set (unset: decided per message, see
+#: :func:`echoes_reasoning`).
+REASONING_MODES = ("echo", "drop")
+
 
 #: Longest wait a server's retry-after(-ms) header can impose; a server asking
 #: for an hour should not hang an interactive session for an hour.
@@ -79,6 +96,11 @@ SHORT_STOPS: dict[str, str] = {
 }
 
 
+def cut_off(where: str) -> str:
+    """The message every backend raises when a stream ends before its terminator."""
+    return f"the model's answer from {where} was cut off mid-stream"
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call the model asked for.
@@ -94,23 +116,46 @@ class ToolCall:
     arguments: dict | None
     raw_arguments: str
     error: str | None = None
+    #: The provider's opaque fields of this call (Gemini's ``extra_content``),
+    #: sent back unchanged with it.
+    extra: dict = field(default_factory=dict, hash=False)
+    #: It came as a legacy ``function_call`` (older gateways), and goes back so.
+    legacy: bool = False
 
     @classmethod
-    def from_json(cls, id: str, name: str, raw_arguments: str) -> ToolCall:
+    def from_json(
+        cls,
+        id: str,
+        name: str,
+        raw_arguments: str,
+        extra: dict | None = None,
+        legacy: bool = False,
+    ) -> ToolCall:
         """A call whose arguments arrived as JSON text (decoded here, errors kept)."""
+        kept = {"extra": dict(extra or {}), "legacy": legacy}
         # Models call argument-less tools with "" (OpenAI) or nothing at all.
         if not raw_arguments.strip():
-            return cls(id, name, {}, raw_arguments, None)
+            return cls(id, name, {}, raw_arguments, None, **kept)
         try:
             value = json.loads(raw_arguments)
         except ValueError as err:
-            return cls(id, name, None, raw_arguments, f"arguments are not valid JSON: {err}")
+            error = f"arguments are not valid JSON: {err}"
+            return cls(id, name, None, raw_arguments, error, **kept)
         if not isinstance(value, dict):
-            kind = type(value).__name__
-            return cls(
-                id, name, None, raw_arguments, f"arguments must be a JSON object, not {kind}"
-            )
-        return cls(id, name, value, raw_arguments, None)
+            error = f"arguments must be a JSON object, not {type(value).__name__}"
+            return cls(id, name, None, raw_arguments, error, **kept)
+        return cls(id, name, value, raw_arguments, None, **kept)
+
+    def to_message(self) -> dict[str, Any]:
+        """This call as it goes in a neutral assistant message."""
+        call: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        if self.arguments is None:
+            call["raw_arguments"] = self.raw_arguments
+        if self.extra:
+            call["extra"] = dict(self.extra)
+        if self.legacy:
+            call["legacy"] = True
+        return call
 
 
 @dataclass(frozen=True)
@@ -118,11 +163,14 @@ class Reply:
     """A model's complete answer: text, tool calls, token usage and why it stopped.
 
     ``stop_reason`` is the backend's own word (OpenAI ``stop``/``tool_calls``/
-    ``length``, Anthropic ``end_turn``/``tool_use``/``max_tokens``); decide whether
-    the turn is over by looking at ``tool_calls`` and :attr:`cut_short`, not at it.
-    ``text`` is everything the person was shown as the answer, a refusal's words
-    included (``refusal`` holds those alone). ``thinking`` is Anthropic's thinking
-    blocks as received; ``reasoning`` the reasoning text, shown apart from the answer.
+    ``length``, Anthropic ``end_turn``/``tool_use``/``max_tokens``/``pause_turn``);
+    decide whether the turn is over by looking at ``tool_calls``, :attr:`cut_short`
+    and :attr:`paused`, not at it. ``text`` is everything the person was shown
+    as the answer, a refusal's words included (``refusal`` holds those alone).
+    ``thinking`` is Anthropic's thinking blocks as received; ``blocks`` the
+    whole Anthropic content when it holds server-tool blocks (see the module
+    docstring); ``reasoning`` the reasoning text, shown apart from the answer,
+    and ``reasoning_field`` the OpenAI-style field it came in.
     """
 
     text: str
@@ -132,6 +180,8 @@ class Reply:
     refusal: str = ""
     thinking: tuple[dict, ...] = ()
     reasoning: str = ""
+    reasoning_field: str = ""
+    blocks: tuple[dict, ...] = ()
 
     @property
     def cut_short(self) -> str | None:
@@ -144,20 +194,46 @@ class Reply:
             return "refusal"
         return SHORT_STOPS.get(self.stop_reason or "")
 
+    @property
+    def paused(self) -> bool:
+        """The server paused its own long turn (Anthropic ``pause_turn``, server tools).
+
+        Sending the conversation back with this reply as it is lets the model
+        go on; there is nothing to run in between.
+        """
+        return self.stop_reason == "pause_turn" and not self.tool_calls
+
     def to_message(self) -> dict:
         """This reply as a neutral assistant message, ready to append to the history."""
         message: dict[str, Any] = {"role": "assistant", "content": self.text}
         if self.tool_calls:
-            message["tool_calls"] = [
-                {"id": c.id, "name": c.name, "arguments": c.arguments}
-                | ({"raw_arguments": c.raw_arguments} if c.arguments is None else {})
-                for c in self.tool_calls
-            ]
+            message["tool_calls"] = [c.to_message() for c in self.tool_calls]
         if self.thinking:
             message["thinking"] = [dict(block) for block in self.thinking]
         elif self.reasoning:
             message["reasoning"] = self.reasoning
+            if self.reasoning_field:
+                message["reasoning_field"] = self.reasoning_field
+        if self.blocks:
+            message["blocks"] = [dict(block) for block in self.blocks]
         return message
+
+
+def echoes_reasoning(message: Mapping[str, Any], mode: str | None) -> bool:
+    """Whether an assistant message's ``reasoning`` goes back to an OpenAI-style server.
+
+    ``mode`` is ``model.reasoning``: ``echo`` sends every message's reasoning
+    back, ``drop`` none. Unset, it is decided from what the server sent:
+    ``reasoning_content`` on a turn that called tools goes back on that turn
+    (DeepSeek's thinking mode answers 400 without it; vLLM and llama.cpp read
+    it), everything else stays out (OpenAI-style servers want no reasoning in
+    the input, and DeepSeek ignores it between two user messages).
+    """
+    if not message.get("reasoning") or mode == "drop":
+        return False
+    if mode == "echo":
+        return True
+    return message.get("reasoning_field") == "reasoning_content" and bool(message.get("tool_calls"))
 
 
 def usage(input_tokens: Any = 0, output_tokens: Any = 0) -> dict:
@@ -177,7 +253,9 @@ class ProviderConfig:
     requests. ``thinking_budget`` turns on Anthropic's extended thinking.
     ``script`` is the YAML file the ``fake`` backend replays. ``price`` is
     ``(input, output)`` per million tokens, from ``model.price``, for
-    :meth:`cost`. The numbers
+    :meth:`cost`. ``reasoning`` (``echo``, ``drop``, None: decided per
+    message) overrides whether reasoning goes back (:func:`echoes_reasoning`).
+    The numbers
     match ``DEFAULT_SETTINGS["model"]`` in :mod:`mdagent.declarations`.
     """
 
@@ -193,6 +271,7 @@ class ProviderConfig:
     thinking_budget: int | None = None
     script: str | None = None
     price: tuple[float, float] | None = None
+    reasoning: str | None = None
 
     @classmethod
     def from_settings(
@@ -257,7 +336,15 @@ class ProviderConfig:
             or section.get("api_key_env")
             or defaults.get("api_key_env"),
         }
-        for name in ("stream", "timeout", "request_timeout", "max_tokens", "max_retries", "script"):
+        for name in (
+            "stream",
+            "timeout",
+            "request_timeout",
+            "max_tokens",
+            "max_retries",
+            "script",
+            "reasoning",
+        ):
             if name in overrides:
                 values[name] = overrides[name]
             elif section.get(name) is not None:
@@ -295,6 +382,8 @@ class ProviderConfig:
         # agent.yaml is schema-checked elsewhere; flags and hand-built configs are not.
         if not isinstance(self.stream, bool):
             raise ProviderError(f"model.stream must be true or false, not {self.stream!r}")
+        if self.reasoning is not None and self.reasoning not in REASONING_MODES:
+            raise ProviderError(f"model.reasoning must be echo or drop, not {self.reasoning!r}")
         for name in ("timeout", "request_timeout"):
             value = getattr(self, name)
             if value is None and name == "request_timeout":
@@ -425,7 +514,12 @@ def _seconds(value: float) -> str:
 
 
 def server_message(response: httpx.Response) -> str:
-    """The error text a server put in its body, on one line (empty if none)."""
+    """The error text a server put in its body, on one line (empty if none).
+
+    A JSON error gives its message; a web page (a proxy's or gateway's error
+    page: nginx, Cloudflare, a corporate proxy) gives its ``<title>``, never
+    its HTML.
+    """
     try:
         text = response.text
     except Exception:  # a body we could not read or decode says nothing useful
@@ -435,16 +529,44 @@ def server_message(response: httpx.Response) -> str:
         data = json.loads(text)
     except ValueError:
         data = None
+        if is_html(text, response.headers.get("content-type", "")):
+            return page_title(text)
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        data = data[0]  # Gemini's OpenAI endpoint: [{"error": {...}}]
     if isinstance(data, dict):
         error = data.get("error")
-        # OpenAI/Anthropic: {"error": {"message": ...}}; Ollama: {"error": "..."}.
+        # OpenAI/Anthropic: {"error": {"message": ...}}; Ollama: {"error": "..."};
+        # FastAPI-based servers and proxies: {"detail": "..."}.
         if isinstance(error, dict):
             message = error.get("message") or json.dumps(error)
         elif error:
             message = error
         elif data.get("message"):
             message = data["message"]
+        elif isinstance(data.get("detail"), str) and data["detail"]:
+            message = data["detail"]
     return one_line(message)
+
+
+_HTML_START = re.compile(r"\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)\b", re.I | re.S)
+
+
+def is_html(text: str, content_type: str = "") -> bool:
+    """Whether a body is a web page (by its content type, or by how it starts)."""
+    return "html" in content_type.lower() or bool(_HTML_START.match(text))
+
+
+def page_title(text: str) -> str:
+    """A web page's ``<title>`` (else its first ``<h1>``) as one line of plain text."""
+    from html import unescape
+
+    for tag in ("title", "h1"):
+        found = re.search(rf"<{tag}\b[^>]*>(.*?)</{tag}\s*>", text, re.I | re.S)
+        if found:
+            title = one_line(unescape(re.sub(r"<[^>]*>", " ", found.group(1))))
+            if title:
+                return title
+    return "a web page without a title"
 
 
 def one_line(message: Any, limit: int = 300) -> str:
@@ -519,12 +641,33 @@ class HTTPProvider:
         The backends differ only in their endpoint, headers, request body and
         how they read an answer (:meth:`endpoint`, :meth:`headers`,
         :meth:`request_body`, :meth:`parse_reply`, :meth:`read_stream`).
+        Every failure names the endpoint and the provider (:meth:`where`).
         """
+        url = self.endpoint()
+        try:
+            return self._complete(url, system, messages, tools, on_text, on_reasoning, on_retry)
+        except ProviderError as err:
+            where = self.where(url)
+            if where in str(err):
+                raise
+            # Each message names the endpoint in its own words; this only
+            # catches one that forgot, so no failure leaves the URL out.
+            raise ProviderError(f"{err} — {where}") from None
+
+    def _complete(
+        self,
+        url: str,
+        system: str,
+        messages: list[dict],
+        tools: list[dict],
+        on_text: Callable[[str], None] | None,
+        on_reasoning: Callable[[str], None] | None,
+        on_retry: Callable[[str], None] | None,
+    ) -> Reply:
         from contextlib import closing
 
         limit = self.config.request_timeout
         self._deadline = None if limit is None else time.monotonic() + limit
-        url = self.endpoint()
         body = self.request_body(system, messages, tools)
         answer = self._post(url, body, self.headers(), on_retry)
         with closing(answer.response):  # a stream stays open until read
@@ -537,6 +680,10 @@ class HTTPProvider:
         if on_text and reply.text:
             on_text(reply.text)
         return reply
+
+    def where(self, url: str) -> str:
+        """The endpoint as failure messages name it: ``http://…/v1/messages (anthropic)``."""
+        return f"{url} ({self.name})"
 
     def endpoint(self) -> str:  # pragma: no cover - each backend defines it
         raise NotImplementedError
@@ -629,7 +776,7 @@ class HTTPProvider:
                     response.close()
                 raise self._timed_out(url) from None
             except httpx.HTTPError as err:  # bad URL, unsupported scheme, ...
-                raise ProviderError(f"cannot send a request to {url}: {err}") from None
+                raise ProviderError(f"cannot send a request to {self.where(url)}: {err}") from None
             response.close()
             status = response.status_code
             if should_retry(status, response.headers) and retries < self.config.max_retries:
@@ -699,26 +846,29 @@ class HTTPProvider:
         if self._deadline is not None and time.monotonic() >= self._deadline:
             return self._request_timed_out(url)
         limit = _seconds(self.config.timeout)
+        where = self.where(url)
         if pings:
             return ProviderError(
-                f"timed out: {url} sent only keep-alives, no data, for {limit} s (model.timeout)"
+                f"timed out: {where} sent only keep-alives, no data, for {limit} s (model.timeout)"
             )
-        return ProviderError(f"timed out after {limit} s waiting for {url} (model.timeout)")
+        return ProviderError(f"timed out after {limit} s (model.timeout) waiting for {where}")
 
     def _request_timed_out(self, url: str) -> ProviderError:
         limit = _seconds(float(self.config.request_timeout or 0))
         return ProviderError(
-            f"timed out: the request to {url} took longer than {limit} s (model.request_timeout)"
+            f"timed out: the request to {self.where(url)} took longer than {limit} s "
+            "(model.request_timeout)"
         )
 
     def _connection_error(self, url: str, err: Exception, retries: int) -> ProviderError:
         import httpx
 
         detail = str(err) or type(err).__name__
+        where = self.where(url)
         if isinstance(err, httpx.ConnectError):
-            return ProviderError(f"cannot connect to {url}: is the server running? ({detail})")
+            return ProviderError(f"cannot connect to {where}: is the server running? ({detail})")
         return ProviderError(
-            f"the connection to {url} broke before the answer was complete "
+            f"the connection to {where} broke before the answer was complete "
             f"(after {_retries(retries)}): {detail}"
         )
 
@@ -727,22 +877,23 @@ class HTTPProvider:
         said = server_message(response)
         tail = f": {said}" if said else ""
         tries = _retries(retries)
+        where = self.where(url)
         if status in (401, 403):
             verb = "check" if self.api_key else "set"
             return ProviderError(
-                f"authentication failed (HTTP {status}): {verb} {self.api_key_env}{tail}"
+                f"authentication failed (HTTP {status}) at {where}: {verb} {self.api_key_env}{tail}"
             )
         if status == 404:
             return ProviderError(
-                f"model or URL not found (HTTP 404): model '{self.model}' at {url}{tail}"
+                f"model or URL not found (HTTP 404): model '{self.model}' at {where}{tail}"
             )
         if status == 429:
-            return ProviderError(f"rate limited (HTTP 429) after {tries}{tail}")
+            return ProviderError(f"rate limited (HTTP 429) by {where} after {tries}{tail}")
         if status >= 500:
-            return ProviderError(f"server error (HTTP {status}) after {tries}{tail}")
+            return ProviderError(f"server error (HTTP {status}) from {where} after {tries}{tail}")
         if should_retry(status, response.headers):
-            return ProviderError(f"request failed (HTTP {status}) after {tries}{tail}")
-        return ProviderError(f"request rejected (HTTP {status}) by {url}{tail}")
+            return ProviderError(f"request failed (HTTP {status}) at {where} after {tries}{tail}")
+        return ProviderError(f"request rejected (HTTP {status}) by {where}{tail}")
 
     # -- reading the answer ------------------------------------------------------------------
 
@@ -755,13 +906,21 @@ class HTTPProvider:
         except httpx.TimeoutException:
             raise self._timed_out(url) from None
         except httpx.HTTPError:
-            raise ProviderError(CUT_OFF) from None
+            raise ProviderError(cut_off(self.where(url))) from None
         try:
             data = json.loads(content)
         except ValueError as err:
-            raise ProviderError(f"the answer from {url} is not valid JSON: {err}") from None
+            text = content.decode("utf-8", "replace")
+            if is_html(text, answer.response.headers.get("content-type", "")):
+                # A proxy's login or error page, served with 200.
+                raise ProviderError(
+                    f"the answer from {self.where(url)} is a web page, not JSON: {page_title(text)}"
+                ) from None
+            raise ProviderError(
+                f"the answer from {self.where(url)} is not valid JSON: {err}"
+            ) from None
         if not isinstance(data, dict):
-            raise ProviderError(f"the answer from {url} is not a JSON object")
+            raise ProviderError(f"the answer from {self.where(url)} is not a JSON object")
         return data
 
     def _events(self, answer: Answer, url: str) -> Iterator[tuple[str | None, dict | str]]:
@@ -773,7 +932,7 @@ class HTTPProvider:
         event named ``"json"``. Keep-alives — ``:`` comments and ``ping``
         events — are not yielded and do not count as activity: when only they
         arrive for ``config.timeout`` seconds the stream is given up. A
-        connection that breaks mid-stream raises :data:`CUT_OFF`; whether the
+        connection that breaks mid-stream raises :func:`cut_off`; whether the
         stream ended properly is for the caller to judge from what it got.
         """
         import httpx
@@ -795,7 +954,7 @@ class HTTPProvider:
         except httpx.TimeoutException:
             raise self._timed_out(url) from None
         except httpx.HTTPError:
-            raise ProviderError(CUT_OFF) from None
+            raise ProviderError(cut_off(self.where(url))) from None
         yield from parser.feed(decoder.decode(b"", final=True), final=True)
 
 
