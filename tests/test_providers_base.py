@@ -11,6 +11,7 @@ from mdagent.providers.base import (
     ToolCall,
     echoes_reasoning,
     is_html,
+    one_line,
     page_title,
 )
 from mdagent.providers.openai import OpenAIProvider
@@ -48,6 +49,12 @@ def test_a_page_is_named_by_its_title(page, title):
 )
 def test_what_counts_as_a_web_page(text, content_type, html):
     assert is_html(text, content_type) is html
+
+
+def test_a_servers_words_cannot_drive_the_terminal():
+    page = "<title>\x1b]0;owned\x07Bad\x1b[2J \u009b31m Gateway\r\n</title>"
+    assert page_title(page) == "]0;ownedBad[2J 31m Gateway"
+    assert one_line("line one\nline\ttwo\x00") == "line one line two"
 
 
 # -- when reasoning goes back --------------------------------------------------------------

@@ -583,6 +583,18 @@ def test_a_paused_turn_shows_its_text_as_it_arrives(run_agent, server):
     assert saved()[1]["blocks"] == PAUSED
 
 
+def test_a_server_that_pauses_forever_stops_at_the_step_limit(run_agent, server, workspace):
+    settings(workspace, "agent:\n  max_steps: 3\n")
+    server.add(*[{"sse": paused_stream()}] * 4)
+    result = ask(run_agent, server, "latest?", api="anthropic")
+    assert result.returncode == 1
+    assert len(server.requests) == 3
+    assert last_line(result.stderr) == (
+        "agent: stopped after 3 steps without a final answer; raise agent.max_steps or "
+        "continue with `agent ask --continue`"
+    )
+
+
 # -- 6. what a proxy's error page says ---------------------------------------------------------
 
 NGINX_413 = (

@@ -645,3 +645,19 @@ def test_content_parts_without_streaming_are_read_too(server):
     )
     reply = Client(server.url, stream=False).ask()
     assert (reply.text, reply.reasoning, reply.reasoning_field) == ("4", "hm", "")
+
+
+def test_a_legacy_calls_result_is_a_function_message_only_after_that_call():
+    from mdagent.providers.openai import to_openai_messages
+
+    def turn(legacy: bool) -> list[dict]:
+        call = {"id": "call_1", "name": "exec", "arguments": {}} | (
+            {"legacy": True} if legacy else {}
+        )
+        result = {"role": "tool", "tool_call_id": "call_1", "name": "exec", "content": "{}"}
+        return [{"role": "assistant", "content": "", "tool_calls": [call]}, result]
+
+    wire = to_openai_messages([*turn(True), *turn(False)])
+    assert [m["role"] for m in wire] == ["assistant", "function", "assistant", "tool"]
+    assert wire[0]["function_call"] == {"name": "exec", "arguments": "{}"}
+    assert "function_call" not in wire[2] and wire[2]["tool_calls"][0]["id"] == "call_1"

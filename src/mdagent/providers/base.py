@@ -569,9 +569,17 @@ def page_title(text: str) -> str:
     return "a web page without a title"
 
 
+#: Control characters: a server's words must not move the cursor or recolour
+#: the person's terminal (an ESC in a proxy's page title, say).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def one_line(message: Any, limit: int = 300) -> str:
-    """``message`` as one line of at most ``limit`` characters (a server's words, quoted)."""
-    text = " ".join(str(message).split())
+    """``message`` as one line of at most ``limit`` characters (a server's words, quoted).
+
+    Whitespace runs become one space; other control characters are dropped.
+    """
+    text = _CONTROL.sub("", " ".join(str(message).split()))
     return text[:limit] + ("…" if len(text) > limit else "")
 
 

@@ -356,12 +356,14 @@ def to_openai_messages(messages: Iterable[dict], reasoning: str | None = None) -
     legacy ``function_call`` goes back as one, and its result as a
     ``function`` message: a server that answers in that form reads it.
     """
-    legacy: set[Any] = set()
+    legacy: set[Any] = set()  # the legacy calls of the last assistant message
     wire = []
     for message in messages:
         if message.get("role") == "assistant":
+            # Results answer the calls of the message before them: generated
+            # ids (call_1) come again in later turns, in either form.
             calls = message.get("tool_calls") or []
-            legacy.update(c.get("id") for c in calls if c.get("legacy"))
+            legacy = {c.get("id") for c in calls if c.get("legacy")}
         if message.get("role") == "tool" and message.get("tool_call_id") in legacy:
             wire.append(
                 {
