@@ -438,3 +438,33 @@ def test_a_foreign_skills_commands_are_never_asked_about_on_the_servers_terminal
     assert "`agent mcp serve` never asks anyone" in rendered
     assert not marker.exists()
     assert not (Path(os.environ["AGENT_STATE_DIR"]) / "skill-consent.json").exists()
+
+
+def test_yes_never_runs_a_foreign_skills_commands_for_an_mcp_client(project, tmp_path):
+    """Issue 28, item 2: ``--yes`` answered the live-context question for the client."""
+    home = Path(os.environ["AGENT_HOME"])
+    where = {
+        "user": home / "skills" / "user",
+        "interop": project / ".claude" / "skills" / "interop",
+        "installed": project / ".agents" / "skills" / "installed",
+    }
+    for name, folder in where.items():
+        write(folder / "SKILL.md", f"---\nname: {name}\ndescription: d\n---\nA !`touch {name}` B\n")
+    write(project / ".agents" / "skills.lock", "skills:\n  installed: {source: ./x}\n")
+    write(
+        project / ".agents" / "skills" / "own" / "SKILL.md",
+        "---\nname: own\ndescription: d\n---\nA !`echo own-ran` B\n",
+    )
+
+    async def body(session):
+        return {n: await session.get_prompt(n, {}) for n in [*where, "own"]}
+
+    found = run_session(server_params(project, "--yes"), body)
+    for name in where:
+        rendered = found[name].messages[0].content.text
+        assert f"A [`touch {name}` not run: skill {name}" in rendered
+        assert "never run for an MCP client" in rendered
+        assert not (project / name).exists()
+    # The project's own skill is the project's: its commands run as the client's call.
+    assert found["own"].messages[0].content.text.startswith("A own-ran B")
+    assert not (Path(os.environ["AGENT_STATE_DIR"]) / "skill-consent.json").exists()

@@ -21,9 +21,9 @@ never substituted itself: a file holding ``$ARGUMENTS`` stays as written.
 A skill not written in this project (the user layer, another agent's skill
 folder, a skill the project's ``skills.lock`` lists as installed) shows its
 commands and asks before running them the first time; the answer is kept per
-skill and content hash in the state dir. With no terminal, or for an MCP
-client (``agent mcp serve`` never asks anyone), the question is a denial and
-nothing is kept.
+skill and content hash in the state dir. With no terminal the question is a
+denial and nothing is kept. For an MCP client their commands never run, with
+or without consent kept or ``--yes``: ``agent mcp serve`` never asks anyone.
 """
 
 from __future__ import annotations
@@ -368,6 +368,14 @@ def _consent(skill: Skill, commands: list[str], ctx: ToolContext) -> str | None:
     """None when the commands may run; else why not (the prompt says so)."""
     if not is_foreign(skill):
         return None
+    if getattr(ctx, "caller", "person") == "mcp":
+        # Before any consent kept or --yes: the client is another agent, and
+        # `agent mcp serve` never asks anyone, so nobody could have agreed.
+        return (
+            f"skill {skill.name} ({skill.path}) comes from outside this project, and its "
+            "commands are never run for an MCP client (`agent mcp serve` never asks anyone); "
+            f"run it with `agent /{skill.name}` in a terminal"
+        )
     digest = _content_hash(skill.path)
     with _consent_lock:  # one question at a time, and one answer for all
         if _consented(skill.path, digest):
@@ -403,15 +411,13 @@ def _consent(skill: Skill, commands: list[str], ctx: ToolContext) -> str | None:
 def _nobody_to_ask(ctx: ToolContext) -> str | None:
     """Why nobody may be asked for consent here, or None when a person at a terminal may.
 
-    An MCP client's request is never put to whoever sits at the server's
-    terminal (README, MCP: the server never asks anyone), nor is a model's
-    under a policy that does not ask; a person's ``/name`` asks on a terminal.
+    A model's request is not put to anyone under a policy that does not
+    ask; a person's ``/name`` asks on a terminal. (An MCP client's never
+    gets this far: :func:`_consent` refuses it first.)
     """
     from mdagent.approval import terminal_available
 
     caller = getattr(ctx, "caller", "person")
-    if caller == "mcp":
-        return "an MCP client asked for it, and `agent mcp serve` never asks anyone"
     policy = _policy_of(ctx)
     if caller != "person" and getattr(policy, "interactive", True) is False:
         return "there is no terminal to ask on"
