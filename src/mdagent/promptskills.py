@@ -24,8 +24,9 @@ commands and asks before running them the first time; the answer is kept in
 the state dir per skill folder and bound to the digest of the whole folder
 (:mod:`mdagent.skillfolder`: every file, its mode, every link), so a change
 to any file asks again and says which files changed. With no terminal the
-question is a denial and nothing is kept. For an MCP client their commands never run, with
-or without consent kept or ``--yes``: ``agent mcp serve`` never asks anyone.
+question is a denial and nothing is kept. For an MCP client their commands
+never run, with or without consent kept or ``--yes``: ``agent mcp serve``
+never asks anyone.
 """
 
 from __future__ import annotations
