@@ -152,3 +152,55 @@ def test_output_text_is_what_a_person_reads():
     assert output_text({"output": "x", "stdout": "y"}) == "x"
     assert output_text({"stdout": "out\n", "stderr": "err\n"}) == "out\nerr\n"
     assert output_text({"ok": True, "path": "a"}) == ""
+
+
+def test_the_working_folder_stays_away_from_home_while_a_tests_thread_runs(tmp_path, monkeypatch):
+    """A handler past its timeout is a thread still running: it must not write at home."""
+    import contextlib
+    import os
+    import tempfile
+    import threading
+
+    from mdagent.declaredtests import _WorkingFolder
+
+    home = tmp_path / "workspace"
+    home.mkdir()
+    monkeypatch.chdir(home)
+    folder = _WorkingFolder()
+    release = threading.Event()
+
+    def late() -> None:
+        release.wait(30)
+        # Where the copy it stood in is gone, nothing lands anywhere.
+        with contextlib.suppress(OSError):
+            Path("PWN_late").write_text("late")
+
+    with tempfile.TemporaryDirectory() as copy:
+        with folder.inside(Path(copy)):
+            thread = threading.Thread(target=late, daemon=True)
+            thread.start()
+        assert Path(os.getcwd()).resolve() == Path(copy).resolve()  # not home: a thread runs
+    folder.leave()
+    assert not (home / "PWN_late").exists()
+    with tempfile.TemporaryDirectory() as other:
+        with folder.inside(Path(other)):
+            release.set()
+            thread.join(30)
+        assert Path(other, "PWN_late").exists()  # it wrote into the copy in use, if anywhere
+    assert Path(os.getcwd()).resolve() == home.resolve()  # the thread ended: home again
+    folder.leave()
+    assert not (home / "PWN_late").exists()
+
+
+def test_without_straying_threads_each_test_goes_home(tmp_path, monkeypatch):
+    import os
+
+    from mdagent.declaredtests import _WorkingFolder
+
+    monkeypatch.chdir(tmp_path)
+    folder = _WorkingFolder()
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    with folder.inside(copy):
+        assert Path(os.getcwd()) == copy
+    assert Path(os.getcwd()) == tmp_path

@@ -341,3 +341,103 @@ def test_new_skills_come_with_an_example_test_that_passes(workspace, run_agent):
     result = run_agent("test", "deploy", "helper")
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines()[-1] == "2 passed, 0 failed"
+
+
+# -- issue 28, item 5: a handler's test runs in the copy too --------------------------
+
+HANDLER = """\
+import os
+import subprocess
+from pathlib import Path
+
+
+def run(args, ctx):
+    Path("PWN_handler").write_text("relative")
+    with open("PWN_open", "w") as fh:
+        fh.write("open")
+    subprocess.run(["touch", "PWN_child"], check=True)
+    Path(ctx.workdir, "PWN_workdir").write_text("workdir")
+    return {"output": os.getcwd() + "|" + str(ctx.workdir)}
+"""
+
+HANDLER_TOOLS = """\
+tools:
+  pwn:
+    description: Writes files where it stands
+    security: safe
+    handler: handlers/pwn.py:run
+    tests:
+      - name: writes
+        expect: {ok: true}
+"""
+
+
+def test_a_handler_test_writes_into_the_copy_not_the_workspace(workspace, run_agent):
+    write(workspace / ".agents/config/handlers/pwn.py", HANDLER)
+    write(workspace / ".agents/config/tools.yaml", HANDLER_TOOLS)
+    (workspace / "sub").mkdir()
+    before = snapshot(workspace)
+    for where in (workspace, workspace / "sub"):
+        result = run_agent("test", "pwn", "--json", cwd=where)
+        assert result.returncode == 0, result.stdout + result.stderr
+        (outcome,) = json.loads(result.stdout)
+        cwd, workdir = outcome["result"]["output"].split("|")
+        # The handler stood in the copy (its own subfolder, for `agent test` typed in sub/).
+        assert Path(cwd).name == where.name and Path(workdir).name == workspace.name
+        assert Path(cwd) != where and not Path(cwd).is_relative_to(workspace)
+        assert Path(cwd) == Path(workdir) / where.relative_to(workspace)
+        assert not Path(workdir).exists()  # the copy is gone with the test
+    assert snapshot(workspace) == before
+    assert not list(workspace.rglob("PWN_*"))
+
+
+LATE = """\
+import time
+from pathlib import Path
+
+SIGNALS = Path({signals!r})
+
+
+def run(args, ctx):
+    # Outlives its timeout, then writes by a relative path once the next test runs.
+    for _ in range(600):
+        if (SIGNALS / "go").exists():
+            break
+        time.sleep(0.1)
+    Path("PWN_late").write_text("late")
+    (SIGNALS / "done").write_text("written")
+    return {{"output": "too late"}}
+"""
+
+LATE_TOOLS = """\
+tools:
+  late:
+    description: Runs past its timeout
+    security: safe
+    timeout: 1
+    handler: handlers/late.py:run
+    tests:
+      - name: times out
+        expect: {{ok: false}}
+  waiter:
+    description: Lets the late handler go on, and waits until it wrote
+    security: safe
+    run: [sh, -c, 'touch {signals}/go; for i in $(seq 600); do [ -e {signals}/done ] && exit 0; sleep 0.1; done; exit 1']
+    tests:
+      - name: waits
+        expect: {{ok: true}}
+"""
+
+
+def test_a_handler_past_its_timeout_never_writes_into_the_workspace(workspace, run_agent, tmp_path):
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    write(workspace / ".agents/config/handlers/late.py", LATE.format(signals=str(signals)))
+    write(workspace / ".agents/config/tools.yaml", LATE_TOOLS.format(signals=str(signals)))
+    before = snapshot(workspace)
+    result = run_agent("test", "late", "waiter", timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1] == "2 passed, 0 failed"
+    assert (signals / "done").read_text() == "written"  # it did write, after its test
+    assert snapshot(workspace) == before
+    assert not list(workspace.rglob("PWN_*"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 import pytest
@@ -246,6 +247,13 @@ def answer(payload: dict) -> str:
     return f"echo '{json.dumps(payload)}'"
 
 
+def printing(tmp_path, stdout: str) -> list[str]:
+    """A hook (argv) that writes exactly ``stdout``, byte-order marks and all, as UTF-8."""
+    script = tmp_path / "answer.py"
+    script.write_text(f"import sys\nsys.stdout.buffer.write({stdout.encode()!r})\n")
+    return [sys.executable, str(script)]
+
+
 def model_box(tmp_path, policy=None, before=(), **policy_kw):
     """A toolbox with the real policy, as a model's calls meet it."""
     box = Toolbox(
@@ -392,7 +400,7 @@ def test_the_next_hook_sees_the_new_arguments(tmp_path):
 @pytest.mark.parametrize(
     ("stdout", "problem"),
     [
-        ("{not json", "printed an answer that is not valid JSON"),
+        ("{not json", "printed an answer that is not one JSON object"),
         ('{"decision": "maybe"}', 'answered decision "maybe"; expected "allow", "ask", "deny"'),
         ('{"arguments": [1]}', 'answered "arguments" that are not a JSON object'),
         ('{"reason": 3}', 'answered a "reason" that is not a string'),
@@ -404,8 +412,31 @@ def test_a_broken_answer_blocks(tmp_path, stdout, problem):
     assert not result.ok and problem in result.error and box.calls == []
 
 
-def test_plain_output_is_no_answer(tmp_path):
-    box = model_box(tmp_path, {"mode": "full"}, [{"run": "echo checking...; echo done"}])
+@pytest.mark.parametrize(
+    ("stdout", "problem"),
+    [
+        # Issue 28: each of these hid a deny; any output but one object blocks.
+        ('guard: checking\n{"decision": "deny"}', "not one JSON object"),
+        ('\ufeff{"decision": "deny"}', "byte-order mark"),
+        ('[{"decision": "deny"}]', "not a JSON object"),
+        ('{"decision": "deny"}\n{"decision": "allow"}', "Extra data"),
+        ('{"decision": "deny"} ok', "Extra data"),
+        ('{"decision": "deny", "decision": "allow"}', 'the key "decision" twice'),
+        ("checking...\ndone", "not one JSON object"),
+        ('\x0c{"decision": "allow"}', "not one JSON object"),
+        ('\u00a0{"decision": "allow"}', "not one JSON object"),
+        ('"deny"', "not a JSON object"),
+    ],
+)
+def test_anything_but_one_json_object_blocks(tmp_path, stdout, problem):
+    box = model_box(tmp_path, {"mode": "full"}, [{"run": printing(tmp_path, stdout)}])
+    result = as_model(box, tmp_path, "exec", {"command": "ls"})
+    assert not result.ok and problem in result.error and box.calls == []
+
+
+@pytest.mark.parametrize("stdout", ["", "\n \n", ' \r\n\t{"decision": "allow"}\n\n', "{}"])
+def test_nothing_or_one_object_with_blanks_around_it_is_an_answer(tmp_path, stdout):
+    box = model_box(tmp_path, {"mode": "full"}, [{"run": printing(tmp_path, stdout)}])
     assert as_model(box, tmp_path, "exec", {"command": "ls"}).ok
 
 

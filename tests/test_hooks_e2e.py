@@ -12,6 +12,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import (
     ask,
     command_skill,
@@ -151,6 +153,53 @@ def test_a_hook_that_cannot_start_or_answers_nonsense_blocks(workspace, run_agen
     odd = run_agent("/t", "touch made")
     assert odd.returncode == 126 and 'answered decision "perhaps"' in odd.stderr
     assert not (workspace / "made").exists()
+
+
+# Issue 28, item 3: a deny was ignored unless the output started with `{`.
+WRAPPED_DENIALS = {
+    "progress line first": 'guard: checking...\n{"decision": "deny", "reason": "no"}\n',
+    "byte-order mark": '\ufeff{"decision": "deny", "reason": "no"}',
+    "array": '[{"decision": "deny", "reason": "no"}]',
+    "two objects": '{"decision": "deny", "reason": "no"}\n{"decision": "allow"}',
+    "trailing text": '{"decision": "deny", "reason": "no"}\nguard: done',
+    "key twice": '{"decision": "deny", "decision": "allow"}',
+    "form feed before": '\f{"decision": "deny", "reason": "no"}',
+    "plain text": "looks fine to me",
+}
+
+
+@pytest.mark.parametrize("stdout", WRAPPED_DENIALS.values(), ids=WRAPPED_DENIALS.keys())
+def test_an_answer_that_is_not_exactly_one_object_blocks(workspace, run_agent, stdout):
+    command_skill(workspace)
+    hook_script(workspace, "guard.py", f"sys.stdout.buffer.write({stdout.encode()!r})")
+    settings(
+        workspace, "policy:\n  mode: full\nhooks:\n  before:\n    - {run: [./scripts/guard.py]}\n"
+    )
+    typed = run_agent("/t", "touch typed")
+    assert typed.returncode == 126, typed.stderr
+    assert "before hook `./scripts/guard.py` for exec printed an answer" in typed.stderr
+    assert "the call is blocked" in typed.stderr
+    with scripted_model(("exec", {"command": "touch modelled"})) as server:
+        asked = ask(run_agent, server)
+        (result,) = tool_results(server)
+    assert asked.returncode == 0, asked.stderr
+    assert not result["ok"] and "printed an answer" in result["error"]
+    assert not (workspace / "typed").exists() and not (workspace / "modelled").exists()
+
+
+def test_blanks_around_the_one_object_are_allowed(workspace, run_agent):
+    command_skill(workspace)
+    hook_script(
+        workspace,
+        "guard.py",
+        'print("\\n  {\\"decision\\": \\"deny\\", \\"reason\\": \\"no\\"}\\n\\t")',
+    )
+    settings(workspace, "hooks:\n  before:\n    - {run: [./scripts/guard.py]}\n")
+    denied = run_agent("/t", "touch typed")
+    assert denied.returncode == 126 and denied.stderr == "agent: /t: no\n"
+    hook_script(workspace, "guard.py", 'print("\\n\\n")')
+    assert run_agent("/t", "touch typed").returncode == 0
+    assert (workspace / "typed").exists()
 
 
 def test_run_as_a_list_passes_words_without_a_shell(workspace, run_agent):

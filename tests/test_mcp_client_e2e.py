@@ -310,3 +310,54 @@ def test_a_servers_prompt_runs_in_the_interactive_session_too(workspace, run_age
     assert "Looks fine." in done.stdout and "unknown command" not in done.stderr
     user = [m for m in model.requests[0]["json"]["messages"] if m["role"] == "user"]
     assert user[-1]["content"] == "Please review the parser in a stern tone."
+
+
+# -- issue 28, item 4: a server's list and schemas within a budget ---------------------
+
+HOSTILE = Path(__file__).with_name("mcp_hostile_server.py")
+REFUSALS = {
+    "doubling": "tool doubling: its input schema has more than 10,000 values with its $refs inlined",
+    "fan": "tool fan: its input schema has more than 10,000 values with its $refs inlined",
+    "tuple": "tool tuple: its input schema has more than 10,000 values with its $refs inlined",
+    "mixed": "tool mixed: its input schema has more than 10,000 values with its $refs inlined",
+    "deep": "tool deep: its input schema nests deeper than 64 levels",
+    "wide": "tool wide: its input schema has more than 10,000 values with its $refs inlined",
+    "many": "tool t49: the input schemas of the server's tools have more than 100,000 values "
+    "with their $refs inlined",
+    "crowd": "lists more than 1,000 tools",
+    "endless": "its list of tools runs past 100 pages",
+}
+
+
+def hostile(shape: str) -> str:
+    return f"  bad:\n    command: {sys.executable}\n    args: ['{HOSTILE}', {shape}]\n"
+
+
+@pytest.mark.parametrize("shape", REFUSALS)
+def test_a_server_past_the_budget_is_refused_in_one_line(workspace, run_agent, log, shape):
+    declare(workspace, server=hostile(shape))
+    listed = run_agent("mcp", "list", "--json", env=env_for(log))
+    assert listed.returncode == 1, listed.stderr  # a server could not be used
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert rows["bad"]["status"] == "failed" and rows["bad"]["tools"] == []
+    assert rows["bad"]["error"] == f"mcp server bad: {REFUSALS[shape]}; the server is not used"
+    assert rows["fx"]["status"] == "ok" and rows["fx"]["tools"]  # the others are served
+
+
+def test_a_refused_server_offers_the_model_nothing_and_says_so_once(workspace, run_agent, log):
+    declare(workspace, server=hostile("doubling"))
+    with scripted_model(("fx__echo", {"text": "still here"}), ("bad__ok", {})) as model:
+        done = ask(run_agent, model, env=env_for(log))
+    assert done.returncode == 0, done.stderr
+    about = [line for line in done.stderr.splitlines() if "server bad" in line]
+    assert about == [
+        "agent: mcp server bad: tool doubling: its input schema has more than 10,000 values "
+        "with its $refs inlined; the server is not used"
+    ]
+    tools = sent_tools(model)
+    assert "fx__echo" in tools and not [t for t in tools if t.startswith("bad__")]
+    echo, refused = tool_results(model)
+    assert echo["output"] == "echo: still here"
+    assert not refused["ok"] and "unknown tool: bad__ok" in refused["error"]
+    check = run_agent("check", env=env_for(log))
+    assert "warning: mcp server bad: tool doubling: its input schema has more" in check.stdout

@@ -10,6 +10,8 @@ from conftest import settings
 from mdagent.declarations import merge_settings
 from mdagent.errors import ToolFailed
 from mdagent.mcpconfig import (
+    ListingTooLarge,
+    SchemaTooLarge,
     ServerConfig,
     prompt_command,
     registry_name,
@@ -92,6 +94,74 @@ def test_local_refs_are_inlined_so_the_toolbox_can_validate():
     assert required == ["item"]  # a required name without a property would never validate
     assert params["item"]["properties"]["name"] == {"type": "string"}
     assert "$ref" not in json.dumps(params)  # recursion stops at one level
+
+
+def doubling(depth: int, keyword: str = "$defs") -> dict:
+    """2 KB or so: each entry refers twice to the next, 2**depth values once inlined."""
+    defs = {
+        f"N{i}": {
+            "type": "object",
+            "properties": {
+                "a": {"$ref": f"#/{keyword}/N{i + 1}"},
+                "b": {"$ref": f"#/{keyword}/N{i + 1}"},
+            },
+        }
+        for i in range(depth)
+    }
+    defs[f"N{depth}"] = {"type": "string"}
+    return {"type": "object", "properties": {"x": {"$ref": f"#/{keyword}/N0"}}, keyword: defs}
+
+
+@pytest.mark.parametrize("keyword", ["$defs", "definitions"])
+def test_a_schema_that_doubles_at_every_ref_is_refused_within_the_budget(keyword):
+    """Issue 28, item 4: depth 18 took 30 s and 219 MB; depth 21 did not finish."""
+    with pytest.raises(SchemaTooLarge, match="more than 10,000 values"):
+        split_schema(doubling(20, keyword))
+    params, _ = split_schema(doubling(8, keyword))  # 2**8 leaves: a big schema, still fine
+    assert json.dumps(params).count('"string"') == 256
+
+
+def test_a_chain_without_fan_out_is_refused_by_its_depth():
+    defs = {f"N{i}": {"type": "array", "items": {"$ref": f"#/$defs/N{i + 1}"}} for i in range(500)}
+    schema = {"type": "object", "properties": {"x": {"$ref": "#/$defs/N0"}}, "$defs": defs}
+    with pytest.raises(SchemaTooLarge, match="nests deeper than 64 levels"):
+        split_schema(schema)
+
+
+def test_the_budget_is_the_servers_and_the_refusal_names_server_and_tool():
+    props = {f"p{i}": {"type": "string"} for i in range(3000)}  # 6,001 values: fine alone
+    tools = [{"name": f"t{i}", "inputSchema": {"properties": props}} for i in range(20)]
+    with pytest.raises(ListingTooLarge) as raised:
+        tool_specs(ServerConfig("big"), tools)
+    assert str(raised.value) == (
+        "mcp server big: tool t16: the input schemas of the server's tools have more than "
+        "100,000 values with their $refs inlined; the server is not used"
+    )
+    assert len(tool_specs(ServerConfig("big"), tools[:15])) == 15
+    # A tool the settings keep out costs nothing.
+    config = ServerConfig("big", allow=["t1"])
+    assert [s.name for s in tool_specs(config, tools)] == ["big__t1"]
+
+
+def test_too_many_tools_are_refused():
+    tools = [{"name": f"t{i}"} for i in range(1001)]
+    with pytest.raises(ListingTooLarge, match="mcp server s: offers 1001 tools, more than 1,000"):
+        tool_specs(ServerConfig("s"), tools)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"properties": [1, 2]},
+        {"properties": {"a": {}}, "required": "a"},
+        {"properties": {"a": {}}, "required": [{"a": 1}, "a"]},
+        {"properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": [1]},
+        [1, 2],
+    ],
+)
+def test_odd_schemas_do_not_break_the_listing(schema):
+    params, required = split_schema(schema)
+    assert isinstance(params, dict) and all(r in params for r in required)
 
 
 def test_variables_in_env_and_headers_come_from_the_environment_or_fail_by_name():

@@ -438,3 +438,129 @@ def test_a_foreign_skills_commands_are_never_asked_about_on_the_servers_terminal
     assert "`agent mcp serve` never asks anyone" in rendered
     assert not marker.exists()
     assert not (Path(os.environ["AGENT_STATE_DIR"]) / "skill-consent.json").exists()
+
+
+def test_yes_never_runs_a_foreign_skills_commands_for_an_mcp_client(project, tmp_path):
+    """Issue 28, item 2: ``--yes`` answered the live-context question for the client."""
+    home = Path(os.environ["AGENT_HOME"])
+    where = {
+        "user": home / "skills" / "user",
+        "interop": project / ".claude" / "skills" / "interop",
+        "installed": project / ".agents" / "skills" / "installed",
+    }
+    for name, folder in where.items():
+        write(folder / "SKILL.md", f"---\nname: {name}\ndescription: d\n---\nA !`touch {name}` B\n")
+    write(project / ".agents" / "skills.lock", "skills:\n  installed: {source: ./x}\n")
+    write(
+        project / ".agents" / "skills" / "own" / "SKILL.md",
+        "---\nname: own\ndescription: d\n---\nA !`echo own-ran` B\n",
+    )
+
+    async def body(session):
+        return {n: await session.get_prompt(n, {}) for n in [*where, "own"]}
+
+    found = run_session(server_params(project, "--yes"), body)
+    for name in where:
+        rendered = found[name].messages[0].content.text
+        assert f"A [`touch {name}` not run: skill {name}" in rendered
+        assert "never run for an MCP client" in rendered
+        assert not (project / name).exists()
+    # The project's own skill is the project's: its commands run as the client's call.
+    assert found["own"].messages[0].content.text.startswith("A own-ran B")
+    assert not (Path(os.environ["AGENT_STATE_DIR"]) / "skill-consent.json").exists()
+
+
+def _ipv6_loopback() -> bool:
+    import socket
+
+    try:
+        for address in ("::1", "::ffff:127.0.0.1"):
+            with socket.socket(socket.AF_INET6) as probe:
+                probe.bind((address, 0))
+    except OSError:
+        return False
+    return True
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
+LOOPBACK_SPELLINGS = ["127.0.0.1", "127.1", "127.0.0.2", "0x7f.1", "localhost"]
+if _ipv6_loopback():
+    LOOPBACK_SPELLINGS += ["[::1]", "[::ffff:127.0.0.1]"]
+
+
+@pytest.mark.parametrize("spelling", LOOPBACK_SPELLINGS)
+def test_every_loopback_spelling_checks_host_and_origin(project, spelling):
+    """Issue 28, item 7: ``--http 127.1:P`` accepted ``Host: evil.example`` (DNS rebinding)."""
+    import httpx
+    from mcp.client.streamable_http import streamable_http_client
+
+    proc = subprocess.Popen(
+        [agent_executable(), "mcp", "serve", "--http", f"{spelling}:0"],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        url = read_line(proc.stderr, r"serving MCP on (http://\S+/mcp)").group(1)
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+
+        def post(host: str | None = None, origin: str | None = None) -> int:
+            headers = {"Accept": "application/json, text/event-stream"}
+            if host is not None:
+                headers["Host"] = host
+            if origin is not None:
+                headers["Origin"] = origin
+            with httpx.Client(timeout=30) as client:
+                return client.post(url, json=INITIALIZE, headers=headers).status_code
+
+        statuses = {
+            "plain": post(),
+            "localhost": post(f"localhost:{port}"),
+            "short": post(f"127.1:{port}"),
+            "local page": post(origin="http://localhost:6274"),
+            "evil host": post(f"evil.example:{port}"),
+            "evil host, no port": post("evil.example"),
+            "suffixed": post(f"127.0.0.1.evil.example:{port}"),
+            "evil origin": post(origin="http://evil.example"),
+            "evil origin on loopback's name": post(origin=f"http://localhost.evil.example:{port}"),
+            "null origin": post(origin="null"),
+        }
+
+        async def main():
+            async with (
+                streamable_http_client(url) as (read, write_),
+                ClientSession(read, write_) as session,
+            ):
+                await session.initialize()
+                return {t.name for t in (await session.list_tools()).tools}
+
+        tools = anyio.run(main)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert "greet" in tools  # the official client, at the address printed, is served
+    assert statuses == {
+        "plain": 200,
+        "localhost": 200,
+        "short": 200,
+        "local page": 200,
+        "evil host": 421,
+        "evil host, no port": 421,
+        "suffixed": 421,
+        "evil origin": 403,
+        "evil origin on loopback's name": 403,
+        "null origin": 403,
+    }
+    assert "reachable from other machines" not in err
+    assert gone_soon(proc.pid)

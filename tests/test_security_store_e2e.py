@@ -96,6 +96,54 @@ def test_the_state_database_and_its_folder_are_private(workspace, run_agent, tmp
     assert stat.S_IMODE((state / "mdagent.db").stat().st_mode) == 0o600
 
 
+def test_a_session_export_is_private_however_it_is_written(
+    workspace, run_agent, hermetic, tmp_path
+):
+    """Issue 28, item 6: ``sessions export -o FILE`` wrote 0644 what the 0600 database holds."""
+    with scripted_model(("exec", {"command": "echo TOOL-OUTPUT"}), answer="done") as server:
+        assert ask(run_agent, server, "--yes").returncode == 0
+    (session,) = json.loads(run_agent("sessions", "--json").stdout)
+    old_umask = os.umask(0)  # the children inherit it: nothing may rely on the umask
+    try:
+        fresh = tmp_path / "fresh.md"
+        done = run_agent("sessions", "export", session["id"], "-o", str(fresh))
+        existing = write(tmp_path / "existing.md", "old\n")
+        existing.chmod(0o666)
+        over = run_agent("sessions", "export", session["id"], "-o", str(existing))
+        target = write(tmp_path / "target.md", "old\n")
+        target.chmod(0o644)
+        link = tmp_path / "link.md"
+        link.symlink_to(target)
+        linked = run_agent("sessions", "export", session["id"], "-o", str(link))
+        piped = run_agent("sessions", "export", session["id"], "-o", "/dev/stdout")
+    finally:
+        os.umask(old_umask)
+    for result in (done, over, linked, piped):
+        assert result.returncode == 0, result.stderr
+    for path in (fresh, existing, target):
+        assert "TOOL-OUTPUT" in path.read_text()
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    assert link.is_symlink()  # followed, not replaced
+    assert "TOOL-OUTPUT" in piped.stdout
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []
+    # Everything else that holds the conversation: the database and its WAL and SHM files.
+    held = [p for p in Path(hermetic["state"]).iterdir() if p.name.startswith("mdagent.db")]
+    assert {p.name for p in held} >= {"mdagent.db"}
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in held), held
+
+
+def test_an_export_that_cannot_be_written_is_one_line(workspace, run_agent, tmp_path):
+    with scripted_model(answer="done") as server:
+        assert ask(run_agent, server).returncode == 0
+    (session,) = json.loads(run_agent("sessions", "--json").stdout)
+    missing = tmp_path / "no" / "such" / "folder" / "x.md"
+    done = run_agent("sessions", "export", session["id"], "-o", str(missing))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"agent: {missing}: cannot write: No such file or directory"
+    ]
+
+
 # -- 16: damage, unwritable databases, the record before the call ---------------------------------
 
 

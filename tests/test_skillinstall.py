@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from conftest import write
+from mdagent.skillfolder import changes, digest
 from mdagent.skillinstall import (
     InstallError,
-    changed_files,
     file_hashes,
     lock_problems,
     read_lock,
     rename_skill,
-    script_names,
+    scripts,
     source_url,
-    tree_hash,
     write_lock,
 )
 
@@ -39,14 +40,18 @@ def test_hashes_see_content_and_mode_and_refuse_links(tmp_path):
     assert set(before) == {"SKILL.md", "run.sh"}
     script.chmod(0o755)
     after = file_hashes(tmp_path)
-    assert after["run.sh"].startswith("x:") and tree_hash(after) != tree_hash(before)
-    assert changed_files(before, after) == [("run.sh", "changed")]
-    assert changed_files(before, {"SKILL.md": before["SKILL.md"], "new": "1"}) == [
+    assert after["run.sh"].startswith("x:") and digest(after) != digest(before)
+    assert changes(before, after) == [("run.sh", "changed")]
+    assert changes(before, {"SKILL.md": before["SKILL.md"], "new": "1"}) == [
         ("new", "added"),
         ("run.sh", "removed"),
     ]
     (tmp_path / "key").symlink_to("/etc/passwd")
     with pytest.raises(InstallError, match="symbolic link"):
+        file_hashes(tmp_path)
+    (tmp_path / "key").unlink()
+    os.mkfifo(tmp_path / "pipe")  # read, it would hang the install; copied, it fails
+    with pytest.raises(InstallError, match="a fifo; an installed skill carries files only"):
         file_hashes(tmp_path)
 
 
@@ -56,7 +61,11 @@ def test_scripts_are_executables_suffixes_and_shebangs(tmp_path):
     write(tmp_path / "tool", "#!/bin/sh\n")
     write(tmp_path / "notes.txt", "plain")
     write(tmp_path / "bin" / "x", "data").chmod(0o700)
-    assert script_names(tmp_path, file_hashes(tmp_path)) == {"a.py", "tool", "bin/x"}
+    assert sorted(scripts(tmp_path, file_hashes(tmp_path))) == [
+        "a.py (script)",
+        "bin/x (executable)",
+        "tool (script)",
+    ]
 
 
 def test_rename_sets_or_adds_the_front_matter_name(tmp_path):

@@ -177,15 +177,21 @@ def test_update_shows_the_diff_and_asks_again_when_a_script_changed(
     assert "warning" not in run_agent("check").stdout
 
 
-def test_update_of_text_only_needs_no_new_consent(run_agent, workspace, upstream):
+def test_update_of_any_file_asks_again(run_agent, workspace, upstream):
+    """Issue 28: a text-only change used to install silently; consent covers every file."""
     url, repo = upstream
     assert run_agent("skills", "add", url, "--yes").returncode == 0
     write(repo / "skills" / "hello" / "SKILL.md", HELLO + "Be polite.\n")
     commit(repo)
-    done = run_agent("skills", "update")  # every installed skill; no terminal, no --yes
+    refused = run_agent("skills", "update")  # every installed skill; no terminal, no --yes
+    assert refused.returncode == 1 and "no terminal to ask for consent" in refused.stderr
+    assert "+Be polite." in refused.stdout
+    assert "changed since it was installed: SKILL.md changed" in refused.stdout
+    installed = workspace / ".agents" / "skills" / "hello" / "SKILL.md"
+    assert "Be polite." not in installed.read_text()
+    done = run_agent("skills", "update", "--yes")
     assert done.returncode == 0, done.stderr
-    assert "+Be polite." in done.stdout and "hello: updated" in done.stdout
-    assert "Be polite." in (workspace / ".agents" / "skills" / "hello" / "SKILL.md").read_text()
+    assert "hello: updated" in done.stdout and "Be polite." in installed.read_text()
 
 
 def test_update_asks_again_when_permissions_changed(run_agent, workspace, upstream):
@@ -194,7 +200,9 @@ def test_update_asks_again_when_permissions_changed(run_agent, workspace, upstre
     write(repo / "skills" / "hello" / "SKILL.md", HELLO.replace("Bash(echo:*)", "Bash(rm:*)"))
     commit(repo)
     refused = run_agent("skills", "update", "hello")
-    assert refused.returncode == 1 and "scripts or permissions changed" in refused.stdout
+    assert refused.returncode == 1
+    assert "allowed-tools: exec(rm), exec(rm *)" in refused.stdout
+    assert "allowed-tools was: exec(echo), exec(echo *)" in refused.stdout
     assert "Bash(echo:*)" in (workspace / ".agents" / "skills" / "hello" / "SKILL.md").read_text()
 
 

@@ -1118,7 +1118,7 @@ def sessions_export(
     ),
 ) -> None:
     """Write one session as Markdown: each message, the tool calls and their results."""
-    from mdagent.transcript import markdown
+    from mdagent.transcript import markdown, save
 
     store, found = _found_session(ctx, session_id)
     text = markdown(found, store.messages(found["id"]))
@@ -1126,7 +1126,7 @@ def sessions_export(
         typer.echo(text, nl=False)
         return
     try:
-        output.write_text(text, encoding="utf-8")
+        save(output, text)
     except OSError as err:
         raise UsageError(f"{output}: cannot write: {err.strerror or err}") from None
     typer.echo(f"wrote {output}", err=True)

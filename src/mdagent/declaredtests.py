@@ -33,7 +33,8 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -214,24 +215,83 @@ def select(
 
 
 def run_tests(runtime: Any, tests: list[DeclaredTest]) -> list[Outcome]:
-    """Run each test in its own copy of ``runtime``'s workspace; their outcomes."""
-    if tests:
-        _check_size(runtime.workdir)
-    return [run_one(runtime, test) for test in tests]
+    """Run each test in its own copy of ``runtime``'s workspace; their outcomes.
+
+    Each test runs with its copy as the process's working folder too (see
+    :func:`run_one`); afterwards the process is back where it was, unless
+    something a test started still runs (:class:`_WorkingFolder`).
+    """
+    if not tests:
+        return []
+    _check_size(runtime.workdir)
+    folder = _WorkingFolder()
+    try:
+        return [run_one(runtime, test, folder) for test in tests]
+    finally:
+        folder.leave()
 
 
-def run_one(runtime: Any, test: DeclaredTest) -> Outcome:
-    """Run ``test`` in a fresh copy of the workspace and judge its result."""
-    with tempfile.TemporaryDirectory(prefix="agent-test-") as tmp:
-        copy = _copy_workspace(runtime, Path(tmp))
-        try:
-            result, status = _call(copy, test)
-        except MdagentError as err:  # a usage mistake, an unavailable tool: the test sees it
-            result, status = {"ok": False, "error": str(err)}, err.exit_code
-        except Exception as err:  # one broken test must not hide the others' outcomes
-            result = {"ok": False, "error": f"internal error: {type(err).__name__}: {err}"}
-            status = 1
+def run_one(runtime: Any, test: DeclaredTest, folder: _WorkingFolder | None = None) -> Outcome:
+    """Run ``test`` in a fresh copy of the workspace and judge its result.
+
+    The copy is the test's workspace and, while it runs, the process's
+    working folder: a ``handler:`` tool is Python inside this process, so
+    ``open("out.txt", "w")`` in it writes where the process stands, and
+    that must be the copy, never the real workspace.
+    """
+    own = folder is None
+    folder = folder or _WorkingFolder()
+    try:
+        with tempfile.TemporaryDirectory(prefix="agent-test-") as tmp:
+            copy = _copy_workspace(runtime, Path(tmp))
+            try:
+                with folder.inside(copy.cwd if copy.cwd.is_dir() else copy.workdir):
+                    result, status = _call(copy, test)
+            except MdagentError as err:  # a usage mistake, an unavailable tool: the test sees it
+                result, status = {"ok": False, "error": str(err)}, err.exit_code
+            except Exception as err:  # one broken test must not hide the others' outcomes
+                result = {"ok": False, "error": f"internal error: {type(err).__name__}: {err}"}
+                status = 1
+    finally:
+        if own:
+            folder.leave()
     return Outcome(test, judge(test.entry.get("expect") or {}, result, status), result, status)
+
+
+class _WorkingFolder:
+    """The process's working folder during ``agent test``: a test's copy, then home again.
+
+    Python cannot stop a thread: a handler that ran past its ``timeout``
+    (or a thread it started) may still be running when its test is over.
+    Going home then would let it write into the real workspace, so while a
+    thread a test started is alive the process stays in that test's copy,
+    which is deleted with the test: what such a thread writes by a relative
+    path fails instead of landing in the workspace. The next test moves to
+    its own copy, and :meth:`leave` goes home only once no such thread runs.
+    """
+
+    def __init__(self) -> None:
+        self.home = os.getcwd()
+        self.straying: list[threading.Thread] = []
+
+    @contextlib.contextmanager
+    def inside(self, copy: Path) -> Iterator[None]:
+        before = set(threading.enumerate())
+        os.chdir(copy)
+        try:
+            yield
+        finally:
+            started = [t for t in threading.enumerate() if t not in before]
+            self.straying = [t for t in [*self.straying, *started] if t.is_alive()]
+            if not self.straying:
+                os.chdir(self.home)
+
+    def leave(self) -> None:
+        """Back home, unless a thread a test started is still alive (see the class)."""
+        self.straying = [t for t in self.straying if t.is_alive()]
+        if not self.straying:
+            with contextlib.suppress(OSError):
+                os.chdir(self.home)
 
 
 def _copy_workspace(runtime: Any, tmp: Path) -> Any:

@@ -22,8 +22,11 @@ Each hook gets one JSON object on stdin, with ``"event"`` naming the event:
   ``steps``, ``reason`` (``answer``, ``step_limit``, or why the answer was
   cut short).
 
-A hook answers by its exit status and, optionally, one JSON object on stdout
-(stdout that does not start with ``{`` is ignored):
+A hook answers by its exit status and, optionally, one JSON object on stdout.
+The answer is exactly one JSON object, with nothing around it but blanks and
+line ends; a guard's stdout that is anything else and not empty (a line of
+progress before the object, a byte-order mark, an array, two objects, a key
+written twice) is an invalid answer:
 
 - exit 0 goes on; a ``before`` hook may print
   ``{"decision": "allow"|"ask"|"deny", "reason": "…", "arguments": {…}}``
@@ -207,14 +210,24 @@ def _failure(result: Any, timeout: float) -> str | None:
 
 
 def _answer(stdout: str, event: str) -> tuple[dict[str, Any], str | None]:
-    """The JSON answer a hook printed (``{}`` for none), or what is wrong with it."""
-    text = stdout.strip()
-    if event not in GUARDS or not text.startswith("{"):
+    """The JSON answer a hook printed (``{}`` for none), or what is wrong with it.
+
+    A guard's stdout is its answer: empty, or exactly one JSON object with
+    only JSON's blanks around it. Anything else is refused rather than
+    searched for an object: a deny after a line of progress, behind a
+    byte-order mark or inside an array must never read as no answer.
+    """
+    if event not in GUARDS:
+        return {}, None
+    text = stdout.strip(_JSON_BLANKS)
+    if not text:
         return {}, None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        return {}, f"printed an answer with the key {json.dumps(str(exc))} twice"
     except ValueError as exc:
-        return {}, f"printed an answer that is not valid JSON ({exc})"
+        return {}, f"printed an answer that is not one JSON object ({_invalid(text, exc)})"
     if not isinstance(data, dict):
         return {}, "printed an answer that is not a JSON object"
     decisions = DECISIONS if event == "before" else ("allow", "deny")
@@ -230,6 +243,33 @@ def _answer(stdout: str, event: str) -> tuple[dict[str, Any], str | None]:
     if event == "prompt" and context is not None and not isinstance(context, str):
         return {}, 'answered a "context" that is not a string'
     return data, None
+
+
+# JSON's own blanks (RFC 8259): str.strip() would also drop characters JSON
+# does not allow around a value, so an answer JSON refuses would pass.
+_JSON_BLANKS = " \t\r\n"
+
+
+class _DuplicateKey(ValueError):
+    """A key written twice in one object: which of the two counts is anyone's guess."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise _DuplicateKey(key)
+        data[key] = value
+    return data
+
+
+def _invalid(text: str, exc: ValueError) -> str:
+    """What is wrong with ``text`` as one JSON object, in a few words."""
+    if text.startswith("\ufeff"):
+        return "it starts with a byte-order mark"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    return str(exc)
 
 
 def _warn(message: str) -> None:

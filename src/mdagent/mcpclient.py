@@ -32,12 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from mdagent.errors import Interrupted, ToolFailed
-from mdagent.mcpconfig import ServerConfig
+from mdagent.mcpconfig import MAX_LISTED, MAX_PAGES, ListingTooLarge, ServerConfig
 
 #: Shown when the SDK is missing: every MCP entry point says the same.
 INSTALL_HINT = "MCP needs the official SDK: pip install 'mdagent[mcp]'"
 STDERR_TAIL = 300  # characters of a stdio server's stderr shown with a failure
-_MAX_PAGES = 100  # a server whose listing never ends cannot hang the start
 
 
 def require_sdk() -> None:
@@ -136,6 +135,10 @@ class _Connection:
                 exc = self._task.exception()
             except concurrent.futures.CancelledError:
                 exc = None
+            while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+                exc = exc.exceptions[0]
+            if isinstance(exc, ListingTooLarge):
+                raise ListingTooLarge(str(exc))
             raise self.failure(f"failed to start: {describe(exc) if exc else 'cancelled'}")
         return self.listing
 
@@ -145,7 +148,7 @@ class _Connection:
         self._closing = anyio.Event()
         async with contextlib.AsyncExitStack() as stack:
             client = await stack.enter_async_context(self._client(stack))
-            self.listing = await _listing(client)
+            self.listing = await _listing(client, self.config.name)
             self.client = client
             ready.set()
             await self._closing.wait()
@@ -234,27 +237,38 @@ def _client_info() -> Any:
     return types.Implementation(name="mdagent", version=__version__)
 
 
-async def _listing(client: Any) -> dict[str, Any]:
+async def _listing(client: Any, server: str) -> dict[str, Any]:
     """Every tool and prompt the server offers, as plain dicts (camelCase, as on the wire)."""
-    tools = await _pages(client.list_tools, "tools")
+    tools = await _pages(client.list_tools, "tools", server)
     capabilities = client.server_capabilities
-    prompts = await _pages(client.list_prompts, "prompts") if capabilities.prompts else []
+    prompts = await _pages(client.list_prompts, "prompts", server) if capabilities.prompts else []
     return {"tools": tools, "prompts": prompts}
 
 
-async def _pages(method: Any, field: str) -> list[dict[str, Any]]:
+async def _pages(method: Any, field: str, server: str) -> list[dict[str, Any]]:
+    """The whole list, page by page: ListingTooLarge past MAX_PAGES or MAX_LISTED.
+
+    Cut short, the list would be silently incomplete; a server whose list
+    never ends would hold up the start for ever.
+    """
     items: list[dict[str, Any]] = []
     cursor = None
-    for _ in range(_MAX_PAGES):
+    for _ in range(MAX_PAGES):
         page = await method(cursor=cursor)
-        items += [
-            i.model_dump(by_alias=True, mode="json", exclude_none=True)
-            for i in getattr(page, field)
-        ]
+        entries = getattr(page, field)
+        if len(items) + len(entries) > MAX_LISTED:
+            raise ListingTooLarge(
+                f"mcp server {server}: lists more than {MAX_LISTED:,} {field}; "
+                "the server is not used"
+            )
+        items += [i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in entries]
         cursor = page.next_cursor
         if not cursor:
-            break
-    return items
+            return items
+    raise ListingTooLarge(
+        f"mcp server {server}: its list of {field} runs past {MAX_PAGES} pages; "
+        "the server is not used"
+    )
 
 
 async def _call_tool(client: Any, tool: str, args: dict[str, Any], timeout: float) -> Any:

@@ -39,6 +39,20 @@ SEPARATOR = "__"
 #: What every provider accepts in a tool name (OpenAI: ``^[a-zA-Z0-9_-]{1,64}$``).
 NAME_LIMIT = 64
 CACHE_PREFIX = "registry-mcp-"
+#: What one server may offer, so a hostile or broken one costs bounded time
+#: and memory. Its tool (and prompt) list may run to MAX_PAGES pages and
+#: MAX_LISTED entries. Inlining the local ``$ref``s of its tools' input
+#: schemas may make at most SCHEMA_TOOL_BUDGET values for one tool and
+#: SCHEMA_BUDGET for all of them (like the YAML alias budget: a ``$defs``
+#: chain whose entries each refer twice to the next doubles at every link,
+#: so 2 KB of schema would become millions of values), nested at most
+#: SCHEMA_DEPTH deep. Real servers stay far below: a few dozen tools of a
+#: few dozen values each. A server past any of them is refused whole.
+MAX_PAGES = 100
+MAX_LISTED = 1_000
+SCHEMA_TOOL_BUDGET = 10_000
+SCHEMA_BUDGET = 100_000
+SCHEMA_DEPTH = 64
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -204,14 +218,27 @@ def prompt_command(name: str, servers: Mapping[str, Any]) -> tuple[str, str] | N
     return server, prompt
 
 
+class ListingTooLarge(ToolFailed):
+    """A server whose tool list or schemas exceed what one server may offer (see MAX_LISTED)."""
+
+
 def tool_specs(
     config: ServerConfig, tools: list[dict[str, Any]], source: str = ""
 ) -> list[ToolSpec]:
     """Registry entries for a server's listed tools (MCP ``Tool`` dicts, camelCase keys).
 
     Tools its ``tools: {allow, deny}`` keep out are left out; two tools whose
-    names clash once made provider-safe keep the first.
+    names clash once made provider-safe keep the first. Raises
+    :class:`ListingTooLarge` (one line naming the server and the tool) when
+    the list or its schemas exceed the budgets above, in time and memory
+    bounded by them.
     """
+    if len(tools) > MAX_LISTED:
+        raise ListingTooLarge(
+            f"mcp server {config.name}: offers {len(tools)} tools, more than {MAX_LISTED:,}; "
+            "the server is not used"
+        )
+    budget = _Budget(SCHEMA_BUDGET)
     specs: dict[str, ToolSpec] = {}
     for tool in tools:
         original = str(tool.get("name") or "")
@@ -220,7 +247,12 @@ def tool_specs(
         name = registry_name(config.name, original)
         if name in specs:
             continue
-        params, required = split_schema(tool.get("inputSchema") or {})
+        try:
+            params, required = split_schema(tool.get("inputSchema") or {}, budget)
+        except SchemaTooLarge as err:
+            raise ListingTooLarge(
+                f"mcp server {config.name}: tool {original}: {err}; the server is not used"
+            ) from None
         annotations = tool.get("annotations") or {}
         description = str(tool.get("description") or annotations.get("title") or original)
         specs[name] = ToolSpec(
@@ -239,32 +271,83 @@ def tool_specs(
     return list(specs.values())
 
 
-def split_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+class SchemaTooLarge(ValueError):
+    """An input schema past its budget: the message says which one."""
+
+
+class _Budget:
+    """How many more values the schemas of one server may make."""
+
+    def __init__(self, total: int) -> None:
+        self.left = total
+
+
+def split_schema(
+    schema: Mapping[str, Any], budget: _Budget | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """``(properties, required)`` of an input schema, local ``$ref``s inlined.
 
     The toolbox validates ``{"type": "object", "properties", "required"}``;
     a ``$ref`` into the schema's own ``$defs`` would point nowhere there.
-    A recursive reference becomes ``{}`` (anything) past one level.
+    A recursive reference becomes ``{}`` (anything) past one level. Every
+    value made counts against SCHEMA_TOOL_BUDGET and ``budget`` (the
+    server's), nesting against SCHEMA_DEPTH: past one, :class:`SchemaTooLarge`
+    is raised at once, before the expansion costs more.
     """
-    defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
+    budget = budget or _Budget(SCHEMA_BUDGET)
+    own = _Budget(SCHEMA_TOOL_BUDGET)
+    schema = _mapping(schema)
+    defs = {**_mapping(schema.get("definitions")), **_mapping(schema.get("$defs"))}
 
-    def inline(node: Any, seen: tuple[str, ...]) -> Any:
+    def spend(depth: int) -> None:
+        own.left -= 1
+        budget.left -= 1
+        if own.left < 0:
+            raise SchemaTooLarge(
+                f"its input schema has more than {SCHEMA_TOOL_BUDGET:,} values "
+                "with its $refs inlined"
+            )
+        if budget.left < 0:
+            raise SchemaTooLarge(
+                f"the input schemas of the server's tools have more than "
+                f"{SCHEMA_BUDGET:,} values with their $refs inlined"
+            )
+        if depth > SCHEMA_DEPTH:
+            raise SchemaTooLarge(f"its input schema nests deeper than {SCHEMA_DEPTH} levels")
+
+    def inline(node: Any, seen: tuple[str, ...], depth: int) -> Any:
+        spend(depth)
         if isinstance(node, list):
-            return [inline(n, seen) for n in node]
+            return [inline(n, seen, depth + 1) for n in node]
         if not isinstance(node, dict):
             return node
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")):
             key = ref.rsplit("/", 1)[1]
             if key in seen or key not in defs:
-                return {k: v for k, v in node.items() if k != "$ref"}
-            rest = {k: inline(v, seen) for k, v in node.items() if k != "$ref"}
-            return {**inline(defs[key], (*seen, key)), **rest}
-        return {k: inline(v, seen) for k, v in node.items() if k not in ("$defs", "definitions")}
+                return {k: inline(v, seen, depth + 1) for k, v in node.items() if k != "$ref"}
+            rest = {k: inline(v, seen, depth + 1) for k, v in node.items() if k != "$ref"}
+            return {**inline(defs[key], (*seen, key), depth + 1), **rest}
+        return {
+            k: inline(v, seen, depth + 1)
+            for k, v in node.items()
+            if k not in ("$defs", "definitions")
+        }
 
-    properties = inline(schema.get("properties") or {}, ())
-    required = [str(r) for r in schema.get("required") or [] if r in properties]
-    return (properties if isinstance(properties, dict) else {}), required
+    properties = inline(schema.get("properties") or {}, (), 0)
+    if not isinstance(properties, dict):
+        return {}, []
+    named = schema.get("required")
+    required = (
+        [r for r in named if isinstance(r, str) and r in properties]
+        if isinstance(named, list)
+        else []
+    )
+    return properties, required
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 # -- the tool-list cache ---------------------------------------------------------------

@@ -413,6 +413,104 @@ def _mime(path: Path) -> str:
     return mimetypes.guess_type(path.name)[0] or "text/plain"
 
 
+# -- who may reach the HTTP server -------------------------------------------------------
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only, in any spelling.
+
+    Every address of 127.0.0.0/8 however written (``127.1``, ``0x7f.1``,
+    ``127.0.0.2``, ``[::ffff:127.0.0.1]``), ``::1`` and ``localhost``
+    (:func:`mdagent.policy.normal_host` reads the spellings).
+    """
+    import ipaddress
+
+    from mdagent.policy import normal_host
+
+    name = normal_host(host)
+    if name == "localhost":
+        return True
+    try:
+        return name is not None and ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _header_host(value: str) -> str | None:
+    """The host of a ``Host`` header (``name``, ``name:port``, ``[v6]:port``), or None."""
+    if value.startswith("["):
+        host, bracket, rest = value[1:].partition("]")
+        return host if bracket and re.fullmatch(r"(:\d{1,5})?", rest) else None
+    host, colon, port = value.rpartition(":")
+    if not colon:
+        return value
+    return host if port.isdigit() and ":" not in host else None
+
+
+def _origin_host(value: str) -> str | None:
+    """The host of an ``Origin`` header (``http[s]://host[:port]``), or None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not one
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or parts.path or parts.username is not None:
+        return None
+    return parts.hostname
+
+
+def foreign_request(headers: list[tuple[bytes, bytes]]) -> tuple[int, str] | None:
+    """``(status, reason)`` when a request to a loopback server may come from elsewhere.
+
+    A web page can make the browser send requests to 127.0.0.1 (DNS
+    rebinding: its own name, resolved to 127.0.0.1; or a form posted
+    across sites). The browser still writes the page's name in ``Host``
+    and its origin in ``Origin``, so both must name this machine; no
+    ``Origin`` is a client that is not a browser. A header given twice, or
+    that cannot be read, is refused.
+    """
+    found: dict[bytes, list[str]] = {}
+    for key, value in headers:
+        if key.lower() in (b"host", b"origin"):
+            found.setdefault(key.lower(), []).append(value.decode("latin-1").strip())
+    hosts, origins = found.get(b"host", []), found.get(b"origin", [])
+    host = _header_host(hosts[0]) if len(hosts) == 1 else None
+    if host is None or not is_loopback(host):
+        return 421, "Invalid Host header: this server answers requests for this machine only"
+    if not origins:
+        return None
+    origin = _origin_host(origins[0]) if len(origins) == 1 else None
+    if origin is None or not is_loopback(origin):
+        return 403, "Invalid Origin header: this server answers pages of this machine only"
+    return None
+
+
+class LocalOnly:
+    """ASGI middleware refusing what :func:`foreign_request` refuses, on every path.
+
+    The SDK has a check of its own, but it is switched on only for the
+    exact bind strings ``127.0.0.1``, ``localhost`` and ``::1`` and matches
+    header text, so ``--http 127.1:P`` or ``127.0.0.2:P`` went unprotected
+    and ``Host: 127.1:P`` would be refused; this one reads every spelling.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            refused = foreign_request(scope.get("headers") or [])
+            if refused is not None:
+                from starlette.responses import PlainTextResponse
+
+                status, reason = refused
+                await PlainTextResponse(reason, status_code=status)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def serve(runtime: Runtime, *, http: str | None = None) -> int:
     """Serve until the client goes away (stdio) or the process is stopped (HTTP)."""
     try:
@@ -429,7 +527,7 @@ def serve(runtime: Runtime, *, http: str | None = None) -> int:
     else:
         sock = _listen(*address)
         with sock:
-            anyio.run(_http, server, sock, address[0], runtime.options.verbose)
+            anyio.run(_http, server, sock, runtime.options.verbose)
     return 0
 
 
@@ -462,13 +560,24 @@ async def _stdio(server: Any) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def _http(server: Any, sock: Any, host: str, verbose: bool) -> None:
+async def _http(server: Any, sock: Any, verbose: bool) -> None:
     import anyio
     import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
 
-    app = server.streamable_http_app(host=host)
+    # Where the socket is bound decides, not how the address was spelled.
+    bound = sock.getsockname()
+    local = is_loopback(str(bound[0]))
+    # The SDK's own Host check off (see LocalOnly): on a loopback bind ours
+    # runs in front of every path; on any other there is no name to check.
+    app = server.streamable_http_app(
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    )
     config = uvicorn.Config(
-        app, log_level="info" if verbose else "warning", access_log=verbose, lifespan="on"
+        LocalOnly(app) if local else app,
+        log_level="info" if verbose else "warning",
+        access_log=verbose,
+        lifespan="on",
     )
     web = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
@@ -477,10 +586,11 @@ async def _http(server: Any, sock: Any, host: str, verbose: bool) -> None:
             if web.should_exit:
                 return
             await anyio.sleep(0.02)
-        bound = sock.getsockname()
         shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
-        if host not in ("127.0.0.1", "localhost", "::1"):
+        if not local:
             from mdagent.console import say_warning
 
-            say_warning(f"serving on {host}, reachable from other machines, without authentication")
+            say_warning(
+                f"serving on {bound[0]}, reachable from other machines, without authentication"
+            )
         print(f"agent: serving MCP on http://{shown}:{bound[1]}/mcp", file=sys.stderr, flush=True)

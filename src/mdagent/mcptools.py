@@ -59,6 +59,7 @@ class McpTools:
         self.failures: dict[str, str] = {}
         self.notify = notify
         self._listings: dict[str, dict[str, Any]] = {}
+        self._specs: dict[str, list[ToolSpec]] = {}
         self._live: set[str] = set()
         self._clients: McpClients | None = None
         self._lock = threading.RLock()
@@ -80,7 +81,9 @@ class McpTools:
         """``{"tools", "prompts"}`` of ``server``: cached, or from the running server.
 
         ``live`` starts the server even when a cached copy exists. Raises
-        ToolFailed (one line, naming the server) when it cannot be reached.
+        ToolFailed (one line, naming the server) when it cannot be reached,
+        or when what it offers is past the budgets of
+        :func:`mdagent.mcpconfig.tool_specs` (then it is not used at all).
         """
         with self._lock:
             if server in self._listings and (server in self._live or not live):
@@ -88,27 +91,29 @@ class McpTools:
             config = self.configs[server]
             workdir = self.runtime.workdir
             cached = None if live else read_listing(config, workdir)
-            if cached is not None:
-                self._listings[server] = cached
-                return cached
             try:
-                listing = self.clients().listing(server)
+                listing = cached if cached is not None else self.clients().listing(server)
+                # Checked (and its schemas inlined) once per listing, within
+                # the budgets, before anything keeps or uses it.
+                specs = tool_specs(config, listing.get("tools") or [])
             except ToolFailed as err:
                 self.failures[server] = str(err)
                 raise
-            write_listing(config, listing, workdir)
+            if cached is None:
+                write_listing(config, listing, workdir)
+                self._live.add(server)
             self._listings[server] = listing
-            self._live.add(server)
+            self._specs[server] = specs
             return listing
 
     def specs(self, server: str) -> list[ToolSpec]:
         """The registry entries of ``server``'s tools; none (and one line told) when it fails."""
         try:
-            listing = self.listing(server)
+            self.listing(server)
         except ToolFailed as err:
             self.notify(str(err))
             return []
-        return tool_specs(self.configs[server], listing.get("tools") or [])
+        return self._specs[server]
 
     def spec(self, name: str) -> ToolSpec | None:
         """The entry called ``name`` (``server__tool``); ToolFailed when its server fails."""
@@ -122,8 +127,8 @@ class McpTools:
         return found
 
     def _named(self, server: str, name: str, *, live: bool) -> ToolSpec | None:
-        tools = self.listing(server, live=live).get("tools") or []
-        return next((s for s in tool_specs(self.configs[server], tools) if s.name == name), None)
+        self.listing(server, live=live)
+        return next((s for s in self._specs[server] if s.name == name), None)
 
     def call(self, spec: ToolSpec, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         """The handler of every MCP tool: the call, made on the server (started if need be)."""
@@ -358,7 +363,7 @@ def server_status(mcp: McpTools, server: str) -> dict[str, Any]:
         listing = mcp.listing(server, live=True)
     except ToolFailed as err:
         return {**row, "status": "failed", "error": str(err), "tools": [], "prompts": []}
-    specs = tool_specs(config, listing.get("tools") or [])
+    specs = mcp.specs(server)
     return {
         **row,
         "status": "ok",

@@ -473,6 +473,11 @@ def _normal_host(host: str) -> str | None:
     return host
 
 
+#: Public for the MCP server, which reads a request's Host and Origin with
+#: the spelling rules the fetch rules use.
+normal_host = _normal_host
+
+
 def _domain_matches(domain: str, host: str | None) -> bool:
     """Whether ``host`` (from :func:`_url_host`) is ``domain`` or a subdomain of it.
 

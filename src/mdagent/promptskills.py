@@ -20,10 +20,13 @@ never substituted itself: a file holding ``$ARGUMENTS`` stays as written.
 
 A skill not written in this project (the user layer, another agent's skill
 folder, a skill the project's ``skills.lock`` lists as installed) shows its
-commands and asks before running them the first time; the answer is kept per
-skill and content hash in the state dir. With no terminal, or for an MCP
-client (``agent mcp serve`` never asks anyone), the question is a denial and
-nothing is kept.
+commands and asks before running them the first time; the answer is kept in
+the state dir per skill folder and bound to the digest of the whole folder
+(:mod:`mdagent.skillfolder`: every file, its mode, every link), so a change
+to any file asks again and says which files changed. With no terminal the
+question is a denial and nothing is kept. For an MCP client their commands
+never run, with or without consent kept or ``--yes``: ``agent mcp serve``
+never asks anyone.
 """
 
 from __future__ import annotations
@@ -297,6 +300,16 @@ def capped(text: str, limit: int = MAX_INSERT) -> str:
 # -- asking before a foreign skill's commands --------------------------------------
 
 
+def live_commands(skill: Skill) -> list[str]:
+    """The live-context commands of ``skill``'s body, as written (none when it cannot be read)."""
+    from mdagent.skills import read_body
+
+    try:
+        return LIVE.findall(read_body(skill.path).replace("\x00", ""))
+    except OSError:
+        return []
+
+
 def is_foreign(skill: Skill) -> bool:
     """Whether ``skill`` was not written in this project: another layer, or installed."""
     if skill.layer not in OWN_LAYERS:
@@ -365,53 +378,97 @@ _consent_lock = threading.Lock()
 
 
 def _consent(skill: Skill, commands: list[str], ctx: ToolContext) -> str | None:
-    """None when the commands may run; else why not (the prompt says so)."""
+    """None when the commands may run; else why not (the prompt says so).
+
+    The consent kept for a skill is bound to the digest of its whole folder
+    (:func:`folder_state`): a ``status.txt`` the body runs, a script, a
+    link changed since the answer all ask again, with what changed shown.
+    """
     if not is_foreign(skill):
         return None
-    digest = _content_hash(skill.path)
+    if getattr(ctx, "caller", "person") == "mcp":
+        # Before any consent kept or --yes: the client is another agent, and
+        # `agent mcp serve` never asks anyone, so nobody could have agreed.
+        return (
+            f"skill {skill.name} ({skill.path}) comes from outside this project, and its "
+            "commands are never run for an MCP client (`agent mcp serve` never asks anyone); "
+            f"run it with `agent /{skill.name}` in a terminal"
+        )
     with _consent_lock:  # one question at a time, and one answer for all
-        if _consented(skill.path, digest):
+        files, unsure = folder_state(skill)
+        kept = _read_consents().get(_consent_key(skill))
+        before = kept.get("files") if isinstance(kept, dict) else None
+        if files is not None and isinstance(before, dict) and before == files:
             return None
         if ctx.approve_all:
             return None  # --yes answers for this run; nothing is kept
         from mdagent.approval import ask_terminal
+        from mdagent.skillfolder import changes, summary
 
         where = f"{skill.name} ({skill.path})"
+        changed = ""
+        if isinstance(before, dict):
+            changed = summary(changes(before, files)) if files is not None else unsure
         nobody = _nobody_to_ask(ctx)
         if nobody:
-            return (
-                f"skill {where} comes from outside this project and its commands need your "
-                f"approval the first time; {nobody} (run it once with `agent /{skill.name}` "
-                "in a terminal, or with --yes)"
+            why = (
+                f"its files changed since you allowed them ({changed}), so its commands need "
+                "your approval again"
+                if changed
+                else "its commands need your approval the first time"
             )
+            return (
+                f"skill {where} comes from outside this project and {why}; {nobody} "
+                f"(run it once with `agent /{skill.name}` in a terminal, or with --yes)"
+            )
+        note = f"It is not from this project: {skill.dir}"
+        if changed:
+            note += f"\nChanged since you allowed it: {changed}"
+        if files is None:
+            note += f"\nThis answer is not kept: {unsure}"
         try:
             answer = ask_terminal(
                 f"skill {skill.name} runs these commands before the model sees its prompt",
                 {"command": "\n".join(commands)},
                 always=False,
-                note=f"It is not from this project: {skill.path}",
+                note=note,
                 cancel=ctx.cancel,
             )
         except EOFError:
             answer = "no"
         if answer != "yes":
             return f"you declined the commands of skill {where}"
-        _remember(skill.path, digest)
+        if files is not None:
+            _remember(skill, files)
         return None
+
+
+def folder_state(skill: Skill) -> tuple[dict[str, str] | None, str]:
+    """``(manifest of the skill's folder, "")``, or ``(None, why it cannot be had)``.
+
+    The manifest (:func:`mdagent.skillfolder.manifest`) covers every file of
+    the folder with its mode, and every link as a link. A folder past the
+    manifest's limits or one that cannot be read has none: its consent
+    cannot be bound to its content, so it is asked for every time.
+    """
+    from mdagent.skillfolder import FolderError, manifest
+
+    try:
+        return manifest(skill.dir), ""
+    except FolderError as err:
+        return None, str(err)
 
 
 def _nobody_to_ask(ctx: ToolContext) -> str | None:
     """Why nobody may be asked for consent here, or None when a person at a terminal may.
 
-    An MCP client's request is never put to whoever sits at the server's
-    terminal (README, MCP: the server never asks anyone), nor is a model's
-    under a policy that does not ask; a person's ``/name`` asks on a terminal.
+    A model's request is not put to anyone under a policy that does not
+    ask; a person's ``/name`` asks on a terminal. (An MCP client's never
+    gets this far: :func:`_consent` refuses it first.)
     """
     from mdagent.approval import terminal_available
 
     caller = getattr(ctx, "caller", "person")
-    if caller == "mcp":
-        return "an MCP client asked for it, and `agent mcp serve` never asks anyone"
     policy = _policy_of(ctx)
     if caller != "person" and getattr(policy, "interactive", True) is False:
         return "there is no terminal to ask on"
@@ -429,6 +486,7 @@ def _policy_of(ctx: ToolContext) -> Any:
 
 
 def _content_hash(path: str) -> str:
+    """The SHA-256 of one file (a lock entry names a moved skill by its SKILL.md's)."""
     import hashlib
 
     try:
@@ -444,7 +502,13 @@ def _consent_path() -> Path:
     return state_dir() / CONSENT_FILE
 
 
-def _read_consents() -> dict[str, str]:
+def _consent_key(skill: Skill) -> str:
+    """The kept answer's key: the real path of the skill's folder."""
+    return "folder:" + os.path.realpath(skill.dir)
+
+
+def _read_consents() -> dict[str, Any]:
+    """The kept answers: ``folder:PATH -> {"sha256", "files"}`` (older entries ask again)."""
     try:
         data = json.loads(_consent_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -452,17 +516,20 @@ def _read_consents() -> dict[str, str]:
     return data if isinstance(data, dict) else {}
 
 
-def _consented(path: str, digest: str) -> bool:
-    return bool(digest) and _read_consents().get(os.path.realpath(path)) == digest
+def _remember(skill: Skill, files: dict[str, str]) -> None:
+    """Keep the answer (private file, replaced whole: a crash never leaves half of it).
 
-
-def _remember(path: str, digest: str) -> None:
-    """Keep the answer (private file, replaced whole: a crash never leaves half of it)."""
+    The folder's manifest is kept with it, so a later change can be shown
+    file by file. Answers kept by an older mdagent, bound to ``SKILL.md``
+    alone, are dropped: they covered less than a folder.
+    """
     import tempfile
 
+    from mdagent.skillfolder import digest
+
     target = _consent_path()
-    data = _read_consents()
-    data[os.path.realpath(path)] = digest
+    data = {k: v for k, v in _read_consents().items() if isinstance(v, dict)}
+    data[_consent_key(skill)] = {"sha256": digest(files), "files": files}
     try:
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".consent-")

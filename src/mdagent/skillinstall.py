@@ -1,12 +1,14 @@
 """Installing shared skills: ``agent skills add / update / remove`` and ``skills.lock``.
 
 A shared skill is code a model may run, so an install is consented to (the
-person sees every skill's name, description, permissions and the scripts it
-brings), checked the way ``agent check`` checks it, and atomic: the skill is
-assembled in a hidden folder of the target layer, then renamed into
-``skills/``. ``skills.lock`` in the layer records, per skill, where it came
-from and a SHA-256 of each file, so ``agent check`` notices a hand edit or
-tampering and ``agent skills update`` knows what changed.
+person sees every skill's name, description, permissions, its ``model:``,
+the live-context commands of its body and the scripts it brings), checked
+the way ``agent check`` checks it, and atomic: the skill is assembled in a
+hidden folder of the target layer, then renamed into ``skills/``.
+``skills.lock`` in the layer records, per skill, where it came from and a
+SHA-256 of each file (:mod:`mdagent.skillfolder`), so ``agent check``
+notices a hand edit or tampering and ``agent skills update`` knows what
+changed: any change to any file asks for consent again.
 
 The lock is YAML (``skills:`` mapping each name to its entry), which is the
 shape :func:`mdagent.promptskills.installed` reads to mark a skill foreign.
@@ -14,11 +16,9 @@ shape :func:`mdagent.promptskills.installed` reads to mark a skill foreign.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
-import stat
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mdagent import skillfolder
 from mdagent.errors import MdagentError, Problem
 from mdagent.layers import SKILL_FILE, Layer
 
@@ -154,31 +155,15 @@ def find_skill_folders(root: Path, subpath: str | None) -> list[Path]:
 def file_hashes(folder: Path) -> dict[str, str]:
     """``relative/path -> sha256`` of every file, ``x:`` first when it is executable.
 
-    A symbolic link is refused: it may lead anywhere (``~/.ssh``), and an
-    installed skill carries its files, not pointers.
+    The folder's :func:`mdagent.skillfolder.manifest` for an install: a
+    symbolic link (it may lead anywhere, ``~/.ssh``), a FIFO or a device is
+    refused, as is a folder past the manifest's limits: an installed skill
+    carries its files, not pointers.
     """
-    hashes: dict[str, str] = {}
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if d != ".git")
-        for name in [*dirnames, *filenames]:
-            path = Path(dirpath, name)
-            if path.is_symlink():
-                raise InstallError(
-                    f"{path}: a symbolic link; an installed skill carries files only"
-                )
-        for name in sorted(filenames):
-            path = Path(dirpath, name)
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            mode = path.stat().st_mode
-            prefix = "x:" if mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH) else ""
-            hashes[path.relative_to(folder).as_posix()] = prefix + digest
-    return hashes
-
-
-def tree_hash(hashes: dict[str, str]) -> str:
-    """One SHA-256 for a whole skill folder (its files' names, modes and contents)."""
-    text = "".join(f"{name}\0{digest}\n" for name, digest in sorted(hashes.items()))
-    return hashlib.sha256(text.encode()).hexdigest()
+    try:
+        return skillfolder.manifest(folder, installs=True)
+    except skillfolder.FolderError as err:
+        raise InstallError(str(err)) from None
 
 
 def scripts(folder: Path, hashes: dict[str, str]) -> list[str]:
@@ -200,11 +185,6 @@ def scripts(folder: Path, hashes: dict[str, str]) -> list[str]:
     return found
 
 
-def script_names(folder: Path, hashes: dict[str, str]) -> set[str]:
-    """The names of :func:`scripts`, without what kind each one is."""
-    return {entry.rsplit(" (", 1)[0] for entry in scripts(folder, hashes)}
-
-
 def _load(skill_file: Path):
     from mdagent.skills import load_skill
 
@@ -215,21 +195,52 @@ def _load(skill_file: Path):
     return skill
 
 
-def permissions(skill) -> dict[str, Any]:
-    """What the skill asks for: its command tool and its allowed tools."""
-    return {"command-tool": skill.tool or None, "allowed-tools": list(skill.allowed_tools)}
+def consent_facts(skill) -> dict[str, str]:
+    """What the consent text says ``skill`` may do, one line of text per key.
+
+    Its command tool, the rules its ``allowed-tools`` pre-approve, the
+    ``model:`` a turn it starts runs on (a host of its choosing would see
+    the conversation) and the live-context commands its body runs before a
+    model reads it; ``skills update`` says which of them changed.
+    """
+    import json
+
+    from mdagent.promptskills import live_commands
+
+    model = skill.model
+    commands = live_commands(skill)
+    return {
+        "command-tool": skill.tool or "(none: a prompt skill)",
+        "allowed-tools": ", ".join(skill.allowed_tools) or "(none)",
+        "model": (
+            "(none: yours)"
+            if model in (None, "", "inherit")
+            else json.dumps(model, ensure_ascii=False, sort_keys=True)
+            if isinstance(model, (dict, list))
+            else str(model)
+        ),
+        "live context": "; ".join(f"!`{c}`" for c in commands) or "(none)",
+    }
 
 
 def describe(name: str, folder: Path, skill, hashes: dict[str, str], origin: str) -> str:
     """The consent text of one skill."""
     lines = [f"skill {name}  from {origin}"]
     lines.append(f"  description: {skill.description or '(none)'}")
-    perms = permissions(skill)
-    lines.append(f"  command-tool: {perms['command-tool'] or '(none: a prompt skill)'}")
-    lines.append(f"  allowed-tools: {', '.join(perms['allowed-tools']) or '(none)'}")
+    lines.extend(f"  {key}: {text}" for key, text in consent_facts(skill).items())
     runs = scripts(folder, hashes)
     lines.append(f"  scripts: {', '.join(runs) if runs else '(none)'}")
     lines.append(f"  files: {len(hashes)}")
+    return "\n".join(lines)
+
+
+def what_changed(old_skill, new_skill, changed: list[tuple[str, str]]) -> str:
+    """The lines ``skills update`` adds to the consent text: the files and facts that changed."""
+    lines = [f"  changed since it was installed: {skillfolder.summary(changed)}"]
+    old = consent_facts(old_skill) if old_skill is not None else {}
+    for key, text in consent_facts(new_skill).items():
+        if old and old.get(key) != text:
+            lines.append(f"  {key} was: {old.get(key)}")
     return "\n".join(lines)
 
 
@@ -313,32 +324,18 @@ def verify(layer_path: Path, name: str, entry: dict[str, Any]) -> Problem | None
             where, 1, 1, "warning", f"installed skill {name!r} cannot be verified: {err}"
         )
     expected = entry.get("files") or {}
-    changes = changed_files(expected, hashes)
-    if not changes and tree_hash(hashes) == entry.get("sha256"):
+    changes = skillfolder.changes(expected, hashes)
+    if not changes and skillfolder.digest(hashes) == entry.get("sha256"):
         return None
-    listed = ", ".join(f"{n} {how}" for n, how in changes[:5]) or "files differ"
-    more = f" and {len(changes) - 5} more" if len(changes) > 5 else ""
+    listed = skillfolder.summary(changes) if changes else "files differ"
     return Problem(
         where,
         1,
         1,
         "warning",
-        f"installed skill {name!r} differs from {LOCK_FILE} ({listed}{more}): edited by hand "
+        f"installed skill {name!r} differs from {LOCK_FILE} ({listed}): edited by hand "
         f"or tampered; `agent skills remove {name}` and `agent skills add` again restore it",
     )
-
-
-def changed_files(old: dict[str, str], new: dict[str, str]) -> list[tuple[str, str]]:
-    """``(file, "changed" | "added" | "removed")`` between two hash maps, name-sorted."""
-    out = []
-    for name in sorted(set(old) | set(new)):
-        if name not in new:
-            out.append((name, "removed"))
-        elif name not in old:
-            out.append((name, "added"))
-        elif old[name] != new[name]:
-            out.append((name, "changed"))
-    return out
 
 
 # -- install ------------------------------------------------------------------------
@@ -439,7 +436,7 @@ def _stage(request, fetched, folder, stage, layer_path, lock, collide=True) -> d
         "path": relative,
         "ref": request.ref,
         "commit": fetched.commit,
-        "sha256": tree_hash(hashes),
+        "sha256": skillfolder.digest(hashes),
         "files": hashes,
     }
     if name != skill.name:
@@ -539,9 +536,11 @@ def update(
 ) -> str:
     """Fetch ``name``'s source again; replace it when it changed. Returns what happened.
 
-    The diff of changed files is shown; consent is asked again when the
-    skill's scripts or permissions changed. A skill whose files were edited
-    since the install is not overwritten (the edits would be lost).
+    The diff of changed files is shown, and consent is asked again for any
+    change (consent covers the whole folder: a ``.txt`` the body runs is as
+    much the skill as a script), saying which files changed and which of its
+    permissions, model and live-context commands. A skill whose files were
+    edited since the install is not overwritten (the edits would be lost).
     """
     lock = read_lock(layer_path)
     entry = lock.get(name)
@@ -549,9 +548,9 @@ def update(
         raise InstallError(f"no installed skill {name!r} in {lock_path(layer_path)}")
     folder = layer_path / "skills" / name
     if folder.exists():
-        edited = changed_files(entry.get("files") or {}, file_hashes(folder))
+        edited = skillfolder.changes(entry.get("files") or {}, file_hashes(folder))
         if edited:
-            files = ", ".join(f"{n} {how}" for n, how in edited[:5])
+            files = skillfolder.summary(edited)
             raise InstallError(
                 f"{name}: not updated: its files were edited since the install ({files}); "
                 f"move the edits away or `agent skills remove {name}` first"
@@ -573,21 +572,14 @@ def update(
         stage = Path(tempfile.mkdtemp(prefix=".skills-install-", dir=layer_path))
         item = _stage(request, fetched, folders[0], stage, layer_path, {}, collide=False)
         new_hashes = item["hashes"]
-        if tree_hash(new_hashes) == entry.get("sha256") and folder.exists():
+        if skillfolder.digest(new_hashes) == entry.get("sha256") and folder.exists():
             return f"{name}: up to date"
         _check_staged(stage, layers)
-        changes = changed_files(entry.get("files") or {}, new_hashes)
+        changes = skillfolder.changes(entry.get("files") or {}, new_hashes)
         echo(_diff(folder, item["folder"], changes))
         old_skill = _load(folder / SKILL_FILE) if (folder / SKILL_FILE).is_file() else None
-        old_files = entry.get("files") or {}
-        old_scripts = (
-            {n: old_files[n] for n in script_names(folder, old_files)} if folder.exists() else {}
-        )
-        new_scripts = {n: new_hashes[n] for n in script_names(item["folder"], new_hashes)}
-        risky = old_scripts != new_scripts or (
-            old_skill is None or permissions(old_skill) != permissions(item["skill"])
-        )
-        if risky and not confirm(item["consent"] + "\n  (its scripts or permissions changed)"):
+        # Any change asks: consent is to the whole folder, not to what looks like a script.
+        if not confirm(item["consent"] + "\n" + what_changed(old_skill, item["skill"], changes)):
             raise InstallError(f"{name}: not updated: consent refused")
         trash = Path(tempfile.mkdtemp(prefix=".skills-remove-", dir=layer_path))
         try:
