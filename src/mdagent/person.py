@@ -41,6 +41,7 @@ SUBCOMMANDS = (
     "skills",
     "test",
     "tools",
+    "trust",
 )
 
 #: ``agent /name -h`` and ``--help``, as the only word, show the help in every

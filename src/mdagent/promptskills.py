@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdagent.errors import PolicyDenied, ToolFailed, UsageError
+from mdagent.skills import LIVE_CONTEXT
 
 if TYPE_CHECKING:
     from mdagent.specs import Skill
@@ -52,7 +53,7 @@ MAX_LISTING = 200
 OWN_LAYERS = frozenset({"project", "bundled", "builtin"})
 CONSENT_FILE = "skill-consent.json"
 
-LIVE = re.compile(r"!`([^`\n]+)`")
+LIVE = LIVE_CONTEXT
 INCLUDE = re.compile(r"@\{((?:\$\{SKILL_DIR\}|\{baseDir\}|[^{}\n])+)\}")
 # Placeholders inside a live-context command; any other brace is literal.
 _COMMAND_TOKEN = re.compile(
@@ -366,8 +367,11 @@ _consent_lock = threading.Lock()
 
 def _consent(skill: Skill, commands: list[str], ctx: ToolContext) -> str | None:
     """None when the commands may run; else why not (the prompt says so)."""
-    if not is_foreign(skill):
+    foreign = is_foreign(skill)
+    if not foreign and getattr(ctx, "trusted", True):
         return None
+    # Not foreign but unasked-for: a skill of a workspace the person has not trusted.
+    origin = "comes from outside this project" if foreign else "is in a folder you have not trusted"
     digest = _content_hash(skill.path)
     with _consent_lock:  # one question at a time, and one answer for all
         if _consented(skill.path, digest):
@@ -380,7 +384,7 @@ def _consent(skill: Skill, commands: list[str], ctx: ToolContext) -> str | None:
         nobody = _nobody_to_ask(ctx)
         if nobody:
             return (
-                f"skill {where} comes from outside this project and its commands need your "
+                f"skill {where} {origin} and its commands need your "
                 f"approval the first time; {nobody} (run it once with `agent /{skill.name}` "
                 "in a terminal, or with --yes)"
             )
@@ -389,7 +393,9 @@ def _consent(skill: Skill, commands: list[str], ctx: ToolContext) -> str | None:
                 f"skill {skill.name} runs these commands before the model sees its prompt",
                 {"command": "\n".join(commands)},
                 always=False,
-                note=f"It is not from this project: {skill.path}",
+                note=f"It is not from this project: {skill.path}"
+                if foreign
+                else f"This folder is not trusted (`agent trust`): {skill.path}",
                 cancel=ctx.cancel,
             )
         except EOFError:
