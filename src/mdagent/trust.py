@@ -424,10 +424,13 @@ def named_files(run: Any, base: Path, workspace: Path) -> list[str]:
         if not text or text.startswith("-") or any(c.isspace() for c in text):
             continue  # an option, or a whole command line (its words are candidates)
         try:
-            path = Path(os.path.realpath(Path(base) / os.path.expanduser(text)))
+            named = Path(os.path.normpath(Path(base) / os.path.expanduser(text)))
+            path = Path(os.path.realpath(named))
         except (OSError, ValueError):
             continue
-        if path == workspace or not path.is_relative_to(workspace):
+        # Named inside the workspace: covered wherever a link inside it leads.
+        inside = path.is_relative_to(workspace) or named.is_relative_to(workspace)
+        if path == workspace or named == workspace or not inside:
             continue
         if path.is_file() or ("/" in text and not path.exists()):
             found.append(str(path))
@@ -476,7 +479,14 @@ def covered_files(facts: Mapping[str, Any]) -> dict[str, str]:
     paths = list(facts.get("files") or ())
     for folder in facts.get("folders") or ():
         count = 0
-        for top, dirs, names in os.walk(folder):
+        seen: set[str] = set()
+        # Links are followed (a skill's scripts may live behind one), each real folder once.
+        for top, dirs, names in os.walk(folder, followlinks=True):
+            real = os.path.realpath(top)
+            if real in seen:
+                dirs[:] = []
+                continue
+            seen.add(real)
             dirs.sort()
             for name in sorted(names):
                 count += 1
