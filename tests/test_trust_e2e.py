@@ -292,6 +292,8 @@ def test_trust_show_json_and_config_show_and_doctor_say_the_state(cloned, run_ag
     config = untrusted(run_agent, "config", "show")
     assert "trust: not trusted: 8 item(s) ignored" in config.stdout
     assert "model: openai persons-model" in config.stdout  # the folder's model: is not used
+    mode = next(line for line in config.stdout.splitlines() if "policy.mode" in line)
+    assert mode.split()[1:] == ['"ask"', "#", "default"]  # not the folder's "full"
     doctor = untrusted(run_agent, "doctor")
     assert "trust    not trusted" in doctor.stdout
     untrusted(run_agent, "trust", "--yes")
@@ -480,3 +482,16 @@ def test_policy_tests_meet_the_policy_as_it_stands_in_an_untrusted_folder(worksp
         "covers it; this folder is not trusted: `agent trust`)" in untrusted_check.stdout
     )
     assert run_agent("check").returncode == 0
+
+
+def test_a_command_of_an_untrusted_server_says_why_it_does_not_run(cloned, run_agent, person):
+    write(cloned / ".agents" / "config" / "cmds.yaml", "commands:\n  ev: {tool: helper__run}\n")
+    bound = untrusted(run_agent, "/ev", "x")
+    assert bound.returncode == 1
+    assert bound.stderr.splitlines()[-1] == (
+        "agent: /ev: mcp server helper is not started: this folder is not trusted (`agent trust`)"
+    )
+    prompt = untrusted(run_agent, "/helper:summary")
+    assert prompt.returncode == 1
+    assert "/helper:summary: mcp server helper is not started" in prompt.stderr
+    assert not (cloned / "mcp-started").exists()

@@ -71,6 +71,15 @@ def config_report(runtime: Runtime) -> dict[str, Any]:
     from mdagent.layers import state_dir
 
     layers = layer_settings(runtime)
+    if not runtime.trusted:  # the project's settings count for what an untrusted folder keeps
+        from mdagent.declarations import merge_settings
+        from mdagent.trust import tighten
+
+        person = merge_settings([own for label, _, own in layers if label != "project"])
+        layers = [
+            (label, path, tighten(own, person)[0] if label == "project" else own)
+            for label, path, own in layers
+        ]
     settings = {}
     for key, value in _flatten(runtime.settings).items():
         origin = "default"

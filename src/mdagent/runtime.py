@@ -167,6 +167,19 @@ class Runtime:
             self.__dict__.pop(name, None)
         return True
 
+    def untrusted_server(self, name: str | None) -> str | None:
+        """The MCP server ``name`` (``server__tool``, ``/server:prompt``) is of, when it is one
+        an untrusted workspace declares and so is not started; else None."""
+        if not name or self.trusted:
+            return None
+        from mdagent.trust import untrusted_servers
+
+        name = name.lstrip("/")
+        for server in untrusted_servers(self.trust):
+            if name.startswith((f"{server}__", f"{server}:")):
+                return server
+        return None
+
     def keep_trust_current(self, untrusted_note: str | None = None) -> None:
         """After mdagent wrote a workspace file at the person's request, keep trust current.
 
