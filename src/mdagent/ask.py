@@ -67,7 +67,7 @@ def _bound_key(runtime: Runtime, config: ProviderConfig, given: dict[str, str]) 
     defaults = DEFAULTS.get(config.provider, {})
     variable = config.api_key_env or defaults.get("api_key_env")
     if variable and os.environ.get(variable):
-        from mdagent.approval import tell
+        from mdagent.trust import tell
 
         url = config.base_url or defaults.get("base_url")
         tell(

@@ -127,8 +127,7 @@ class Runtime:
         """One line on stderr; when trust lapsed and a person sits at a terminal, ask at once."""
         import sys
 
-        from mdagent.approval import tell
-        from mdagent.trust import notice, question, snapshot
+        from mdagent.trust import notice, question, snapshot, tell
 
         if state.lapsed and sys.stdin.isatty() and sys.stderr.isatty():
             sys.stderr.write(f"agent: {question(state)}")
@@ -190,13 +189,18 @@ class Runtime:
         """
         if not self.trusted:
             if untrusted_note:
-                from mdagent.approval import tell
+                from mdagent.trust import tell
 
                 tell(untrusted_note)
             return
-        from mdagent.trust import trust_folder
+        from mdagent.trust import TrustError, trust_folder
 
-        trust_folder(self.cwd, layers=self.options.layers, no_user=self.options.no_user)
+        try:
+            trust_folder(self.cwd, layers=self.options.layers, no_user=self.options.no_user)
+        except TrustError as err:  # what was asked for is done; say what is not
+            from mdagent.trust import tell
+
+            tell(f"{err}; run `agent trust` to trust this folder as it is now")
 
     @property
     def settings(self) -> dict[str, Any]:

@@ -719,6 +719,15 @@ def _changes(record: Mapping[str, Any], current: Mapping[str, str], items: list[
 # -- telling the person -------------------------------------------------------------------
 
 
+def tell(line: str) -> None:
+    """``agent: line`` on stderr (what :func:`mdagent.approval.tell` does, without its imports:
+    the notice of an untrusted folder is on the ``/name`` path)."""
+    import sys
+
+    with contextlib.suppress(OSError, ValueError):  # stderr closed: nothing to show it on
+        print(f"agent: {line}", file=sys.stderr, flush=True)
+
+
 def summary(items: Iterable[Item]) -> str:
     """What an untrusted workspace loses, in one line: hooks, servers, then the rest."""
     counts: dict[str, int] = {}
