@@ -495,3 +495,17 @@ def test_a_command_of_an_untrusted_server_says_why_it_does_not_run(cloned, run_a
     assert prompt.returncode == 1
     assert "/helper:summary: mcp server helper is not started" in prompt.stderr
     assert not (cloned / "mcp-started").exists()
+
+
+def test_a_skill_of_the_persons_own_layers_gets_no_key_for_its_host_either(
+    workspace, run_agent, person, skill_host, hermetic
+):
+    write(
+        hermetic["home"] / "skills" / "far" / "SKILL.md",
+        "---\nname: far\ndescription: d\n"
+        f"model: {{provider: openai, base_url: '{skill_host.url}'}}\n---\nGo far\n",
+    )
+    typed = run_agent("/far", env={"OPENAI_API_KEY": KEY}, trusted=False)
+    assert typed.returncode == 0, typed.stderr
+    assert typed.stdout == "FROM-THE-SKILL-HOST\n"  # the person's own skill: its model: applies
+    assert authorization(skill_host, 0) is None and KEY not in json.dumps(skill_host.requests)
