@@ -1403,7 +1403,7 @@ def trust_command(
     show: bool = typer.Option(
         False, "--show", help="Say whether this folder is trusted and what trust covers."
     ),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON (with --show)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Trust this folder as it is now: its hooks, MCP servers and settings may act.
 
@@ -1431,31 +1431,37 @@ def trust_command(
         else:
             typer.echo(f"{workspace} was not trusted: nothing to withdraw")
         return
-    taken = snapshot(facts) if facts else None
     as_json = _wants_json(ctx, json_out)
     if show:
+        try:
+            taken = snapshot(facts) if facts else None
+        except TrustError:  # too many files to bind: the state says so
+            taken = None
         report = _trust_report(runtime, state, taken)
         if as_json:
             _print_json(report)
         else:
             _print_trust(report)
         return
-    if taken is None:
-        typer.echo(
-            f"nothing to trust in {workspace}: it has no hooks, MCP servers, settings that "
-            "loosen the policy or the sandbox, model settings or skills that pre-approve tools"
-        )
-        return
-    if state.needed and state.trusted:
-        typer.echo(f"{workspace} is trusted as it is (since {state.since}); nothing changed")
+    taken = snapshot(facts) if facts else None
+    if taken is None or (state.needed and state.trusted):
+        if as_json:
+            _print_json(_trust_report(runtime, state, taken))
+        elif taken is None:
+            typer.echo(
+                f"nothing to trust in {workspace}: it has no hooks, MCP servers, settings that "
+                "loosen the policy or the sandbox, model settings or skills that pre-approve tools"
+            )
+        else:
+            typer.echo(f"{workspace} is trusted as it is (since {state.since}); nothing changed")
         return
     if not as_json:
         _print_trust(_trust_report(runtime, state, taken))
     if not (yes or options.yes):
         if not sys.stdin.isatty():
             raise TrustError(
-                "not trusted: no terminal to ask on; read the above and rerun with "
-                "`agent trust --yes`"
+                "not trusted: no terminal to ask on; read what it would trust (above, or "
+                "`agent trust --show`) and rerun with `agent trust --yes`"
             )
         sys.stderr.write("Trust this folder as it is now? [y/N] ")
         sys.stderr.flush()
