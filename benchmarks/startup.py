@@ -23,6 +23,9 @@ Targets (issue 15):
    command (net of start-up: 1 GiB minus an empty run).
 5. ``agent check`` and ``agent ask`` (the scripted fake provider) do not
    import pydantic; their time and RSS are shown.
+6. Workspace trust (issue 27): ``agent /hi world`` in a folder with
+   something trust covers (``policy.mode: full``), trusted and not, beside
+   the 10-skill folder that holds nothing trust covers.
 
 Also reported: which expensive modules each command imported.
 
@@ -94,6 +97,17 @@ def make_project(root: Path, skills: int) -> Path:
         (folder / "SKILL.md").write_text(
             f"---\nname: skill-{i:05d}\ndescription: Generated skill {i}\n"
             "command-dispatch: tool\ncommand-tool: exec\n---\nBody.\n"
+        )
+    return project
+
+
+def make_covered_project(root: Path, agent: str, env: dict[str, str], trusted: bool) -> Path:
+    """The 10-skill project plus ``policy.mode: full`` (trust covers it), trusted or not."""
+    project = make_project(root / ("trusted" if trusted else "untrusted"), 10)
+    (project / ".agents" / "config" / "agent.yaml").write_text("policy:\n  mode: full\n")
+    if trusted:
+        subprocess.run(
+            [agent, "trust", "--yes"], cwd=project, env=env, check=True, capture_output=True
         )
     return project
 
@@ -227,6 +241,13 @@ def main() -> None:
             "agent check": ([agent, "check"], small),
             "agent ask (fake provider)": (ask, small),
         }
+        for trusted in (True, False):
+            name = f"agent /hi world ({'trusted' if trusted else 'untrusted'} folder)"
+            if timed(name):
+                rows[name] = (
+                    [agent, "/hi", "world"],
+                    make_covered_project(root, agent, env, trusted),
+                )
         if huge is not None:
             rows["agent /hi world (10,000 skills)"] = ([agent, "/hi", "world"], huge)
             rows["agent /help (10 skills)"] = ([agent, "/help"], small)
@@ -284,6 +305,16 @@ def main() -> None:
                 f"  2. /help, 10,000 skills vs 10: {help_huge / help_small:.2f}x (<= 2) "
                 f"{verdict(help_huge <= 2 * help_small)} (CPU {help_huge_cpu / help_small_cpu:.2f}x)"
             )
+        if "agent /hi world (10 skills)" in figures:
+            hi_ms, _, hi_cpu = figures["agent /hi world (10 skills)"]
+            for which in ("trusted", "untrusted"):
+                name = f"agent /hi world ({which} folder)"
+                if name in figures:
+                    ms, _, cpu = figures[name]
+                    print(
+                        f"  6. /hi in the {which} folder vs one with nothing trust covers: "
+                        f"{ms / hi_ms:.2f}x (CPU {cpu / hi_cpu:.2f}x)"
+                    )
         if args.only:
             return
 

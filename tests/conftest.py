@@ -90,13 +90,43 @@ def workspace(tmp_path, monkeypatch):
     return root
 
 
+def trust_as_is(cwd, env: dict | None = None) -> None:
+    """Trust the workspace of ``cwd`` as it is now, in-process: what ``agent trust --yes`` does.
+
+    Most end-to-end tests write a project's ``.agents/`` and then run
+    ``agent`` in it: they model the person's own project, which the person
+    has trusted. ``env`` is the environment the run gets (its state dir and
+    layers decide where the record goes and what it covers).
+    """
+    from mdagent.trust import trust_folder
+
+    trust_folder(cwd, env if env is not None else os.environ)
+
+
 @pytest.fixture
 def run_agent(workspace):
-    """Run the real ``agent`` executable in the workspace; returns CompletedProcess."""
+    """Run the real ``agent`` executable in the workspace; returns CompletedProcess.
 
-    def run(*args: str, input: str | None = None, env: dict | None = None, cwd=None, timeout=60):
+    Just before each run the workspace is trusted as it is then
+    (:func:`trust_as_is`, the function ``agent trust --yes`` uses, in-process):
+    the tests model the person's own project, whose hooks, MCP servers and
+    looser policy they mean to be obeyed. ``trusted=False`` runs it as a
+    folder nobody has trusted (a cloned repository); trust recorded before
+    (by an earlier run, or ``agent trust``) still holds then.
+    """
+
+    def run(
+        *args: str,
+        input: str | None = None,
+        env: dict | None = None,
+        cwd=None,
+        timeout=60,
+        trusted: bool = True,
+    ):
         full_env = dict(os.environ)
         full_env.update(env or {})
+        if trusted:
+            trust_as_is(cwd or workspace, full_env)
         return subprocess.run(
             [agent_executable(), *args],
             cwd=cwd or workspace,
@@ -261,11 +291,14 @@ def tool_results(server, request: int = -1) -> list[dict]:
     return [json.loads(m["content"]) for m in messages if m.get("role") == "tool"]
 
 
-def start_agent(cwd: Path, *args: str, **popen) -> subprocess.Popen:
+def start_agent(cwd: Path, *args: str, trusted: bool = True, **popen) -> subprocess.Popen:
     """Start the real ``agent`` in the background, in a session of its own.
 
     Output is piped as text unless ``popen`` says otherwise; the caller waits for it.
+    The workspace is trusted as it is first, as :func:`run_agent` does.
     """
+    if trusted:
+        trust_as_is(cwd, popen.get("env"))
     options = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True} | popen
     return subprocess.Popen([agent_executable(), *args], cwd=cwd, start_new_session=True, **options)
 

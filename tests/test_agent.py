@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from conftest import trust_as_is
 from mdagent.ask import run_ask, run_prompt_skill
 from mdagent.conversation import Conversation, capped, repair_history
 from mdagent.display import Display, short_arguments
@@ -554,6 +555,7 @@ def test_prompt_skill_allowed_tools_are_pre_approved_but_deny_rules_apply(worksp
         reply("", call("exec", {"command": "echo LOUD"}), call("exec", {"command": "rm -f x"})),
         reply("done"),
     )
+    trust_as_is(workspace)  # the person's own skill: its allowed-tools apply once trusted
     runtime = Runtime(Options(), cwd=workspace)
     command = runtime.registry.command("shout")
     assert run_prompt_skill(runtime, command, ["it", "out loud"]) == 0

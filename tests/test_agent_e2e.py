@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -10,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import agent_executable, gone_soon
+from conftest import agent_executable, gone_soon, trust_as_is
 from mdagent.store import Store
 
 
@@ -254,6 +255,7 @@ def test_a_prompt_skill_gets_its_arguments_substituted(api, run_agent, server, w
 
 
 def _spawn(api, server, *args):
+    trust_as_is(os.getcwd())  # the workspace fixture's folder: the person's own project
     return subprocess.Popen(
         [agent_executable(), *api.flags(server), "ask", *args],
         stdin=subprocess.DEVNULL,

@@ -237,7 +237,7 @@ def test_doctor_reports_each_check(run_agent, workspace, server):
     result = run_agent("--base-url", server.url, "doctor", env=NO_KEYS)
     assert result.returncode == 0, result.stdout + result.stderr
     names = [line.split()[1] for line in result.stdout.splitlines()]
-    assert names == ["python", "install", "layers", "check", "ripgrep", "state", "model"]
+    assert names == ["python", "install", "layers", "check", "ripgrep", "state", "trust", "model"]
     assert all(line.startswith("✓") for line in result.stdout.splitlines())
     assert f"{server.url} reachable" in result.stdout
     assert "writable" in result.stdout

@@ -24,7 +24,15 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conftest import agent_executable, command_skill, config, gone_soon, settings, write
+from conftest import (
+    agent_executable,
+    command_skill,
+    config,
+    gone_soon,
+    settings,
+    trust_as_is,
+    write,
+)
 
 pytest.importorskip("mcp")
 
@@ -74,6 +82,8 @@ def project(workspace):
 
 
 def server_params(ws: Path, *extra: str, env: dict | None = None) -> StdioServerParameters:
+    """``agent mcp serve`` in ``ws``, trusted as it is now (the person's own project)."""
+    trust_as_is(ws, {**os.environ, **(env or {})})
     return StdioServerParameters(
         command=agent_executable(),
         args=["mcp", "serve", *extra],
@@ -249,6 +259,7 @@ def test_only_protocol_messages_reach_stdout(project, tmp_path):
     )
     wire = tmp_path / "stdout.log"
     stderr = tmp_path / "stderr.log"
+    trust_as_is(project)
     params = StdioServerParameters(
         command="sh",
         args=["-c", f'"$0" mcp serve | tee "{wire}"', agent_executable()],
@@ -288,6 +299,7 @@ def read_line(stream, pattern: str, within: float = 30.0) -> re.Match[str]:
 def test_streamable_http_on_127_0_0_1(project, run_agent):
     from mcp.client.streamable_http import streamable_http_client
 
+    trust_as_is(project)
     proc = subprocess.Popen(
         [agent_executable(), "mcp", "serve", "--http", "127.0.0.1:0"],
         cwd=project,

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import write
+from conftest import trust_as_is, write
 from mdagent import process, sandbox
 from model_server import ModelServer
 
@@ -286,6 +286,7 @@ def in_process(places, monkeypatch, capsys):
     saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
 
     def run(*argv: str) -> SimpleNamespace:
+        trust_as_is(Path.cwd())  # the person's own project, as run_agent has it
         capsys.readouterr()
         status = cli.main(list(argv))
         captured = capsys.readouterr()

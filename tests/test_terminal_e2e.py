@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import agent_executable
+from conftest import agent_executable, trust_as_is
 from model_server import ModelServer
 
 PROMPT = "Run it? [y]es / [n]o / [a]lways: "
@@ -106,7 +106,12 @@ class Terminal:
     """
 
     def __init__(
-        self, *args: str, cwd: Path, columns: int = 200, env: dict[str, str] | None = None
+        self,
+        *args: str,
+        cwd: Path,
+        columns: int = 200,
+        env: dict[str, str] | None = None,
+        trusted: bool = True,
     ) -> None:
         self.raw = b""
         self.pos = 0  # where in ``text`` the next ``expect`` starts looking
@@ -122,6 +127,8 @@ class Terminal:
             # the runner (xdist workers may carry one) would override it.
             inherited = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
             env = dict(inherited, TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", **(env or {}))
+            if trusted:  # the person's own project, as run_agent has it (conftest)
+                trust_as_is(cwd, env)
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", CTTY_WRAPPER, agent_executable(), *args],
                 stdin=slave,

@@ -227,10 +227,14 @@ def check(
     ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")
 ) -> None:
     """Report every problem in every layer; exit 1 if any is an error."""
+    from mdagent.trust import check_problems as trust_problems
+
     runtime = _runtime(ctx)
+    runtime.trust_notice = False  # said below, item by item
     registry = runtime.registry
     sandbox = runtime.sandbox_problem()
     problems = [*registry.problems, sandbox] if sandbox else registry.problems
+    problems = [*trust_problems(runtime.trust), *problems]  # what an untrusted folder loses
     from mdagent.policycheck import policy_tests
 
     failed, tests = policy_tests(runtime)  # policy.tests: each failing one at its line
@@ -588,7 +592,11 @@ def skills_add(
 
     layer = _install_layer(ctx, global_)
     request = Request(source=source, path=path, ref=ref, name=name, take_all=take_all)
-    names = install(request, layer, _runtime(ctx).layers, _consent(yes, "installed"))
+    runtime = _runtime(ctx)
+    trusted = runtime.trusted
+    names = install(request, layer, runtime.layers, _consent(yes, "installed"))
+    if trusted and names:
+        runtime.keep_trust_current()  # installed with its own consent
     for installed in names:
         typer.echo(f"installed {installed} into {layer / 'skills' / installed}")
 
@@ -609,16 +617,20 @@ def skills_update(
         typer.echo("(no installed skills)")
         return
     failed = 0
-    for one in names:
-        try:
-            typer.echo(
-                update(layer, one, _runtime(ctx).layers, _consent(yes, "updated"), typer.echo)
-            )
-        except InstallError as err:
-            if len(names) == 1:
-                raise
-            failed += 1
-            say_error(str(err))
+    runtime = _runtime(ctx)
+    trusted = runtime.trusted
+    try:
+        for one in names:
+            try:
+                typer.echo(update(layer, one, runtime.layers, _consent(yes, "updated"), typer.echo))
+            except InstallError as err:
+                if len(names) == 1:
+                    raise
+                failed += 1
+                say_error(str(err))
+    finally:
+        if trusted:
+            runtime.keep_trust_current()  # updated with its own consent
     raise typer.Exit(1 if failed else 0)
 
 
@@ -631,7 +643,11 @@ def skills_remove(
     """Remove a skill installed by `agent skills add`, and its lock entry."""
     from mdagent.skillinstall import remove
 
+    runtime = _runtime(ctx)
+    trusted = runtime.trusted
     folder = remove(_install_layer(ctx, global_), name)
+    if trusted:
+        runtime.keep_trust_current()
     typer.echo(f"removed {folder}")
 
 
@@ -702,6 +718,7 @@ def new_skill(
         raise MdagentError(f"{target} already exists; not overwriting it") from None
     except OSError as err:
         raise MdagentError(f"cannot write {target}: {err.strerror or err}") from None
+    runtime.keep_trust_current()
     typer.echo(f"wrote {target}")
     typer.echo(f"try: agent /{name} --help")
 
@@ -800,14 +817,19 @@ def _add_declaration(
 
     known = {(p.severity, p.message) for p in problems(runtime.registry)}
     added = add_entry(target, entry)
-    found = [p for p in problems(_runtime(ctx).registry) if (p.severity, p.message) not in known]
+    runtime.keep_trust_current()  # a file the person asked for: trusted as before
+    checking = _runtime(ctx)
+    checking.trust_notice = False  # `runtime` told it already
+    found = [p for p in problems(checking.registry) if (p.severity, p.message) not in known]
     as_json = _wants_json(ctx, False)
     if not as_json:
         for problem in found:
             typer.echo(problem_line(problem, sys.stderr), err=True)
     shown = _shown_path(target)
     if any(p.severity == "error" for p in found):
-        if undo(added):
+        undone = undo(added)
+        runtime.keep_trust_current()
+        if undone:
             message = f"check failed on the new {kind} {entry.name}; {shown} is unchanged"
         else:
             message = (
@@ -991,6 +1013,7 @@ def init(
         raise UsageError(f"init: --model must be one of {', '.join(choices)}, not {model!r}")
     runtime = _runtime(ctx)
     layer = runtime.project_layer
+    trusted = runtime.trusted  # what was here before: an untrusted folder stays untrusted
     try:
         written = write_init(layer, model)
     except OSError as err:
@@ -1001,6 +1024,9 @@ def init(
         typer.echo(f"model: {MODEL_CHOICES[model][0]}")
     else:  # the person's agent.yaml stands; say the choice did not change it
         typer.echo(f"model: unchanged ({written[0][0]} was kept; edit its model: section)")
+    if trusted:
+        runtime.keep_trust_current()  # agent init in a folder trusts it
+        typer.echo("trusted this folder as it is now (see: agent trust --show)")
     typer.echo(f"try: agent /{EXAMPLE_SKILL} world   then: agent check, agent ask 'hi'")
 
 
@@ -1337,11 +1363,16 @@ def mcp_list(
     Exits 1 when a server could not be reached.
     """
     from mdagent.mcptools import server_status
+    from mdagent.trust import untrusted_servers
 
     runtime = _runtime(ctx)
     runtime.check_settings()
     rows = [server_status(runtime.mcp, name) for name in runtime.mcp.configs]
     runtime.mcp.close()
+    for name in untrusted_servers(runtime.trust) if not runtime.trusted else ():
+        why = "not started: this folder is not trusted (`agent trust`)"
+        rows.append({"name": name, "transport": "-", "target": "-", "status": "untrusted"})
+        rows[-1].update({"error": why, "tools": [], "prompts": []})
     if _wants_json(ctx, json_out):
         _print_json(rows)
     elif not rows:
@@ -1350,13 +1381,137 @@ def mcp_list(
         if row["status"] == "ok":
             counts = f"{_count(len(row['tools']), 'tool')}, {_count(len(row['prompts']), 'prompt')}"
             typer.echo(f"{row['name']}  ({row['transport']}: {row['target']})  ok: {counts}")
+        elif row["status"] == "untrusted":
+            typer.echo(f"{row['name']}  {row['error']}")
         else:
             typer.echo(f"{row['name']}  ({row['transport']}: {row['target']})  {row['error']}")
         for tool in row["tools"]:
             typer.echo(f"  {tool['name']}  [{tool['security']}]  {tool['description'][:70]}")
         for prompt in row["prompts"]:
             typer.echo(f"  {prompt}")
-    raise typer.Exit(1 if any(r["status"] != "ok" for r in rows) else 0)
+    raise typer.Exit(1 if any(r["status"] == "failed" for r in rows) else 0)
+
+
+# -- trust ----------------------------------------------------------------------
+
+
+@app.command("trust")
+def trust_command(
+    ctx: typer.Context,
+    yes: ConsentOption = False,
+    revoke: bool = typer.Option(False, "--revoke", help="Withdraw trust in this folder."),
+    show: bool = typer.Option(
+        False, "--show", help="Say whether this folder is trusted and what trust covers."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Trust this folder as it is now: its hooks, MCP servers and settings may act.
+
+    Lists what trusting lets run or apply (hooks, MCP servers, handler modules,
+    settings that loosen the policy or the sandbox, model settings, its skills'
+    allowed-tools and live context) and the files trust is bound to, then asks
+    (--yes: without asking). When any of those files changes, trust lapses.
+    The record is kept in your state dir, never in the folder.
+    """
+    from mdagent.trust import TrustError, snapshot
+    from mdagent.trust import revoke as withdraw
+
+    options = _options(ctx)
+    runtime = _runtime(ctx)
+    runtime.trust_notice = False  # this command says it
+    if revoke and show:
+        raise UsageError("--revoke and --show: choose one")
+    facts = runtime.compiled.trust
+    state = runtime.trust
+    workspace = str(facts["workspace"]) if facts else str(runtime.workdir)
+    if revoke:
+        if withdraw(workspace):
+            typer.echo(f"withdrew trust in {workspace}: its hooks, MCP servers and settings that")
+            typer.echo("loosen anything are ignored until you run `agent trust` again")
+        else:
+            typer.echo(f"{workspace} was not trusted: nothing to withdraw")
+        return
+    as_json = _wants_json(ctx, json_out)
+    if show:
+        try:
+            taken = snapshot(facts) if facts else None
+        except TrustError:  # too many files to bind: the state says so
+            taken = None
+        report = _trust_report(runtime, state, taken)
+        if as_json:
+            _print_json(report)
+        else:
+            _print_trust(report)
+        return
+    taken = snapshot(facts) if facts else None
+    if taken is None or (state.needed and state.trusted):
+        if as_json:
+            _print_json(_trust_report(runtime, state, taken))
+        elif taken is None:
+            typer.echo(
+                f"nothing to trust in {workspace}: it has no hooks, MCP servers, settings that "
+                "loosen the policy or the sandbox, model settings or skills that pre-approve tools"
+            )
+        else:
+            typer.echo(f"{workspace} is trusted as it is (since {state.since}); nothing changed")
+        return
+    if not as_json:
+        _print_trust(_trust_report(runtime, state, taken))
+    if not (yes or options.yes):
+        if not sys.stdin.isatty():
+            raise TrustError(
+                "not trusted: no terminal to ask on; read what it would trust (above, or "
+                "`agent trust --show`) and rerun with `agent trust --yes`"
+            )
+        sys.stderr.write("Trust this folder as it is now? [y/N] ")
+        sys.stderr.flush()
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            typer.echo("not trusted")
+            raise typer.Exit(1)
+    where = taken.write()
+    if as_json:
+        _print_json(
+            {**_trust_report(runtime, state, taken), "state": "trusted", "record": str(where)}
+        )
+        return
+    typer.echo(f"trusted {workspace} (recorded in {where})")
+
+
+def _trust_report(runtime: Runtime, state: Any, taken: Any) -> dict[str, Any]:
+    """What ``agent trust`` shows: the state, what trust covers, the files it is bound to."""
+    items = state.items or (taken.items if taken is not None else [])
+    return {
+        "workspace": state.workspace or str(runtime.workdir),
+        "state": state.word,
+        "since": state.since or None,
+        "changes": list(state.changes),
+        "items": [{"key": i.key, "what": i.what, "path": i.path, "line": i.line} for i in items],
+        "files": sorted(taken.files) if taken is not None else [],
+    }
+
+
+def _print_trust(report: dict[str, Any]) -> None:
+    state = report["state"]
+    if state == "trusted":
+        state += f" (since {report['since']})"
+    elif state == "lapsed":
+        state = "not trusted: trust lapsed: " + "; ".join(report["changes"])
+    elif state == "not needed":
+        state += ": nothing here runs or loosens anything before you trust it"
+    typer.echo(f"folder: {report['workspace']}")
+    typer.echo(f"trust:  {state}")
+    if report["items"]:
+        typer.echo("what trusting it lets run or apply:")
+        rows = [
+            [f"{_shown_path(Path(i['path']))}:{i['line']}", f"{i['key']} {i['what']}"]
+            for i in report["items"]
+        ]
+        for where, text in rows:
+            typer.echo(f"  {where}  {text}")
+    if report["files"]:
+        typer.echo("bound to these files (a change to any of them withdraws trust):")
+        for name in report["files"]:
+            typer.echo(f"  {name}")
 
 
 # -- config ---------------------------------------------------------------------
@@ -1379,7 +1534,9 @@ def config_show(
     """
     from mdagent.configshow import config_report, print_config
 
-    report = config_report(_runtime(ctx))
+    runtime = _runtime(ctx)
+    runtime.trust_notice = False  # the report says it
+    report = config_report(runtime)
     if _wants_json(ctx, json_out):
         _print_json(report)
         return
@@ -1396,7 +1553,9 @@ def doctor(
     """
     from mdagent.configshow import doctor_checks
 
-    checks = doctor_checks(_runtime(ctx))
+    runtime = _runtime(ctx)
+    runtime.trust_notice = False  # a check says it
+    checks = doctor_checks(runtime)
     if _wants_json(ctx, json_out):
         _print_json([{"ok": ok, "check": what, "detail": detail} for ok, what, detail in checks])
     else:

@@ -38,14 +38,43 @@ def make_provider(
 
     ``model`` is a prompt skill's ``model:`` (``{provider, model, base_url}``):
     it beats agent.yaml and the environment, and yields to what the person
-    gave on the command line.
+    gave on the command line. The API key goes only where the person sent
+    it (:func:`mdagent.trust.key_withheld`): to an endpoint only the skill
+    names the request goes without it, and the person is told once.
     """
     from mdagent.providers import ProviderConfig, get_provider
 
     given = {k: v for k, v in runtime.options.model_overrides.items() if v is not None}
     config = ProviderConfig.from_settings(runtime.settings, {**(model or {}), **given}, os.environ)
-    require_key(config)
+    if model:
+        config = _bound_key(runtime, config, given)
+    if not config.withhold_key:
+        require_key(config)
     return get_provider(config), config
+
+
+def _bound_key(runtime: Runtime, config: ProviderConfig, given: dict[str, str]) -> ProviderConfig:
+    """``config``, its key withheld when a skill's endpoint is not one the key was given to."""
+    from dataclasses import replace
+
+    from mdagent.providers import ProviderConfig
+    from mdagent.providers.base import DEFAULTS
+    from mdagent.trust import key_withheld
+
+    person = ProviderConfig.from_settings(runtime.settings, given, os.environ)
+    if not key_withheld(config, person, runtime.settings.get("key_hosts")):
+        return config
+    defaults = DEFAULTS.get(config.provider, {})
+    variable = config.api_key_env or defaults.get("api_key_env")
+    if variable and os.environ.get(variable):
+        from mdagent.trust import tell
+
+        url = config.base_url or defaults.get("base_url")
+        tell(
+            f"{url} gets no {variable}: a key goes only to its provider's host and the "
+            "base_url you set (key_hosts: in your user agent.yaml pairs others)"
+        )
+    return replace(config, withhold_key=True)
 
 
 def require_key(config: ProviderConfig) -> None:

@@ -71,6 +71,15 @@ def config_report(runtime: Runtime) -> dict[str, Any]:
     from mdagent.layers import state_dir
 
     layers = layer_settings(runtime)
+    if not runtime.trusted:  # the project's settings count for what an untrusted folder keeps
+        from mdagent.declarations import merge_settings
+        from mdagent.trust import tighten
+
+        person = merge_settings([own for label, _, own in layers if label != "project"])
+        layers = [
+            (label, path, tighten(own, person)[0] if label == "project" else own)
+            for label, path, own in layers
+        ]
     settings = {}
     for key, value in _flatten(runtime.settings).items():
         origin = "default"
@@ -88,8 +97,35 @@ def config_report(runtime: Runtime) -> dict[str, Any]:
             for layer in runtime.layers
         ],
         "model": model_summary(runtime),
+        "trust": trust_summary(runtime),
         "settings": settings,
     }
+
+
+def trust_summary(runtime: Runtime) -> dict[str, Any]:
+    """Whether the workspace is trusted (:mod:`mdagent.trust`), and what it would let act."""
+    if runtime.compiled.trust is None:
+        return {"state": "not needed", "items": []}
+    state = runtime.trust
+    return {
+        "state": state.word,
+        "since": state.since or None,
+        "changes": list(state.changes),
+        "items": [item.text for item in state.items],
+    }
+
+
+def trust_line(trust: dict[str, Any]) -> str:
+    """One line about the workspace's trust, for ``config show`` and ``doctor``."""
+    state = trust["state"]
+    items = trust["items"]
+    if state == "not needed":
+        return "not needed: nothing here runs or loosens anything before you trust it"
+    if state == "trusted":
+        return f"trusted since {trust['since']} ({len(items)} item(s); agent trust --show)"
+    if state == "lapsed":
+        return f"lapsed: {'; '.join(trust['changes'])}; {len(items)} item(s) ignored (agent trust)"
+    return f"not trusted: {len(items)} item(s) ignored (agent trust --show lists them)"
 
 
 def _settings_of(layer: Any, layers: list[tuple[str, str, dict]]) -> str | None:
@@ -123,6 +159,7 @@ def print_config(report: dict[str, Any], echo=print) -> None:
     echo(f"workspace: {report['workspace']}")
     echo(f"state dir: {report['state_dir']}")
     echo(model_line(report["model"]))
+    echo(f"trust: {trust_line(report['trust'])}")
     echo("layers (highest precedence first):")
     for layer in report["layers"]:
         tail = f"  ({layer['settings']})" if "settings" in layer else ""
@@ -195,6 +232,7 @@ def doctor_checks(runtime: Runtime) -> list[tuple[bool, str, str]]:
     rg = shutil.which("rg")
     checks.append((True, "ripgrep", rg or "not found: grep uses its slower Python search"))
     checks.append(_state_check())
+    checks.append((True, "trust", trust_line(trust_summary(runtime))))
     checks.append(_model_check(runtime))
     return checks
 

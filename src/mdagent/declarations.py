@@ -373,7 +373,17 @@ def read_settings(
         # Half-applied settings (a policy without its deny list) are worse than
         # none: report and skip the file, loudly.
         return {}, [], problems + schema_problems
-    return plain(data), _policy_sources(data, str(path), layer), problems
+    settings = plain(data)
+    if layer == "project" and "key_hosts" in settings:
+        # Which host may receive a key is the person's to say, never a folder's.
+        del settings["key_hosts"]
+        line, col = position(data, ["key_hosts"])
+        message = (
+            "key_hosts: only your user layer ($AGENT_HOME/config/agent.yaml) pairs keys "
+            "with hosts; ignored here"
+        )
+        problems = [*problems, Problem(str(path), line, col, "warning", message)]
+    return settings, _policy_sources(data, str(path), layer), problems
 
 
 def _policy_sources(data: Located, where: str, layer: str) -> list[dict[str, Any]]:

@@ -320,7 +320,10 @@ def _copy_workspace(runtime: Any, tmp: Path) -> Any:
     copy = Runtime(options, cwd=target / rel)
     # Compiled, not loaded: the registry cache is keyed by folder and a
     # temporary folder's entry would only be litter in the state folder.
-    copy.__dict__["registry"] = compile_registry(copy.layers)[0]
+    copy.__dict__["compiled"] = compile_registry(copy.layers)[0]
+    # As trusted as the workspace it copies (mdagent.trust): an untrusted one's
+    # hooks do not run around its tests, and its looser settings do not apply.
+    copy.__dict__["trust"] = runtime.trust
     # Nobody is asked during a test, not even on a terminal: a prompt skill's
     # turn builds its policy through this method, and an ask must be a refusal.
     copy.policy = functools.partial(Runtime.policy, copy, interactive=False)

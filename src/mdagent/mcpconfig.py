@@ -387,6 +387,8 @@ def server_locations(layers: list[Any]) -> dict[str, tuple[str, int, int]]:
 
     found: dict[str, tuple[str, int, int]] = {}
     for layer in layers:  # highest first: the first sighting is the entry in force
+        if layer.config_dir is None:
+            continue  # another agent's skill folder (.claude/skills): no settings
         path = Path(layer.config_dir) / SETTINGS_FILE
         if not path.is_file():
             continue

@@ -41,6 +41,7 @@ SUBCOMMANDS = (
     "skills",
     "test",
     "tools",
+    "trust",
 )
 
 #: ``agent /name -h`` and ``--help``, as the only word, show the help in every
@@ -57,13 +58,25 @@ def resolve_command(runtime: Runtime, name: str):
     registry = runtime.registry
     command = registry.command(name)
     if command is None or not command.user_invocable:
+        _refuse_untrusted_server(runtime, name, name)  # `/server:prompt` of one
         raise UsageError(unknown_command(registry, name))
     if command.kind != "tool" or not command.tool:
         return command, None
     tool_spec = runtime.tool_spec(command.tool)  # an MCP server's tool starts its server
     if tool_spec is None:
+        _refuse_untrusted_server(runtime, command.tool, command.name)
         raise ToolFailed(f"/{command.name}: tool {command.tool!r} is not offered by its MCP server")
     return command, tool_spec
+
+
+def _refuse_untrusted_server(runtime: Runtime, name: str, command: str) -> None:
+    """ToolFailed when ``name`` belongs to an MCP server of a folder nobody trusted."""
+    server = runtime.untrusted_server(name)
+    if server is not None:
+        raise ToolFailed(
+            f"/{command.lstrip('/')}: mcp server {server} is not started: "
+            "this folder is not trusted (`agent trust`)"
+        )
 
 
 def run_tool_command(

@@ -597,7 +597,9 @@ class Policy:
     ``policy.paths`` (extra workspace roots) is not read here: file tools
     confine paths with :func:`mdagent.workspace.roots_from`, its one reader.
     ``notify(message)`` shows what an answer did ("added allow rule …");
-    default: :func:`mdagent.approval.tell`.
+    default: :func:`mdagent.approval.tell`. ``saved()`` is called after
+    "always" wrote a rule into the project's settings (the runtime keeps the
+    workspace's trust current, :mod:`mdagent.trust`).
     """
 
     notify: Callable[[str], None] | None = None
@@ -613,6 +615,7 @@ class Policy:
         prompt: Prompt | None = None,
         project_layer: Path | None = None,
         sources: Iterable[Mapping[str, Any]] = (),
+        saved: Callable[[], None] | None = None,
     ) -> None:
         section = (settings or {}).get("policy") or {}
         if not isinstance(section, Mapping):
@@ -636,6 +639,7 @@ class Policy:
         self.approve_all = approve_all
         self.project_layer = Path(project_layer) if project_layer is not None else None
         self._prompt = prompt
+        self._saved = saved
         self._store = store
         # One question at a time; the agent may run calls concurrently, and a
         # call waiting for the prompt must see an "always" given meanwhile.
@@ -1049,6 +1053,8 @@ class Policy:
                 f"warning: could not add `{rule_text}` to {target}: {exc}; "
                 "allowed for this session only"
             )
+        if self._saved is not None:
+            self._saved()
         return f"added allow rule `{rule_text}` to {self._settings_file()}"
 
     def _tell(self, message: str) -> None:

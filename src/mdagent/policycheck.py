@@ -175,6 +175,8 @@ def policy_tests(runtime: Any) -> tuple[list[Problem], int]:
         return [], 0  # the broken settings are reported where they are
     ctx = model_context(runtime)
     problems = []
+    # In a folder nobody trusted, the tests meet the policy as it stands there (mdagent.trust).
+    untrusted = "" if runtime.trusted else "; this folder is not trusted: `agent trust`"
     for test in tests:
         entry = test.get("entry") or {}
         call, expect = str(entry.get("call", "")), entry.get("expect")
@@ -194,7 +196,7 @@ def policy_tests(runtime: Any) -> tuple[list[Problem], int]:
                     *where,
                     "error",
                     f"policy test failed: `{call}` is {verdict.decision}, expected {expect} "
-                    f"({decided})",
+                    f"({decided}{untrusted})",
                 )
             )
     return problems, len(tests)

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdagent.errors import PolicyDenied, ToolFailed, UsageError
+from mdagent.skills import LIVE_CONTEXT
 
 if TYPE_CHECKING:
     from mdagent.specs import Skill
@@ -55,7 +56,7 @@ MAX_LISTING = 200
 OWN_LAYERS = frozenset({"project", "bundled", "builtin"})
 CONSENT_FILE = "skill-consent.json"
 
-LIVE = re.compile(r"!`([^`\n]+)`")
+LIVE = LIVE_CONTEXT
 INCLUDE = re.compile(r"@\{((?:\$\{SKILL_DIR\}|\{baseDir\}|[^{}\n])+)\}")
 # Placeholders inside a live-context command; any other brace is literal.
 _COMMAND_TOKEN = re.compile(
@@ -383,10 +384,12 @@ def _consent(skill: Skill, commands: list[str], ctx: ToolContext) -> str | None:
     The consent kept for a skill is bound to the digest of its whole folder
     (:func:`folder_state`): a ``status.txt`` the body runs, a script, a
     link changed since the answer all ask again, with what changed shown.
+    A skill of a workspace the person has not trusted asks the same way.
     """
-    if not is_foreign(skill):
+    foreign = is_foreign(skill)
+    if not foreign and getattr(ctx, "trusted", True):
         return None
-    if getattr(ctx, "caller", "person") == "mcp":
+    if foreign and getattr(ctx, "caller", "person") == "mcp":
         # Before any consent kept or --yes: the client is another agent, and
         # `agent mcp serve` never asks anyone, so nobody could have agreed.
         return (
@@ -394,6 +397,8 @@ def _consent(skill: Skill, commands: list[str], ctx: ToolContext) -> str | None:
             "commands are never run for an MCP client (`agent mcp serve` never asks anyone); "
             f"run it with `agent /{skill.name}` in a terminal"
         )
+    # Not foreign but unasked-for: a skill of a workspace the person has not trusted.
+    origin = "comes from outside this project" if foreign else "is in a folder you have not trusted"
     with _consent_lock:  # one question at a time, and one answer for all
         files, unsure = folder_state(skill)
         kept = _read_consents().get(_consent_key(skill))
@@ -418,10 +423,14 @@ def _consent(skill: Skill, commands: list[str], ctx: ToolContext) -> str | None:
                 else "its commands need your approval the first time"
             )
             return (
-                f"skill {where} comes from outside this project and {why}; {nobody} "
+                f"skill {where} {origin} and {why}; {nobody} "
                 f"(run it once with `agent /{skill.name}` in a terminal, or with --yes)"
             )
-        note = f"It is not from this project: {skill.dir}"
+        note = (
+            f"It is not from this project: {skill.dir}"
+            if foreign
+            else f"This folder is not trusted (`agent trust`): {skill.dir}"
+        )
         if changed:
             note += f"\nChanged since you allowed it: {changed}"
         if files is None:

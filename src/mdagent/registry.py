@@ -50,7 +50,7 @@ TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
     from typing import Any
 
-CACHE_FORMAT = 9
+CACHE_FORMAT = 10
 #: About this many command keys per shard: a lookup parses one shard this size.
 SHARD_SIZE = 64
 
@@ -93,6 +93,7 @@ _COMPILER_MODULES = (
     "templates.py",
     "dispatch.py",  # the usage words of /help's cached rows
     "console.py",  # and their descriptions' first lines
+    "trust.py",  # what trust covers, and the untrusted view of the settings
     "schemas/declarations.json",
     "schemas/settings.json",
     "schemas/skill.json",
@@ -115,6 +116,7 @@ class Registry:
         layers: list[Layer],
         from_cache: bool = False,
         sources: list[dict[str, Any]] | None = None,
+        trust: dict[str, Any] | None = None,
     ) -> None:
         self.tools = tools
         self.commands = commands
@@ -126,6 +128,9 @@ class Registry:
         #: Where each policy rule and test was written, highest layer first
         #: (see :func:`mdagent.declarations.read_settings`).
         self.sources = sources or []
+        #: What workspace trust covers here and the untrusted view of the
+        #: settings (:func:`mdagent.trust.workspace_facts`); None: nothing.
+        self.trust = trust
         self._aliases: dict[str, str] | None = None
         self._settings_errors: list[Problem] | None = None
         self._listing_rows: list[list[str]] | None = None
@@ -347,6 +352,7 @@ def _compile_and_write(layers: list[Layer], files: _CacheFiles) -> Registry:
             "settings": registry.settings,
             "sources": registry.sources,
             "settings_errors": [list(p) for p in registry.settings_errors],
+            "trust": registry.trust,
         },
     }
     _write_cache(files.index, index)
@@ -384,6 +390,7 @@ class _CachedRegistry(Registry):
             layers=layers,
             from_cache=True,
             sources=data["sources"],
+            trust=data.get("trust"),
         )
         self._settings_errors = [Problem(*p) for p in data["settings_errors"]]
         self._files = files
@@ -517,6 +524,7 @@ class _CachedRegistry(Registry):
             self.tools = compiled.tools
             self.settings = compiled.settings
             self.sources = compiled.sources
+            self.trust = compiled.trust
             self._settings_errors = compiled.settings_errors
             self._aliases = None
             self.from_cache = False
@@ -688,6 +696,7 @@ def _well_formed(data: dict[str, Any]) -> bool:
         and all(isinstance(t, dict) for t in registry["tools"].values())
         and isinstance(registry.get("sources"), list)
         and _problem_rows(registry.get("settings_errors"))
+        and (registry.get("trust") is None or isinstance(registry["trust"], dict))
     )
 
 
@@ -789,6 +798,8 @@ class _Compiler:
         self.commands: dict[str, CommandSpec] = {}
         self.skills: dict[str, Skill] = {}
         self.settings_by_layer: list[dict[str, Any]] = []
+        #: (layer, its settings, its agent.yaml) of each layer with one, lowest first.
+        self.layer_settings: list[tuple[Layer, dict[str, Any], Path]] = []
         self.sources: list[dict[str, Any]] = []  # highest layer first
 
     def problem(self, path: str, line: int, severity: str, message: str) -> None:
@@ -837,6 +848,13 @@ class _Compiler:
             pending_checks.extend(self._load_layer(layer))
         self._check_references(pending_checks)
         self.problems.sort(key=lambda p: (p.path, p.line, p.col))
+        trust = None
+        if any(layer.scope == "project" for layer in self.layers):
+            from mdagent.trust import workspace_facts
+
+            trust = workspace_facts(
+                self.layers, self.layer_settings, self.tools, self.skills, self.sources
+            )
         registry = Registry(
             tools=self.tools,
             commands=self.commands,
@@ -845,6 +863,7 @@ class _Compiler:
             problems=self.problems,
             layers=self.layers,
             sources=self.sources,
+            trust=trust,
         )
         return registry
 
@@ -863,6 +882,7 @@ class _Compiler:
             settings, sources, problems = read_settings(settings_path, layer.kind)
             self.problems.extend(problems)
             self.settings_by_layer.append(settings)
+            self.layer_settings.append((layer, settings, settings_path))
             self.sources[:0] = sources  # layers load lowest first
 
     def _load_layer(self, layer: Layer) -> list[tuple[ToolSpec, Path]]:

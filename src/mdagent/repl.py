@@ -263,9 +263,9 @@ class Repl:
         fingerprint = _fingerprint(registry)
         changed = force or fingerprint != self._fingerprint
         if changed:
-            runtime.__dict__["registry"] = registry
-            for derived in ("env", "project_layer"):  # built from the old settings
-                runtime.__dict__.pop(derived, None)
+            runtime.use_registry(registry)  # settings, trust and what derives from them anew
+        changed = runtime.trust_moved() or changed  # a covered file edited: trust judged again
+        if changed:
             self._person_box = self._model_box = None
             if self._config is not None and self._config != _config_of(runtime):
                 self.drop_provider()

@@ -3,6 +3,11 @@
 The CLI fast path, ``agent ask`` and the interactive session all build a
 :class:`Runtime` and run calls through its toolbox, so every caller gets the
 same validation, policy, hooks and audit log.
+
+The runtime also decides workspace trust (:mod:`mdagent.trust`): in a
+workspace the person has not trusted, :attr:`Runtime.registry` is the view
+that only tightens, so the policy, hooks, MCP servers and the model settings
+all read what an untrusted folder is allowed, and nothing else needs to know.
 """
 
 from __future__ import annotations
@@ -73,14 +78,129 @@ class Runtime:
     def __init__(self, options: Options | None = None, cwd: Path | None = None) -> None:
         self.options = options or Options()
         self.cwd = (cwd or Path.cwd()).resolve()
+        #: Tell the person once when the workspace is not trusted (and ask at a
+        #: terminal when trust lapsed); off for what reports trust itself
+        #: (agent check, agent trust, agent config show, agent doctor).
+        self.trust_notice = True
 
     @cached_property
     def layers(self):
         return find_layers(self.options.layers, no_user=self.options.no_user, cwd=self.cwd)
 
     @cached_property
-    def registry(self) -> Registry:
+    def compiled(self) -> Registry:
+        """Every layer compiled as written, before trust is applied (see :attr:`registry`)."""
         return load_registry(self.layers)
+
+    @cached_property
+    def registry(self) -> Registry:
+        """The registry as this workspace may use it: compiled, or its untrusted view."""
+        if self.trusted:
+            return self.compiled
+        from mdagent.trust import UntrustedRegistry
+
+        return UntrustedRegistry(self.compiled)  # type: ignore[return-value]
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the workspace's own layers may act: trusted, or holding nothing trust covers.
+
+        Free for a workspace with nothing trust covers: only the registry's
+        cached facts are read.
+        """
+        facts = self.compiled.trust
+        if not facts or not facts.get("items"):
+            return True
+        return self.trust.trusted
+
+    @cached_property
+    def trust(self):
+        """The workspace's :class:`mdagent.trust.TrustState`, told (or asked) once per process."""
+        from mdagent.trust import evaluate
+
+        state = evaluate(self.compiled.trust)
+        if state.needed and not state.trusted and self.trust_notice:
+            state = self._tell_untrusted(state)
+        return state
+
+    def _tell_untrusted(self, state):
+        """One line on stderr; when trust lapsed and a person sits at a terminal, ask at once."""
+        import sys
+
+        from mdagent.trust import notice, question, snapshot, tell
+
+        if state.lapsed and sys.stdin.isatty() and sys.stderr.isatty():
+            sys.stderr.write(f"agent: {question(state)}")
+            sys.stderr.flush()
+            if sys.stdin.readline().strip().lower() in ("y", "yes"):
+                snapshot(self.compiled.trust).write()
+                tell("trusted this folder as it is now")
+                return state._replace(trusted=True, changes=[])
+        tell(notice(state))
+        return state
+
+    def use_registry(self, compiled: Registry) -> None:
+        """Carry on with ``compiled`` (a session's reload): trust is judged again if it moved."""
+        before = self.__dict__.get("compiled")
+        self.__dict__["compiled"] = compiled
+        derived = ["registry", "env", "project_layer"]  # built from the old one
+        if before is None or before.trust != compiled.trust:
+            derived.append("trust")  # what trust covers changed: judged (and told) again
+        for name in derived:
+            self.__dict__.pop(name, None)
+
+    def trust_moved(self) -> bool:
+        """Whether the workspace's trust changed since it was judged (a covered file edited).
+
+        A session asks before each line; when it did, the registry view is
+        judged again (and the person told).
+        """
+        facts = self.compiled.trust
+        if not facts or not facts.get("items") or "trust" not in self.__dict__:
+            return False
+        from mdagent.trust import evaluate
+
+        if evaluate(facts).trusted == self.trust.trusted:
+            return False
+        for name in ("registry", "trust", "env", "project_layer"):
+            self.__dict__.pop(name, None)
+        return True
+
+    def untrusted_server(self, name: str | None) -> str | None:
+        """The MCP server ``name`` (``server__tool``, ``/server:prompt``) is of, when it is one
+        an untrusted workspace declares and so is not started; else None."""
+        if not name or self.trusted:
+            return None
+        from mdagent.trust import untrusted_servers
+
+        name = name.lstrip("/")
+        for server in untrusted_servers(self.trust):
+            if name.startswith((f"{server}__", f"{server}:")):
+                return server
+        return None
+
+    def keep_trust_current(self, untrusted_note: str | None = None) -> None:
+        """After mdagent wrote a workspace file at the person's request, keep trust current.
+
+        A folder that was trusted, or needed no trust, before the write is
+        trusted as it is now (``agent new …``, an "always" answer, ``agent
+        skills add``); one that was not stays as it was, and
+        ``untrusted_note`` says so.
+        """
+        if not self.trusted:
+            if untrusted_note:
+                from mdagent.trust import tell
+
+                tell(untrusted_note)
+            return
+        from mdagent.trust import TrustError, trust_folder
+
+        try:
+            trust_folder(self.cwd, layers=self.options.layers, no_user=self.options.no_user)
+        except TrustError as err:  # what was asked for is done; say what is not
+            from mdagent.trust import tell
+
+            tell(f"{err}; run `agent trust` to trust this folder as it is now")
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -136,6 +256,9 @@ class Runtime:
             approve_all=self.options.yes,
             prompt=prompt,
             project_layer=self.project_layer,
+            saved=lambda: self.keep_trust_current(
+                "this folder is not trusted: its allow rules apply once you run `agent trust`"
+            ),
         )
 
     @cached_property
@@ -219,6 +342,7 @@ class Runtime:
             settings=self.settings,
             registry=self.registry,
             approve_all=self.options.yes,
+            trusted=self.trusted,
             **extra,
         )
 

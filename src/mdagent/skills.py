@@ -117,6 +117,16 @@ def _normalise(text: str) -> str:
 
 # A line of three or more dashes, as python-frontmatter and the Agent Skills
 # clients find it (`\s*$` in MULTILINE mode also takes blank lines after it).
+#: A prompt skill's live context in its body: ``!`cmd` `` runs ``cmd`` before the
+#: model sees the prompt (:mod:`mdagent.promptskills` runs it).
+LIVE_CONTEXT = re.compile(r"!`([^`\n]+)`")
+
+
+def live_commands(body: str) -> list[str]:
+    """The commands of a body's live context, in order (``!`git diff` `` gives ``git diff``)."""
+    return LIVE_CONTEXT.findall(body) if "!`" in body else []
+
+
 _BOUNDARY = re.compile(r"^-{3,}\s*$", re.MULTILINE)
 
 
@@ -373,7 +383,7 @@ def load_skill(path: Path | str, layer: str = "") -> tuple[Skill | None, list[Pr
         text = decode(read_capped(where, MAX_SKILL_BYTES, "a SKILL.md"), where)
         if not text.strip():
             raise ConfigError("empty file: a SKILL.md needs front-matter", where, 1, 1)
-        fm_text, _body, _ = split_front_matter(text, where)
+        fm_text, body, _ = split_front_matter(text, where)
         if len(fm_text.encode()) > MAX_FRONT_MATTER:
             raise ConfigError(
                 f"front-matter too large: {len(fm_text.encode()) >> 10} KiB"
@@ -498,6 +508,7 @@ def load_skill(path: Path | str, layer: str = "") -> tuple[Skill | None, list[Pr
         disallowed_tools=split_allowed_tools(meta.get("disallowed-tools")),
         argument_defaults=defaults,
         argument_help=argument_help,
+        live_context=[] if command.get("dispatch") == "tool" else live_commands(body),
         **command,
     )
     problems.sort(key=lambda p: (p.line, p.col))  # in the order the author reads the file

@@ -173,6 +173,9 @@ class Skill(Record):
     disallowed_tools: list[str] = []
     argument_defaults: dict[str, str] = {}
     argument_help: dict[str, str] = {}
+    # The commands of a prompt skill's live context (`!`cmd`` in its body): what
+    # trusting a workspace lets its own skills run without asking (mdagent.trust).
+    live_context: list[str] = []
 
     @property
     def dir(self) -> str:

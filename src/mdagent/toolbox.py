@@ -54,7 +54,9 @@ class ToolContext:
     the folder a person typed the command in, when it is not the workspace
     root ``workdir``: a person's relative paths start there and their
     commands run there (:func:`mdagent.workspace.base_for`); a model's
-    calls always start at the root.
+    calls always start at the root. ``trusted`` is False in a workspace
+    the person has not trusted (:mod:`mdagent.trust`): its own skills then
+    ask before their live context runs, as a foreign skill's do.
     Immutable: :meth:`replace` gives a copy with some fields changed.
     """
 
@@ -73,6 +75,7 @@ class ToolContext:
     registry: Any
     approve_all: bool
     cwd: str | None
+    trusted: bool
 
     def __init__(
         self,
@@ -89,6 +92,7 @@ class ToolContext:
         registry: Any = None,
         approve_all: bool = False,
         cwd: str | None = None,
+        trusted: bool = True,
     ) -> None:
         self.__dict__.update(
             tool_call_id=tool_call_id,
@@ -104,6 +108,7 @@ class ToolContext:
             registry=registry,
             approve_all=approve_all,
             cwd=cwd,
+            trusted=trusted,
         )
 
     def __setattr__(self, name: str, value: Any) -> None:

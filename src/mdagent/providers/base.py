@@ -272,6 +272,8 @@ class ProviderConfig:
     script: str | None = None
     price: tuple[float, float] | None = None
     reasoning: str | None = None
+    #: The endpoint is not one the key was given to (a skill named it): send no key.
+    withhold_key: bool = False
 
     @classmethod
     def from_settings(
@@ -631,7 +633,9 @@ class HTTPProvider:
 
     @property
     def api_key(self) -> str | None:
-        """The API key from the configured environment variable, or None."""
+        """The API key from the configured environment variable, or None (also when withheld)."""
+        if self.config.withhold_key:
+            return None
         return self._environ.get(self.api_key_env) or None
 
     def complete(
