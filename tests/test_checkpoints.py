@@ -553,6 +553,35 @@ def test_names_git_will_not_record_are_named_not_covered_and_never_written(ws):
     assert (ws / ".GIT" / "config").read_text() == "x\n" and not (ws / "new").exists()
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file: run the suite as a user")
+def test_unreadable_files_and_folders_are_named_and_the_rest_recorded(ws):
+    sh("echo s > private && chmod 000 private && mkdir closed && echo c > closed/c", ws)
+    sh("chmod 000 closed", ws)
+    try:
+        start = Checkpoints(ws).record("s1", 1, "go", "before")
+    finally:
+        sh("chmod 700 closed && chmod 600 private", ws)
+    assert {n.path: n.reason for n in start.not_covered} == {
+        "private": "cannot be read",
+        "closed": "a folder that cannot be read",
+    }
+    assert start.files == len([p for p in files_of(ws).values() if p[0] != "dir"]) - 2
+
+
+def test_a_file_git_could_not_read_is_named_and_the_rest_recorded(ws, monkeypatch):
+    # Root reads every file, so the refusal is what os.access says here; the test
+    # above runs the real one where the suite runs as a user.
+    real_access = os.access
+    monkeypatch.setattr(
+        os,
+        "access",
+        lambda path, mode, **kw: path != b"secret.env" and real_access(path, mode, **kw),
+    )
+    start = Checkpoints(ws).record("s1", 1, "go", "before")
+    assert [tuple(n) for n in start.not_covered] == [("secret.env", "cannot be read")]
+    assert "secret.env" not in Checkpoints(ws).store.entries(start.tree)
+
+
 def test_the_state_dir_inside_the_workspace_is_never_recorded(ws, monkeypatch):
     monkeypatch.setenv("AGENT_STATE_DIR", str(ws / "state"))
     cps = Checkpoints(ws)

@@ -292,7 +292,12 @@ class GitStore:
         """Create the store (private, 0700) unless it exists; idempotent."""
         if self.exists():
             return
-        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise CheckpointError(
+                f"checkpoint store: cannot create {self.folder}: {exc.strerror or exc}"
+            ) from None
         with contextlib.suppress(OSError):
             os.chmod(self.folder, 0o700)
         env = {k: v for k, v in self.environment().items()}
@@ -327,8 +332,13 @@ class GitStore:
         """
         import fcntl
 
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            self.lock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise CheckpointError(
+                f"checkpoint store: cannot open {self.lock_path}: {exc.strerror or exc}"
+            ) from None
         try:
             deadline = time.monotonic() + LOCK_TIMEOUT
             while True:
@@ -370,6 +380,11 @@ class GitStore:
             return self._snapshot(max_file_bytes, max_files, exclude)
         except CheckpointsUnavailable:
             raise
+        except OSError as exc:  # the workspace itself gone or unreadable
+            where = exc.filename if isinstance(exc.filename, str) else self.workspace
+            raise CheckpointError(
+                f"checkpoint store: cannot read {where}: {exc.strerror or exc}"
+            ) from None
         except CheckpointError as exc:
             # The index is a cache: a stale lock (a run killed mid-write) or a
             # damaged index only costs hashing the files again.
@@ -387,8 +402,7 @@ class GitStore:
     def _snapshot(self, max_file_bytes: int, max_files: int, exclude: tuple[str, ...]) -> Snapshot:
         # Paths stay bytes (as git wrote them) on the way through: 10,000 decodes
         # cost more than the rest of this loop; only what is reported is decoded.
-        indexed, changed, others = self._listing(max_files, exclude)
-        not_covered: list[NotCovered] = []
+        indexed, changed, others, not_covered = self._listing(max_files, exclude)
         update: list[bytes] = []
         drop: list[bytes] = []
         exact: dict[bytes, tuple[str, int]] = {}
@@ -445,9 +459,17 @@ class GitStore:
                     if not is_dir(kind):  # a folder now: its files are listed themselves
                         not_covered.append(NotCovered(_text(path), "not a file or a symlink"))
                     continue
-                covered += 1
                 if not known or path in changed:
+                    # git would stop at a file it cannot read (a root-owned 0600
+                    # file a container left): named instead, the rest recorded.
+                    if is_reg(kind) and not os.access(path, os.R_OK, dir_fd=root):
+                        not_covered.append(NotCovered(_text(path), "cannot be read"))
+                        exact.pop(path, None)
+                        if known:
+                            drop.append(path)
+                        continue
                     update.append(path)
+                covered += 1
         finally:
             os.close(root)
         if drop:
@@ -476,8 +498,8 @@ class GitStore:
 
     def _listing(
         self, max_files: int, exclude: tuple[str, ...]
-    ) -> tuple[set[bytes], set[bytes], list[bytes]]:
-        """``(indexed, changed, others)``: paths in the index, those that changed, new ones."""
+    ) -> tuple[set[bytes], set[bytes], list[bytes], list[NotCovered]]:
+        """Paths in the index, those that changed, new ones, and folders git could not read."""
         args = ["ls-files", "-z", "-c", "-o", "-m", "-t", "--exclude-standard", "--", "."]
         args += [f":(exclude,literal){path}" for path in exclude]
         indexed: set[bytes] = set()
@@ -512,11 +534,17 @@ class GitStore:
                     proc.kill()
                     proc.wait()
                 proc.stdout.close()
+            errors.seek(0)
+            said = errors.read()
             if status != 0:
-                errors.seek(0)
-                reason = _first_line(errors.read()) or f"exit status {status}"
+                reason = _first_line(said) or f"exit status {status}"
                 raise CheckpointError(f"checkpoint store: git ls-files failed: {reason}")
-        return indexed, changed, others
+        # git skips a folder it cannot open with a warning: named, never a silent gap.
+        unreadable = [
+            NotCovered(_text(m[1]).rstrip("/"), "a folder that cannot be read")
+            for m in re.finditer(rb"could not open directory '(.*?)': ", said)
+        ]
+        return indexed, changed, others, unreadable
 
     # -- commits and refs --------------------------------------------------
 

@@ -359,6 +359,9 @@ def _in_the_way(root: Path, acted: list[Change], removing: set[str]) -> list[Con
                 st = os.lstat(root / above)
             except (FileNotFoundError, NotADirectoryError):
                 break
+            except OSError as exc:
+                reason = f"cannot come back: {above} cannot be checked ({exc.strerror})"
+                break
             if stat.S_ISDIR(st.st_mode):
                 continue
             if above not in removing:
@@ -368,6 +371,9 @@ def _in_the_way(root: Path, acted: list[Change], removing: set[str]) -> list[Con
             try:
                 st = os.lstat(root / change.path)
             except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                found.append(Conflict(change.path, f"cannot be checked ({exc.strerror})", False))
                 continue
             if not stat.S_ISDIR(st.st_mode):
                 reason = (
