@@ -43,6 +43,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -400,12 +401,14 @@ class GitStore:
             return self._snapshot(max_file_bytes, max_files, exclude)
 
     def _snapshot(self, max_file_bytes: int, max_files: int, exclude: tuple[str, ...]) -> Snapshot:
-        # Paths stay bytes (as git wrote them) on the way through: 10,000 decodes
-        # cost more than the rest of this loop; only what is reported is decoded.
+        # This loop runs once per file of the workspace on every checkpoint, so
+        # it is written for speed: paths stay bytes as git wrote them (decoding
+        # 10,000 of them costs more than the loop), file types are tested with
+        # plain bit masks, and only what is reported is decoded.
         indexed, changed, others, not_covered = self._listing(max_files, exclude)
         update: list[bytes] = []
         drop: list[bytes] = []
-        exact: dict[bytes, tuple[str, int]] = {}
+        exact: dict[bytes, int] = {}  # regular file -> permission bits (with the type's bit)
         covered = 0
         root = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         folders = {b"": True}  # folder -> whether it is a real folder all the way up
@@ -420,56 +423,53 @@ class GitStore:
                     folders[folder] = False
             return folders[folder]
 
-        lstat, is_reg, is_link, is_dir, perm_of = (
-            os.lstat,
-            stat.S_ISREG,
-            stat.S_ISLNK,
-            stat.S_ISDIR,
-            stat.S_IMODE,
-        )
+        lstat, folder_known = os.lstat, folders.get
         try:
-            for path, known in _chain(indexed, others):
-                if path.endswith(b"/"):
-                    not_covered.append(NotCovered(_text(path[:-1]), "a git repository of its own"))
-                    continue
-                if not real_folder(path.rpartition(b"/")[0]):
-                    # Its folder is gone, or is now a file or a symlink: never
-                    # looked at through it (git would not add it there either).
-                    if known:
-                        drop.append(path)
-                    continue
-                try:
-                    st = lstat(path, dir_fd=root)
-                except (FileNotFoundError, NotADirectoryError):
-                    if known:
-                        update.append(path)  # deleted: --remove takes it out
-                    continue
-                kind = st.st_mode
-                if is_reg(kind):
-                    if st.st_size > max_file_bytes:
-                        reason = f"larger than {max_file_bytes} bytes"
-                        not_covered.append(NotCovered(_text(path), reason))
+            for known, paths in ((True, indexed), (False, others)):
+                for path in paths:
+                    if path[-1:] == b"/":
+                        reason = "a git repository of its own"
+                        not_covered.append(NotCovered(_text(path[:-1]), reason))
+                        continue
+                    above = path.rpartition(b"/")[0]
+                    if not (folder_known(above) or real_folder(above)):
+                        # Its folder is gone, or is now a file or a symlink: never
+                        # looked at through it (git would not add it there either).
                         if known:
                             drop.append(path)
                         continue
-                    exact[path] = ("100755" if kind & 0o100 else "100644", perm_of(kind))
-                elif not is_link(kind):
-                    if known:
-                        drop.append(path)
-                    if not is_dir(kind):  # a folder now: its files are listed themselves
-                        not_covered.append(NotCovered(_text(path), "not a file or a symlink"))
-                    continue
-                if not known or path in changed:
-                    # git would stop at a file it cannot read (a root-owned 0600
-                    # file a container left): named instead, the rest recorded.
-                    if is_reg(kind) and not os.access(path, os.R_OK, dir_fd=root):
-                        not_covered.append(NotCovered(_text(path), "cannot be read"))
-                        exact.pop(path, None)
+                    try:
+                        st = lstat(path, dir_fd=root)
+                    except (FileNotFoundError, NotADirectoryError):
+                        if known:
+                            update.append(path)  # deleted: --remove takes it out
+                        continue
+                    kind = st.st_mode & 0o170000
+                    if kind == 0o100000:  # a regular file
+                        if st.st_size > max_file_bytes:
+                            reason = f"larger than {max_file_bytes} bytes"
+                            not_covered.append(NotCovered(_text(path), reason))
+                            if known:
+                                drop.append(path)
+                            continue
+                        exact[path] = st.st_mode & 0o7777
+                    elif kind != 0o120000:  # neither a file nor a symlink
                         if known:
                             drop.append(path)
+                        if kind != 0o040000:  # a folder now: its files are listed themselves
+                            not_covered.append(NotCovered(_text(path), "not a file or a symlink"))
                         continue
-                    update.append(path)
-                covered += 1
+                    if not known or path in changed:
+                        # git would stop at a file it cannot read (a root-owned 0600
+                        # file a container left): named instead, the rest recorded.
+                        if kind == 0o100000 and not os.access(path, os.R_OK, dir_fd=root):
+                            not_covered.append(NotCovered(_text(path), "cannot be read"))
+                            del exact[path]
+                            if known:
+                                drop.append(path)
+                            continue
+                        update.append(path)
+                    covered += 1
         finally:
             os.close(root)
         if drop:
@@ -514,6 +514,11 @@ class GitStore:
                 stdout=subprocess.PIPE,
                 stderr=errors,
             )
+            # The read below has no time limit of its own: a git stuck on a dead
+            # network mount is stopped as any other git run would be.
+            stopped = threading.Event()
+            watchdog = threading.Timer(GIT_TIMEOUT, lambda: (stopped.set(), proc.kill()))
+            watchdog.start()
             try:
                 pending = b""
                 while chunk := proc.stdout.read(1 << 18):
@@ -528,14 +533,19 @@ class GitStore:
                             f"no checkpoint: the workspace has more than {max_files} files "
                             "(checkpoints.max_files)"
                         )
-                status = proc.wait(timeout=GIT_TIMEOUT)
+                status = proc.wait()  # stdout is closed: git is exiting (no polling sleeps)
             finally:
+                watchdog.cancel()
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
                 proc.stdout.close()
             errors.seek(0)
             said = errors.read()
+            if stopped.is_set():
+                raise CheckpointError(
+                    f"checkpoint store: git ls-files gave no answer in {GIT_TIMEOUT:.0f} s"
+                )
             if status != 0:
                 reason = _first_line(said) or f"exit status {status}"
                 raise CheckpointError(f"checkpoint store: git ls-files failed: {reason}")
@@ -734,15 +744,19 @@ class GitStore:
         return self.git(*args).decode("utf-8", "replace")
 
 
-def modes_of(exact: Mapping[bytes, tuple[str, int]]) -> Modes:
-    """:class:`Modes` from each file's ``(git mode, permission bits)``."""
-    counts = Counter(exact.values())
+def modes_of(exact: Mapping[bytes, int]) -> Modes:
+    """:class:`Modes` from each regular file's permission bits."""
     defaults = {"100644": 0o644, "100755": 0o755}
-    for git_mode in defaults:
-        usual = [(n, perm) for (mode, perm), n in counts.items() if mode == git_mode]
-        if usual:
-            defaults[git_mode] = max(usual)[1]
-    other = {_text(p): perm for p, (git_mode, perm) in exact.items() if perm != defaults[git_mode]}
+    seen = {"100644": 0, "100755": 0}
+    for perm, count in Counter(exact.values()).items():
+        git_mode = "100755" if perm & 0o100 else "100644"
+        if (count, perm) > (seen[git_mode], defaults[git_mode]):
+            seen[git_mode], defaults[git_mode] = count, perm
+    other = {
+        _text(p): perm
+        for p, perm in exact.items()
+        if perm != defaults["100755" if perm & 0o100 else "100644"]
+    }
     return Modes(defaults, other)
 
 
@@ -865,13 +879,6 @@ def remove_folder(folder: Path) -> None:
             raise CheckpointError(f"cannot remove {folder}: {exc.strerror}") from None
         return
     shutil.rmtree(aside, ignore_errors=True)
-
-
-def _chain(indexed: set[bytes], others: list[bytes]) -> Iterator[tuple[bytes, bool]]:
-    for path in indexed:
-        yield path, True
-    for path in others:
-        yield path, False
 
 
 def _nul(paths: Iterable[bytes]) -> bytes:
