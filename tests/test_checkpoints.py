@@ -234,6 +234,19 @@ def test_file_names_that_are_not_utf8_or_hold_newlines_and_spaces(ws):
     assert files_of(ws) == before
 
 
+def test_a_same_size_edit_in_place_right_after_a_checkpoint_is_seen(ws):
+    # git's racy-clean case: same inode, same size, same second as the index.
+    cps = Checkpoints(ws)
+    cps.record("s1", 1, "go", "before")
+    with open(ws / "notes.txt", "r+b") as fh:
+        fh.write(b"A")
+    cps.record("s1", 1, "go", "after")
+    plan = rewind.plan(cps, 1)
+    assert plan.revert == ("notes.txt",)
+    rewind.apply(cps, plan)
+    assert (ws / "notes.txt").read_text() == "alpha\nbeta\ngamma\n"
+
+
 def test_diff_shows_what_the_rewind_would_do_permission_bits_too(ws):
     cps = Checkpoints(ws)
     cps.record("s1", 1, "go", "before")
