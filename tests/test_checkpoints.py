@@ -569,16 +569,23 @@ def test_names_git_will_not_record_are_named_not_covered_and_never_written(ws):
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file: run the suite as a user")
 def test_unreadable_files_and_folders_are_named_and_the_rest_recorded(ws):
     sh("echo s > private && chmod 000 private && mkdir closed && echo c > closed/c", ws)
-    sh("chmod 000 closed", ws)
+    sh("mkdir shut && echo k > shut/k", ws)
+    cps = Checkpoints(ws)
+    first = cps.record("s1", 1, "go", "before")
+    sh("chmod 000 closed shut", ws)
     try:
-        start = Checkpoints(ws).record("s1", 1, "go", "before")
+        start = cps.record("s1", 2, "go", "before")
     finally:
-        sh("chmod 700 closed && chmod 600 private", ws)
+        sh("chmod 700 closed shut && chmod 600 private", ws)
+    assert {n.path: n.reason for n in first.not_covered} == {"private": "cannot be read"}
     assert {n.path: n.reason for n in start.not_covered} == {
         "private": "cannot be read",
         "closed": "a folder that cannot be read",
+        "shut": "a folder that cannot be read",
+        "shut/k": "cannot be read",
+        "closed/c": "cannot be read",
     }
-    assert start.files == len([p for p in files_of(ws).values() if p[0] != "dir"]) - 2
+    assert start.files == first.files - 2
 
 
 def test_a_file_git_could_not_read_is_named_and_the_rest_recorded(ws, monkeypatch):

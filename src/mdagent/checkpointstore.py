@@ -444,6 +444,11 @@ class GitStore:
                         if known:
                             update.append(path)  # deleted: --remove takes it out
                         continue
+                    except OSError:  # a folder on the way that cannot be searched
+                        not_covered.append(NotCovered(_text(path), "cannot be read"))
+                        if known:
+                            drop.append(path)
+                        continue
                     kind = st.st_mode & 0o170000
                     if kind == 0o100000:  # a regular file
                         if st.st_size > max_file_bytes:
