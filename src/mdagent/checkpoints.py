@@ -631,7 +631,7 @@ def _stores(state_dir: Path | None) -> list[tuple[GitStore, Checkpoints | None]]
 
 
 def stores(state_dir: str | os.PathLike[str] | None = None) -> list[StoreInfo]:
-    """Every workspace's store, oldest newest checkpoint first."""
+    """Every workspace's store, the least recently used first."""
     infos = []
     for store, checkpoints in _stores(Path(state_dir) if state_dir else None):
         listed = checkpoints.list() if checkpoints is not None else []
