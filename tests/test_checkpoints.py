@@ -715,6 +715,29 @@ def test_prune_by_age_and_by_size_and_sessions_take_theirs_along(tmp_path):
     assert report.stores_removed == 1 and report.size_after == 0 and stores() == []
 
 
+def test_prune_packs_a_store_full_of_loose_objects(tmp_path):
+    # git packs when objects/17/ holds more than 6700 / 256 objects: file
+    # contents whose blob ids start with 17 put them there, without 7,000 files.
+    ws = project(tmp_path, with_git=False)
+    made = 0
+    for n in range(100_000):
+        data = f"content {n}\n".encode()
+        if hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest().startswith("17"):
+            (ws / f"f{n}.txt").write_bytes(data)
+            made += 1
+            if made == 30:
+                break
+    cps = Checkpoints(ws)
+    cps.record("s1", 1, "go", "before")
+    loose = cps.store.git_dir / "objects" / "17"
+    assert len(list(loose.iterdir())) >= 30
+    before = cps.store.size()
+    prune()
+    assert not loose.exists() or not list(loose.iterdir())
+    assert cps.store.size() < before
+    assert rewind.plan(cps, 1).empty  # everything still readable
+
+
 def test_settings_defaults_agree_and_the_schema_checks_them(tmp_path):
     from mdagent.declarations import load_settings
     from mdagent.defaults import DEFAULT_SETTINGS

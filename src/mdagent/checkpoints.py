@@ -660,7 +660,8 @@ def prune(
     Missing limits come from ``settings`` (``checkpoints.keep_days`` and
     ``keep_mib``). Over the size limit, whole workspaces go first, least
     recently used first, then the oldest checkpoints of the last one. A
-    store whose workspace is gone, or that cannot be read, is removed.
+    store that cannot be read is removed; the others are packed when they
+    hold many loose objects.
     """
     limits = (
         settings
@@ -690,8 +691,7 @@ def prune(
                 remove_folder(store.folder)
                 stores_removed += 1
                 continue
-            if old:
-                store.gc()
+            store.gc(auto=not old)
             kept.append((store, checkpoints, listed[-1].time))
     cap = keep_mib * 1024 * 1024
     total = sum(store.size() for store, _, _ in kept)

@@ -360,9 +360,18 @@ class GitStore:
         """Bytes the store takes on disk."""
         return folder_size(self.folder)
 
-    def gc(self) -> None:
-        """Drop objects no checkpoint needs any more (the index's are kept)."""
-        if self.exists():
+    def gc(self, auto: bool = False) -> None:
+        """Drop objects no checkpoint needs any more (the index's are kept) and pack the rest.
+
+        ``auto``: only when git finds many loose objects (each small file is a
+        4 KiB block on disk until it is packed), in this process, never in the
+        background.
+        """
+        if not self.exists():
+            return
+        if auto:
+            self.git("-c", "gc.auto=6700", "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet")
+        else:
             self.git("gc", "--quiet", "--prune=now")
 
     # -- snapshots ---------------------------------------------------------
