@@ -44,6 +44,15 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     # holds the defaults of their per-server startup_timeout and timeout (seconds).
     "mcp": {"startup_timeout": 30, "timeout": 120},
     "mcp_servers": {},
+    # What mdagent.checkpoints.CheckpointSettings reads: snapshots of the workspace
+    # before and after each model turn, for agent rewind (README "Rewind").
+    "checkpoints": {
+        "enabled": True,
+        "max_file_bytes": 10_000_000,
+        "max_files": 50_000,
+        "keep_days": 30,
+        "keep_mib": 2048,
+    },
     # What mdagent.sandbox.SandboxSettings reads; its field defaults match these.
     "sandbox": {
         "mode": "workspace-write",
