@@ -178,7 +178,9 @@ def test_every_settings_section_is_either_kept_or_judged():
 
     with open(os.path.join(schema_path[0], "settings.json"), encoding="utf-8") as fh:
         sections = set(json.load(fh)["properties"])
+    # checkpoints: a project could turn rewind's safety net off; it waits for trust.
     judged = {"policy", "sandbox", "skills", "hooks", "mcp_servers", "model", "key_hosts"}
+    judged |= {"checkpoints"}
     assert sections == set(trust._KEPT_SECTIONS) | judged
     assert set(DEFAULT_SETTINGS) <= sections
 
