@@ -128,6 +128,8 @@ def test_naming_a_held_place_is_left_to_the_kernel(held, full, home, command):
         ("d=$(mktemp -d); cd $d && python3 x.py", "it may be any folder"),
         ("git stash -u", "git folder"),  # changes the work tree, .git with it
         ("ls | xargs gzip", "xargs"),
+        ("tar -x -f x.tar -C /", "holds"),  # / holds the workspace, which is writable
+        ("cp -r template/. ..", "holds"),
     ],
 )
 def test_what_the_kernel_does_not_hold_is_still_asked(held, command, why):

@@ -217,6 +217,11 @@ class Protected:
             return True
         return not any(_beneath(real, w) for w in self.writable)
 
+    def _holds_writable(self, folder: str) -> bool:
+        """Whether a place a command may write lies inside ``folder`` (``tar -x -C /``)."""
+        real = os.path.realpath(folder)
+        return any(_beneath(w, real) for w in self.writable or ())
+
     def kernel_refusal(
         self, command: str, cwd: str | None = None, env: Mapping[str, str] | None = None
     ) -> str | None:
@@ -474,7 +479,7 @@ class Protected:
         return None
 
     def _what(self, form: str, parents: bool) -> str | None:
-        if self._held(form):
+        if self._held(form) and not (parents and self._holds_writable(form)):
             return None  # the kernel keeps it read-only (held mode)
         key = os.path.normcase(form).casefold()
         inside = key.rstrip(os.sep) + os.sep
