@@ -162,11 +162,13 @@ def test_the_helper_command_line():
     line = namespaces.helper_command(
         ["ls", "-l"], binds=["/ws/a/b/x"], network=True, ruleset=7, writable=["/ws"]
     )
-    assert line == [
-        sys.executable, "-I", "-S", str(namespaces.HELPER),
+    assert line[:4] == [sys.executable, "-I", "-S", "-c"]
+    assert line[5:] == [
         "--anchor", "/ws/a", "--anchor", "/ws/a/b", "--read-only", "/ws/a/b/x",
         "--network", "--ruleset", "7", "--", "ls", "-l",
     ]  # fmt: skip
+    # The helper comes from beside this module, after the standard library.
+    assert f"sys.path.append({str(namespaces.HELPER.parent)!r})" in line[4]
     probe = namespaces.helper_command(["true"], binds=[], network=False, probe=True)
     assert probe[-3:] == ["--probe", "--", "true"] and "--network" not in probe
 

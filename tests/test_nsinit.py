@@ -74,23 +74,19 @@ def test_a_program_that_cannot_start_is_127_or_126(program, status, said):
     assert done.stderr == f"cannot run {program}: {said}\n"
 
 
-def test_a_setup_it_cannot_do_runs_nothing_with_125(tmp_path):
+@pytest.mark.parametrize("started_as", ["module", "script"])
+def test_a_setup_it_cannot_do_runs_nothing_with_125(tmp_path, started_as):
     marker = tmp_path / "ran"
-    line = [
-        sys.executable,
-        "-I",
-        "-S",
-        str(namespaces.HELPER),
-        "--bogus",
-        "--",
-        "touch",
-        str(marker),
-    ]
+    if started_as == "module":  # as the agent starts it
+        start = namespaces.helper_command(["true"], binds=[], network=True)[:5]
+    else:
+        start = [sys.executable, "-I", "-S", str(namespaces.HELPER)]
+    line = [*start, "--bogus", "--", "touch", str(marker)]
     done = subprocess.run(line, capture_output=True, text=True, timeout=30)
     assert done.returncode == 125
     assert done.stderr == "agent sandbox: unknown option '--bogus'\n"
     assert not marker.exists()
-    usage = subprocess.run(line[:4], capture_output=True, text=True, timeout=30)
+    usage = subprocess.run(start, capture_output=True, text=True, timeout=30)
     assert usage.returncode == 2 and usage.stderr.startswith("usage: nsinit.py")
 
 

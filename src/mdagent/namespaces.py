@@ -12,6 +12,9 @@ Three routes, the first that works on this machine is taken (once per run):
   the cache folder, ``sandbox.writable``, ``policy.paths``) are bound
   writable, then the agent's configuration inside them read-only again; a
   fresh ``/proc`` and a small ``/dev`` of its own (a private ``/dev/shm``).
+  bwrap passes no signal on: a timeout's SIGTERM to the call's process
+  group reaches the command and ends bwrap, whose init then dies with it
+  (``--die-with-parent``), so what is left ends at once, with no grace.
   A denied write fails with "Read-only file system". No Landlock here:
   the read-only mounts already hold what its rules would, and applying it
   would need a second program in every command (Landlock forbids
@@ -59,6 +62,13 @@ CHOICES = ("auto", "bwrap", "direct", "landlock")
 #: The routes that run a command in namespaces (the kernel holds the configuration).
 NAMESPACE_ROUTES = ("bwrap", "direct")
 HELPER = Path(__file__).with_name("nsinit.py")
+# The helper is imported as a module, not run as a script: a script is compiled
+# on every start (2-3 ms), a module's bytecode is cached. Appended to the path,
+# so no module of this folder can stand in for one of the standard library.
+_HELPER_START = (
+    f"import sys; sys.path.append({str(HELPER.parent)!r}); import nsinit; "
+    "sys.exit(nsinit.main(sys.argv[1:]))"
+)
 # How long a probe may take before the route counts as broken.
 _PROBE_TIMEOUT = 20.0
 
@@ -230,7 +240,7 @@ def helper_command(
     """The command line running ``argv`` through :mod:`mdagent.nsinit` (the direct route);
     ``writable``: where the command may write (for :func:`anchors`)."""
     binds = list(binds)
-    line = [sys.executable, "-I", "-S", str(HELPER)]
+    line = [sys.executable, "-I", "-S", "-c", _HELPER_START]
     for folder in anchors(binds, writable):
         line += ["--anchor", folder]
     for path in binds:

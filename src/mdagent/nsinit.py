@@ -1,7 +1,9 @@
 """The direct route's helper: new namespaces, read-only binds, Landlock, and an init for one command.
 
 :mod:`mdagent.namespaces` runs it in place of a model's command when
-bubblewrap is not installed: ``python -I -S nsinit.py SETUP -- ARGV...``.
+bubblewrap is not installed: ``python -I -S -c "…import nsinit;
+nsinit.main(…)" SETUP -- ARGV...`` (imported, so its bytecode is cached;
+``python -I -S nsinit.py`` works too).
 It imports nothing from mdagent (``-S``: not even site-packages), only the
 standard library, and starts as a fresh, single-threaded interpreter: the
 system calls that a ``preexec_fn`` would have to make between fork and
