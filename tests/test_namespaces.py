@@ -8,6 +8,7 @@ real commands in tests/test_nsinit.py and tests/test_sandbox_routes_e2e.py.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -165,12 +166,13 @@ def test_the_helper_command_line():
     assert line[:4] == [sys.executable, "-I", "-S", "-c"]
     assert line[5:] == [
         "--anchor", "/ws/a", "--anchor", "/ws/a/b", "--read-only", "/ws/a/b/x",
-        "--network", "--ruleset", "7", "--", "ls", "-l",
+        "--network", "--ruleset", "7", "--parent", str(os.getpid()), "--", "ls", "-l",
     ]  # fmt: skip
     # The helper comes from beside this module, after the standard library.
     assert f"sys.path.append({str(namespaces.HELPER.parent)!r})" in line[4]
     probe = namespaces.helper_command(["true"], binds=[], network=False, probe=True)
-    assert probe[-3:] == ["--probe", "--", "true"] and "--network" not in probe
+    assert probe[-5:] == ["--probe", "--parent", str(os.getpid()), "--", "true"]
+    assert "--network" not in probe
 
 
 def test_anchors_are_the_folders_a_command_could_move_a_bind_away_with():

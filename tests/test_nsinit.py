@@ -90,6 +90,15 @@ def test_a_setup_it_cannot_do_runs_nothing_with_125(tmp_path, started_as):
     assert usage.returncode == 2 and usage.stderr.startswith("usage: nsinit.py")
 
 
+def test_a_helper_whose_agent_is_already_gone_runs_nothing(tmp_path):
+    marker = tmp_path / "ran"
+    line = namespaces.helper_command(["touch", str(marker)], binds=[], network=True)
+    line[line.index("--parent") + 1] = "1"  # not its parent: as if the agent had died
+    done = subprocess.run(line, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 125 and not marker.exists()
+    assert done.stderr == "agent sandbox: the agent that started this command is gone\n"
+
+
 # --- signals and what is left behind ----------------------------------------------------------
 
 

@@ -445,6 +445,27 @@ def test_stopping_the_agent_ends_the_escapes(workspace, namespace_route, sig):
     assert gone_soon(escaped), "the escaped process outlived the agent"
 
 
+def test_a_killed_agent_takes_its_commands_with_it(workspace, namespace_route):
+    # SIGKILL: the agent can do nothing; the sandbox dies with it all the same.
+    settings(workspace, FULL)
+    mark = f"92.{random.randrange(10**6):06d}"
+    command = f"setsid sleep {mark} & echo started > started.txt; sleep 100"
+    with execs(command) as server:
+        agent = start_agent(
+            workspace, *provider_args(server), "ask", "go", stdin=subprocess.DEVNULL
+        )
+        try:
+            wait_for_text(workspace / "started.txt", agent)
+            wait_for_process(f"sleep {mark}")
+            agent.kill()
+            agent.communicate(timeout=20)
+            assert none_running(f"sleep {mark}"), "the command outlived the killed agent"
+        finally:
+            agent.kill()
+            for pid in processes_running(f"sleep {mark}"):
+                os.kill(pid, signal.SIGKILL)
+
+
 def test_a_command_signalling_itself_reports_its_own_status(workspace, run_agent, namespace_route):
     settings(workspace, FULL)
     suicide = 'python3 -c "import os; os.kill(os.getpid(), 15)"'

@@ -251,6 +251,7 @@ def helper_command(
         line += ["--ruleset", str(ruleset)]
     if probe:
         line.append("--probe")
+    line += ["--parent", str(os.getpid())]  # it dies with the agent
     return [*line, "--", *argv]
 
 

@@ -37,7 +37,8 @@ onto themselves, writable, so that they cannot be renamed away from the
 read-only paths inside them), ``--read-only PATH`` (repeated: the paths to
 bind read-only), ``--network`` (keep the host's network), ``--ruleset FD``
 (a Landlock ruleset descriptor), ``--probe`` (set everything up, run
-nothing, exit 0). When the sandbox cannot be set up nothing runs: one line
+nothing, exit 0), ``--parent PID`` (the agent: when it dies, even by
+SIGKILL, the helper dies too, and everything inside with it). When the sandbox cannot be set up nothing runs: one line
 on stderr (``agent sandbox: ...``) and exit status 125. ``json`` and
 ``signal`` are not imported (they pull in ``re`` and ``enum``: 6 ms of
 every command); ``_signal`` is what ``signal`` wraps.
@@ -251,6 +252,7 @@ class Setup:
         self.network = False
         self.ruleset = -1
         self.probe = False
+        self.parent = 0
         words = iter(options)
         for word in words:
             if word == "--read-only":
@@ -263,6 +265,8 @@ class Setup:
                 self.network = True
             elif word == "--probe":
                 self.probe = True
+            elif word == "--parent":
+                self.parent = int(next(words))
             else:
                 raise SetupError(f"unknown option {word!r}")
 
@@ -354,6 +358,11 @@ def main(args):
     uid, gid = os.getuid(), os.getgid()
     try:
         setup = Setup(args[:split])
+        # The agent gone (killed, even with SIGKILL): this helper goes too, and its
+        # init with it. Checked after, in case the agent went before.
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if setup.parent and os.getppid() != setup.parent:
+            raise SetupError("the agent that started this command is gone")
         flags = _CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWIPC
         if not setup.network:
             flags |= _CLONE_NEWNET
