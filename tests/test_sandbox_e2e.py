@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -285,6 +286,9 @@ def in_process(places, monkeypatch, capsys):
 
     monkeypatch.setenv("AGENT_SANDBOX", "landlock")  # no namespaces either
     monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))
+    # The run's private temp folder, in this test's own temp dir.
+    monkeypatch.setattr(tempfile, "tempdir", places.env["TMPDIR"])
+    monkeypatch.setattr(sandbox, "_PRIVATE_TMP", [])
     monkeypatch.setattr(process, "_TOLD", set())  # a fresh run: the note may be said again
     saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
 

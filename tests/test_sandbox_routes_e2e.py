@@ -445,14 +445,16 @@ def test_stopping_the_agent_ends_the_escapes(workspace, namespace_route, sig):
     assert gone_soon(escaped), "the escaped process outlived the agent"
 
 
-def test_a_killed_agent_takes_its_commands_with_it(workspace, namespace_route):
+def test_a_killed_agent_takes_its_commands_with_it(workspace, tmp_path, namespace_route):
     # SIGKILL: the agent can do nothing; the sandbox dies with it all the same.
     settings(workspace, FULL)
     mark = f"92.{random.randrange(10**6):06d}"
     command = f"setsid sleep {mark} & echo started > started.txt; sleep 100"
+    # A killed agent cannot remove its private temp folder: it is left in the test's.
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
     with execs(command) as server:
         agent = start_agent(
-            workspace, *provider_args(server), "ask", "go", stdin=subprocess.DEVNULL
+            workspace, *provider_args(server), "ask", "go", stdin=subprocess.DEVNULL, env=env
         )
         try:
             wait_for_text(workspace / "started.txt", agent)
