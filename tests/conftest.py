@@ -169,6 +169,88 @@ def gone_soon(pid: int, within: float = 5.0) -> bool:
     return not alive(pid)
 
 
+def processes_running(command_line: str) -> list[int]:
+    """Host pids of live processes whose whole command line is ``command_line``.
+
+    A sandboxed command runs in a PID namespace of its own: the ``$!`` or
+    ``$$`` it reports is not a pid out here, so tests find its processes by
+    an unusual command line (``sleep 96.1234``) instead.
+    """
+    found = []
+    wanted = command_line.encode()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+        except OSError:
+            continue
+        if cmdline.rstrip(b"\0").replace(b"\0", b" ") == wanted and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def none_running(command_line: str, within: float = 5.0) -> bool:
+    """Wait up to ``within`` seconds until no process runs ``command_line``; whether none does
+    (a process the kernel is killing may take a moment to be gone)."""
+    end = time.monotonic() + within
+    while processes_running(command_line):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def wait_for_process(command_line: str, within: float = 20.0) -> int:
+    """The host pid of the one process running ``command_line``, once it runs."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        found = processes_running(command_line)
+        if len(found) == 1:
+            return found[0]
+        assert not found, f"more than one {command_line}: {found}"
+        time.sleep(0.02)
+    pytest.fail(f"{command_line} did not start within {within} s")
+
+
+# -- the sandbox's routes (mdagent.namespaces) ---------------------------------------
+
+ROUTES = ("bwrap", "direct", "landlock")
+
+
+def route_unavailable(name: str) -> str | None:
+    """Why ``AGENT_SANDBOX=name`` cannot be taken on this machine (None: it can)."""
+    from mdagent import namespaces, sandbox
+
+    if name == "landlock":
+        reason = sandbox.landlock_reason()
+        return f"no Landlock: {reason}" if reason else None
+    got = namespaces._route(name)
+    return None if got.name == name else got.why
+
+
+def take_route(name: str, monkeypatch) -> str:
+    """Make this test's agents (and this process) take route ``name``, or skip saying why not."""
+    why = route_unavailable(name)
+    if why:
+        pytest.skip(f"the {name} route cannot be taken here: {why}")
+    monkeypatch.setenv("AGENT_SANDBOX", name)
+    return name
+
+
+@pytest.fixture(params=ROUTES)
+def route(request, monkeypatch):
+    """Each route of the sandbox in turn (``AGENT_SANDBOX``), skipped where it cannot run."""
+    return take_route(request.param, monkeypatch)
+
+
+@pytest.fixture(params=ROUTES[:2])
+def namespace_route(request, monkeypatch):
+    """Each route that runs commands in namespaces (bwrap, direct), skipped where it cannot run."""
+    return take_route(request.param, monkeypatch)
+
+
 def write(path: Path, text: str | bytes) -> Path:
     """Write ``text`` (or bytes) to ``path``, creating its folders; returns ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)

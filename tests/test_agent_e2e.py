@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import threading
@@ -11,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import agent_executable, gone_soon, trust_as_is
+from conftest import agent_executable, gone_soon, trust_as_is, wait_for_process
 from mdagent.store import Store
 
 
@@ -350,12 +351,15 @@ def test_continue_with_an_unknown_session_is_a_usage_error(run_agent, server):
 
 
 def test_ctrl_c_stops_the_running_command_saves_the_session_and_exits_130(server, workspace):
-    command = "echo $$ > pid; exec sleep 30"
+    # Found by its command line: in the sandbox's PID namespace $$ is no pid out here.
+    sleep = f"sleep 30.{random.randrange(10**6):06d}"
+    command = f"echo started > pid; exec {sleep}"
     server.add({"tool_calls": [{"name": "exec", "arguments": {"command": command}}]})
     api = Api("openai", True)
     process = _spawn(api, server, "--yes", "sleep a while")
     try:
         _wait_for(lambda: (workspace / "pid").exists() and (workspace / "pid").read_text().strip())
+        pid = wait_for_process(sleep)
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=10)
     finally:
@@ -363,7 +367,6 @@ def test_ctrl_c_stops_the_running_command_saves_the_session_and_exits_130(server
             _kill(process)
     assert process.returncode == 130
     assert b"interrupted" in err
-    pid = int((workspace / "pid").read_text())
     assert gone_soon(pid)  # the command's process group was stopped
     messages = Store().messages(Store().latest_session())
     assert [m["role"] for m in messages] == ["user", "assistant", "tool"]

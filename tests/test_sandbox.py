@@ -1,9 +1,13 @@
 """The Landlock sandbox: real children, real writes, a real TCP server on 127.0.0.1.
 
-Tests run as root on some machines, and Landlock confines root too, so the
-"outside" target is a temporary folder of the test, not a system path. The
-temp dir and cache dir the sandbox allows are pointed at folders of their
-own, because pytest's tmp_path is itself under the system temp dir.
+These are the tests of the Landlock layer and of the route without
+namespaces (``AGENT_SANDBOX=landlock``, set for every test here); the
+namespace routes have tests/test_namespaces.py and
+tests/test_sandbox_routes_e2e.py. Tests run as root on some machines, and
+Landlock confines root too, so the "outside" target is a temporary folder
+of the test, not a system path. The temp dir and cache dir are pointed at
+folders of their own, because pytest's tmp_path is itself under the system
+temp dir; the run's private temp folder is made afresh in each test's.
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ from mdagent import sandbox
 from mdagent.errors import ConfigError
 from mdagent.sandbox import SandboxSettings, SandboxUnavailable, prepare
 
-REASON = sandbox.available()
-needs_landlock = pytest.mark.skipif(REASON is not None, reason=f"no Landlock: {REASON}")
+REASON = sandbox.landlock_reason()
+needs_landlock = pytest.mark.skipif(bool(REASON), reason=f"no Landlock: {REASON}")
 needs_network_rules = pytest.mark.skipif(
     sandbox.abi_version() < 4, reason="Landlock network rules need ABI 4 (Linux 6.7)"
 )
@@ -33,13 +37,20 @@ needs_scopes = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def landlock_route(monkeypatch):
+    """The route without namespaces: Landlock alone."""
+    monkeypatch.setenv("AGENT_SANDBOX", "landlock")
+
+
 @pytest.fixture
 def dirs(tmp_path, monkeypatch):
-    """A workspace, an outside folder, and the temp and cache dirs the sandbox allows."""
+    """A workspace, an outside folder, the host's temp dir and the cache dir the sandbox allows."""
     made = {name: tmp_path / name for name in ("ws", "outside", "tmp", "cache")}
     for path in made.values():
         path.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(made["tmp"]))
+    monkeypatch.setattr(sandbox, "_PRIVATE_TMP", [])  # a fresh run: its own private temp folder
     monkeypatch.setenv("TMPDIR", str(made["tmp"]))
     monkeypatch.setenv("XDG_CACHE_HOME", str(made["cache"]))
     return made
@@ -48,8 +59,10 @@ def dirs(tmp_path, monkeypatch):
 def py(code: str, box: sandbox.Sandbox, *args: str, **kw) -> subprocess.CompletedProcess:
     """Run ``python -c code ARGS`` in the sandbox, as a tool's child would be run."""
     return subprocess.run(
-        [sys.executable, "-c", code, *args],
+        box.command([sys.executable, "-c", code, *args]),
         preexec_fn=box.preexec_fn,
+        pass_fds=box.pass_fds,
+        env={**os.environ, **box.env},
         capture_output=True,
         text=True,
         timeout=30,
@@ -105,11 +118,12 @@ def test_the_workspace_is_writable_files_and_folders(dirs):
 
 
 @needs_landlock
-def test_temp_dir_cache_dir_shm_and_devices_are_writable(dirs):
+def test_private_temp_dir_cache_dir_shm_and_devices_are_writable(dirs):
     code = (
         "import os, tempfile\n"
         "with tempfile.NamedTemporaryFile(dir='/dev/shm') as f: f.write(b'x')\n"
         "with tempfile.TemporaryDirectory() as d: open(d + '/f', 'w').write('x')\n"
+        "open(os.path.join(os.environ['TMPDIR'], 'kept'), 'w').write('x')\n"
         f"os.makedirs({str(dirs['cache'] / 'pip' / 'http')!r})\n"
         "open('/dev/null', 'w').write('x')\n"
         "open('/dev/zero', 'rb').read(4)\n"
@@ -117,8 +131,14 @@ def test_temp_dir_cache_dir_shm_and_devices_are_writable(dirs):
     )
     with prepare(SandboxSettings(), dirs["ws"]) as box:
         result = py(code, box)
+        host_tmp = py(write(dirs["tmp"] / "shared"), box)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == str(dirs["tmp"])
+    # $TMPDIR is a folder of this run's own inside the host's temp dir, which stays unwritable.
+    private = sandbox.private_tmpdir()
+    assert result.stdout.strip() == str(private) and private.parent == dirs["tmp"].resolve()
+    assert (private / "kept").read_text() == "x"
+    assert host_tmp.returncode != 0 and "Permission denied" in host_tmp.stderr
+    assert not (dirs["tmp"] / "shared").exists()
     assert (dirs["cache"] / "pip" / "http").is_dir()
 
 
@@ -326,7 +346,10 @@ def test_not_linux_is_a_reason(monkeypatch):
 def test_network_off_without_network_rules_keeps_the_file_rules(dirs, monkeypatch, tcp_server):
     monkeypatch.setattr(sandbox, "_probe", lambda: (3, ""))
     reason = sandbox.available(SandboxSettings(network=False))
-    assert reason == "network: off needs Landlock ABI 4 (Linux 6.7); this kernel has ABI 3"
+    assert reason == (
+        "there are no namespaces here (AGENT_SANDBOX=landlock); "
+        "network: off needs Landlock ABI 4 (Linux 6.7); this kernel has ABI 3"
+    )
     with pytest.raises(SandboxUnavailable):
         prepare(SandboxSettings(network=False, required=True), dirs["ws"])
     with prepare(SandboxSettings(network=False), dirs["ws"]) as box:
@@ -382,12 +405,29 @@ def test_who_is_confined():
 
 
 def test_describe_says_what_is_allowed_and_what_widens_it(dirs):
-    line = sandbox.describe(SandboxSettings(network=False), dirs["ws"])
-    assert str(dirs["ws"]) in line and str(dirs["tmp"]) in line and "/dev/null" in line
+    private = dirs["tmp"] / "agent-tmp-x"
+    line = sandbox.describe(SandboxSettings(network=False), dirs["ws"], tmpdir=private)
+    assert str(dirs["ws"]) in line and "/dev/null" in line
+    private.mkdir()
+    line = sandbox.describe(SandboxSettings(network=False), dirs["ws"], tmpdir=private)
+    assert "$TMPDIR (private to this run)" in line and str(private) not in line
+    assert "TCP connect and bind are denied" in line
     assert "sandbox.writable" in line and "sandbox.network: on" in line
     assert "\n" not in line
     read_only = sandbox.describe(SandboxSettings(mode="read-only"), dirs["ws"])
     assert str(dirs["ws"]) not in read_only and "sandbox.mode: workspace-write" in read_only
+
+
+def test_describe_names_the_route_and_what_stays_read_only(dirs):
+    names = (".agents", ".git/config", ".git/hooks", ".git/info", "scripts/guard.sh")
+    binds = [str(dirs["ws"] / name) for name in names]
+    line = sandbox.describe(SandboxSettings(network=False), dirs["ws"], route="bwrap", binds=binds)
+    assert line.startswith("sandbox (workspace-write, namespaces via bwrap): ")
+    assert (
+        "(not .agents, .git/config, .git/hooks, .git/info, 1 more: the agent's configuration)"
+        in (line)
+    )
+    assert "they have no network (loopback only)" in line and "TCP" not in line
 
 
 @needs_landlock
@@ -461,8 +501,12 @@ def test_the_settings_schema_accepts_what_the_runtime_accepts(text):
 def test_the_note_without_network_rules_says_the_file_rules_hold(monkeypatch):
     monkeypatch.setattr(sandbox, "_probe", lambda: (3, ""))
     note = sandbox.unavailable_note(sandbox.available(SandboxSettings(network=False)))
-    assert note.startswith("sandbox without network rules: network: off needs Landlock ABI 4")
-    assert "model commands can connect" in note
+    assert note.startswith(
+        "sandbox with Landlock alone: there are no namespaces here (AGENT_SANDBOX=landlock); "
+        "network: off needs Landlock ABI 4"
+    )
+    assert "only the command parser guards the agent's configuration" in note
+    assert "they can connect over TCP" in note
 
 
 # --- the one path from a tool call to a process -------------------------------
@@ -499,14 +543,15 @@ def test_a_models_call_is_confined_and_a_persons_is_not(dirs, told):
     assert person["exit_code"] == 0 and "sandbox" not in person
     everyone = tool_run(dirs, write(dirs["outside"] / "all"), caller="person", applies_to="all")
     assert everyone["exit_code"] == 1 and not (dirs["outside"] / "all").exists()
-    assert told == [model["sandbox"]]  # the same note twice is told once
+    # Once each: the route has no namespaces, and the command may have met the sandbox.
+    assert told == [sandbox.unavailable_note(sandbox.available()), model["sandbox"]]
 
 
 @needs_landlock
 def test_a_failure_that_is_no_denial_gets_no_note(dirs, told):
     result = tool_run(dirs, "import sys; sys.exit('no such thing')")
     assert result["exit_code"] == 1 and "sandbox" not in result
-    assert told == []
+    assert told == [sandbox.unavailable_note(sandbox.available())]  # only the route's
 
 
 def test_required_without_landlock_runs_nothing(dirs, monkeypatch, told):
@@ -538,7 +583,7 @@ def test_a_broken_sandbox_setting_runs_nothing(dirs, told):
 
 @needs_landlock
 def test_a_call_whose_child_cannot_enter_the_sandbox_runs_nothing(dirs, monkeypatch, told):
-    def bogus(settings, workspace, extra_writable=()):
+    def bogus(settings, workspace, extra_writable=(), **route):
         not_a_ruleset = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         return sandbox.Sandbox(settings, workspace, fd=not_a_ruleset, abi=7)
 

@@ -1,11 +1,13 @@
 """The sandbox through the real ``agent``: a model's commands, a person's, hooks, settings.
 
-The agent runs with TMPDIR and XDG_CACHE_HOME pointed at folders of their
-own: pytest's tmp_path lies under the system temp dir, which the sandbox
-lets commands write, so the "outside" folder would otherwise be inside.
-Tests that need Landlock are skipped, with the reason, where it is missing;
-the fallback tests simulate a missing Landlock and run everywhere, with the
-CLI in this process (a monkeypatch cannot reach the real executable).
+Each test that needs a sandbox runs once per route (``route`` fixture:
+bwrap, direct, landlock), skipped with the reason where the machine cannot
+take it; tests/test_sandbox_routes_e2e.py has what only the namespace
+routes hold. The agent runs with TMPDIR and XDG_CACHE_HOME pointed at
+folders of their own: pytest's tmp_path lies under the system temp dir.
+The fallback tests simulate a missing Landlock (and no namespaces) and run
+everywhere, with the CLI in this process (a monkeypatch cannot reach the
+real executable).
 """
 
 from __future__ import annotations
@@ -13,21 +15,16 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from conftest import trust_as_is, write
+from conftest import take_route, trust_as_is, write
 from mdagent import process, sandbox
 from model_server import ModelServer
-
-REASON = sandbox.available()
-needs_landlock = pytest.mark.skipif(REASON is not None, reason=f"no Landlock: {REASON}")
-needs_network_rules = pytest.mark.skipif(
-    sandbox.abi_version() < 4, reason="Landlock network rules need ABI 4 (Linux 6.7)"
-)
 
 
 @pytest.fixture
@@ -79,11 +76,17 @@ def write_code(path: Path) -> str:
     return f"open('{path}', 'w').write('x')"
 
 
+def refused(result: dict, route: str) -> bool:
+    """Whether a tool result is a write the sandbox refused, in the route's words: bwrap's
+    read-only mounts say "Read-only file system", Landlock "Permission denied"."""
+    words = "Read-only file system" if route == "bwrap" else "Permission denied"
+    return result["ok"] is False and words in result["stderr"]
+
+
 # --- a model's commands --------------------------------------------------------
 
 
-@needs_landlock
-def test_full_mode_and_yes_do_not_lift_the_sandbox(run_agent, places):
+def test_full_mode_and_yes_do_not_lift_the_sandbox(run_agent, places, route):
     settings(places.ws, "policy: {mode: full}\n")
     target = places.outside / "x"
     with model(py(write_code(target)), py(write_code(places.ws / "inside.txt"))) as server:
@@ -91,7 +94,7 @@ def test_full_mode_and_yes_do_not_lift_the_sandbox(run_agent, places):
         outside, inside = tool_results(server)
     assert result.returncode == 0, result.stderr
     assert not target.exists()
-    assert outside["ok"] is False and "PermissionError" in outside["stderr"]
+    assert refused(outside, route), outside
     assert "sandbox" in outside["sandbox"] and "sandbox.writable" in outside["sandbox"]
     assert str(places.ws) in outside["sandbox"]
     # The person is told too, once.
@@ -100,8 +103,7 @@ def test_full_mode_and_yes_do_not_lift_the_sandbox(run_agent, places):
     assert (places.ws / "inside.txt").read_text() == "x"
 
 
-@needs_landlock
-def test_the_user_layer_and_the_audit_log_are_out_of_reach(run_agent, places, hermetic):
+def test_the_user_layer_and_the_audit_log_are_out_of_reach(run_agent, places, hermetic, route):
     # A script the model wrote earlier: the policy sees `python3 tamper.py`,
     # not the paths inside, yet the person's own layer and mdagent's record
     # of what the model did stay as they were.
@@ -118,18 +120,20 @@ def test_the_user_layer_and_the_audit_log_are_out_of_reach(run_agent, places, he
     with model("python3 tamper.py", "python3 scribble.py") as server:
         ask(run_agent, server, places)
         layer, audit = tool_results(server)
-    assert layer["ok"] is False and audit["ok"] is False, (layer, audit)
-    assert "PermissionError" in layer["stderr"] and "PermissionError" in audit["stderr"]
+    assert refused(layer, route) and refused(audit, route), (layer, audit)
     assert not user_settings.exists()
     assert not database.read_bytes().endswith(b"garbage")
     assert run_agent("logs", env=places.env).returncode == 0
 
 
-@needs_landlock
-def test_a_background_grandchild_that_left_the_group_is_confined_too(run_agent, places):
-    # The grandchild starts a session of its own, so stopping the command's
-    # process group does not reach it: it outlives the call, and still
-    # cannot write outside.
+def test_a_background_grandchild_that_left_the_group_is_confined_too(
+    run_agent, places, monkeypatch
+):
+    # Without namespaces: the grandchild starts a session of its own, so
+    # stopping the command's process group does not reach it: it outlives
+    # the call, and still cannot write outside. (In a namespace it ends with
+    # the call: tests/test_sandbox_routes_e2e.py.)
+    take_route("landlock", monkeypatch)
     done = places.ws / "done"
     script = f"sleep 0.3; if echo x > {places.outside}/f 2>/dev/null; then echo wrote; else echo denied; fi > {done}"
     spawn = (
@@ -162,10 +166,10 @@ def tcp_port():
         listener.close()
 
 
-@needs_landlock
-@needs_network_rules
 @pytest.mark.parametrize("network", ["off", "on"])
-def test_network_off_denies_a_models_connection(run_agent, places, tcp_port, network):
+def test_network_off_denies_a_models_connection(run_agent, places, tcp_port, network, route):
+    if route == "landlock" and sandbox.abi_version() < 4:
+        pytest.skip("Landlock network rules need ABI 4 (Linux 6.7)")
     settings(places.ws, f"policy: {{mode: full}}\nsandbox: {{network: {network}}}\n")
     connect = f"import socket; socket.create_connection(('127.0.0.1', {tcp_port}), timeout=10)"
     with model(py(connect)) as server:
@@ -174,14 +178,18 @@ def test_network_off_denies_a_models_connection(run_agent, places, tcp_port, net
     assert result.returncode == 0, result.stderr
     if network == "on":
         assert done["ok"] is True, done
-    else:
-        assert done["ok"] is False and "PermissionError" in done["stderr"]
+        return
+    assert done["ok"] is False
+    if route == "landlock":
+        assert "PermissionError" in done["stderr"]
         assert "TCP connect and bind are denied" in done["sandbox"]
-        assert "sandbox.network: on" in done["sandbox"]
+    else:  # its own empty network: nothing listens on its loopback
+        assert "ConnectionRefusedError" in done["stderr"]
+        assert "they have no network (loopback only)" in done["sandbox"]
+    assert "sandbox.network: on" in done["sandbox"]
 
 
-@needs_landlock
-def test_mode_off_restores_unconfined_commands(run_agent, places):
+def test_mode_off_restores_unconfined_commands(run_agent, places, route):
     settings(places.ws, "policy: {mode: full}\nsandbox: {mode: off}\n")
     with model(py(write_code(places.outside / "x"))) as server:
         ask(run_agent, server, places)
@@ -191,8 +199,7 @@ def test_mode_off_restores_unconfined_commands(run_agent, places):
     assert (places.outside / "x").read_text() == "x"
 
 
-@needs_landlock
-def test_writable_widens_the_sandbox(run_agent, places):
+def test_writable_widens_the_sandbox(run_agent, places, route):
     settings(places.ws, f"policy: {{mode: full}}\nsandbox: {{writable: ['{places.outside}']}}\n")
     with model(py(write_code(places.outside / "x"))) as server:
         ask(run_agent, server, places)
@@ -201,8 +208,7 @@ def test_writable_widens_the_sandbox(run_agent, places):
     assert (places.outside / "x").exists()
 
 
-@needs_landlock
-def test_read_only_mode_keeps_the_workspace_unchanged(run_agent, places):
+def test_read_only_mode_keeps_the_workspace_unchanged(run_agent, places, route):
     settings(places.ws, "policy: {mode: full}\nsandbox: {mode: read-only}\n")
     with model(py(write_code(places.ws / "new.txt")), "ls .agents") as server:
         ask(run_agent, server, places)
@@ -215,8 +221,7 @@ def test_read_only_mode_keeps_the_workspace_unchanged(run_agent, places):
 # --- a person's commands, hooks ------------------------------------------------
 
 
-@needs_landlock
-def test_a_typed_command_is_unconfined_unless_applies_to_all(run_agent, places):
+def test_a_typed_command_is_unconfined_unless_applies_to_all(run_agent, places, route):
     term(places.ws)
     target = places.outside / "typed"
     typed = run_agent("/term", py(write_code(target)), env=places.env)
@@ -227,16 +232,14 @@ def test_a_typed_command_is_unconfined_unless_applies_to_all(run_agent, places):
     settings(places.ws, "sandbox: {applies_to: all}\n")
     typed = run_agent("/term", py(write_code(target)), env=places.env)
     assert typed.returncode == 1
-    assert "PermissionError" in typed.stderr
-    assert (
-        "agent: the command may have been stopped by mdagent's sandbox (workspace-write)"
-        in typed.stderr
+    assert ("Read-only file system" if route == "bwrap" else "Permission denied") in typed.stderr
+    assert "agent: the command may have been stopped by mdagent's sandbox (workspace-write" in (
+        typed.stderr
     )
     assert not target.exists()
 
 
-@needs_landlock
-def test_hooks_run_unconfined(run_agent, places):
+def test_hooks_run_unconfined(run_agent, places, route):
     marker = places.outside / "hook-ran"
     settings(
         places.ws,
@@ -281,7 +284,11 @@ def in_process(places, monkeypatch, capsys):
     """Run the CLI in this process, as if the kernel had no Landlock; returns a runner."""
     from mdagent import cli
 
+    monkeypatch.setenv("AGENT_SANDBOX", "landlock")  # no namespaces either
     monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))
+    # The run's private temp folder, in this test's own temp dir.
+    monkeypatch.setattr(tempfile, "tempdir", places.env["TMPDIR"])
+    monkeypatch.setattr(sandbox, "_PRIVATE_TMP", [])
     monkeypatch.setattr(process, "_TOLD", set())  # a fresh run: the note may be said again
     saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import signal
 import subprocess
 import time
@@ -26,11 +27,13 @@ from conftest import (
     command_skill,
     config,
     gone_soon,
+    processes_running,
     provider_args,
     scripted_model,
     settings,
     start_agent,
     tool_results,
+    wait_for_process,
     wait_for_text,
 )
 
@@ -120,8 +123,11 @@ def test_a_trickling_server_cannot_hold_a_call_past_its_timeout(workspace, run_a
 # -- item 13: SIGTERM and SIGHUP --------------------------------------------------------
 
 
-# A command whose grandchild (a background sleep) writes its pid, then waits.
-GRANDCHILD = "sleep 100 & echo $! > grandchild.pid; sleep 100"
+# A command whose grandchild (a background sleep, found by its odd duration:
+# a model's command runs in a PID namespace, where $! is no pid out here;
+# random, for other test runs on the machine) has started, then waits.
+SLEEP = f"sleep 100.{random.randrange(10**6):06d}"
+GRANDCHILD = f"{SLEEP} & echo started > grandchild.pid; sleep 100"
 
 # Ways the command comes to run: the agent's arguments (given the model
 # server); what is typed into its stdin (None: nothing, stdin is closed); and
@@ -159,13 +165,17 @@ def test_a_stop_signal_ends_the_running_command_and_its_group(workspace, run_age
         if typed is not None:
             agent.stdin.write(typed)
             agent.stdin.flush()
-        grandchild = int(wait_for_text(workspace / "grandchild.pid", agent))
         try:
+            wait_for_text(workspace / "grandchild.pid", agent)
+            grandchild = wait_for_process(SLEEP)
             agent.send_signal(sig)
             _, err = agent.communicate(timeout=20)
         finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(grandchild, signal.SIGKILL)
+            agent.kill()
+            agent.wait()
+            for pid in processes_running(SLEEP):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
     assert agent.returncode == 128 + sig, err
     if says_why:
         assert "interrupted" in err and sig.name in err

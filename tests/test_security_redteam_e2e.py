@@ -54,7 +54,19 @@ def git_repo(ws: Path) -> None:
 # -- 1. a folder change the guard cannot follow ---------------------------------------
 
 
-def test_a_model_cannot_reach_its_settings_behind_a_hidden_folder_change(workspace, run_agent):
+def refused_or_held(got: dict, route: str) -> bool:
+    """The parser's guard refused the call; or, in a namespace sandbox, it ran and the
+    kernel refused the write ("Read-only file system": the guard leaves held files to it)."""
+    if got["ok"] is not False:
+        return False
+    if "agent's own configuration" in got.get("error", ""):
+        return True
+    return route != "landlock" and "Read-only file system" in got.get("stderr", "")
+
+
+def test_a_model_cannot_reach_its_settings_behind_a_hidden_folder_change(
+    workspace, run_agent, route
+):
     target = settings(workspace, FULL_RM_DENIED)
     commands = [
         "d=.agents/config; cd $d; printf 'policy: {mode: full}\\n' > agent.yaml",
@@ -68,7 +80,7 @@ def test_a_model_cannot_reach_its_settings_behind_a_hidden_folder_change(workspa
     results = run_model(run_agent, execs(*commands), "--yes")
     assert target.read_text() == FULL_RM_DENIED
     for command, got in zip(commands, results, strict=True):
-        assert got["ok"] is False and "agent's own configuration" in got["error"], command
+        assert refused_or_held(got, route), (command, got)
     # Working in an ordinary folder is not affected.
     (workspace / "src").mkdir()
     [fine] = run_model(run_agent, execs("cd src && echo hi > out.txt"), "--yes")
@@ -78,7 +90,9 @@ def test_a_model_cannot_reach_its_settings_behind_a_hidden_folder_change(workspa
 # -- 2. programs no list knew ----------------------------------------------------------
 
 
-def test_any_program_naming_a_layer_file_or_changing_the_whole_tree_is_asked(workspace, run_agent):
+def test_any_program_naming_a_layer_file_or_changing_the_whole_tree_is_asked(
+    workspace, run_agent, route
+):
     # No deny rule: nothing makes `xargs` fail closed but the guard itself.
     target = settings(workspace, "policy:\n  mode: full\n")
     git_repo(workspace)
@@ -101,7 +115,7 @@ def test_any_program_naming_a_layer_file_or_changing_the_whole_tree_is_asked(wor
         == ""
     )
     for command, got in zip(commands, results, strict=True):
-        assert got["ok"] is False and "agent's own configuration" in got["error"], command
+        assert refused_or_held(got, route), (command, got)
     # Reading a layer file is not changing it.
     [read] = run_model(run_agent, execs("cat .agents/config/agent.yaml"), "--yes")
     assert read["ok"] is True and read["stdout"] == "policy:\n  mode: full\n"

@@ -153,7 +153,7 @@ FORKED = "context: fork\nallowed-tools: Bash(touch *)\n"
 
 
 def test_a_fork_the_model_starts_gets_no_allowed_tools(workspace, run_agent, tmp_path):
-    marker = tmp_path / "ran"
+    marker = workspace / "ran"  # a model's command writes in the workspace
     prompt_skill(workspace, "forky", "Touch the marker\n", FORKED)
     script = [
         {"tool_calls": [{"name": "skill", "arguments": {"name": "forky"}}]},
@@ -172,7 +172,7 @@ def test_a_fork_the_model_starts_gets_no_allowed_tools(workspace, run_agent, tmp
 
 
 def test_a_fork_a_person_types_gets_its_allowed_tools(workspace, run_agent, tmp_path):
-    marker = tmp_path / "ran"
+    marker = workspace / "ran"  # a model's command writes in the workspace
     prompt_skill(workspace, "forky", "Touch the marker\n", FORKED)
     with scripted_model(("exec", {"command": f"touch {marker}"}), answer="touched") as server:
         result = run_agent(*provider_args(server), "/forky")
@@ -182,7 +182,7 @@ def test_a_fork_a_person_types_gets_its_allowed_tools(workspace, run_agent, tmp_
 
 
 def test_an_inline_skill_the_model_loads_gets_no_allowed_tools(workspace, run_agent, tmp_path):
-    marker = tmp_path / "ran"
+    marker = workspace / "ran"  # a model's command writes in the workspace
     prompt_skill(workspace, "inline", "Touch the marker\n", "allowed-tools: Bash(touch *)\n")
     with scripted_model(
         ("skill", {"name": "inline"}), ("exec", {"command": f"touch {marker}"})

@@ -66,7 +66,11 @@ def _completion_variable() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``agent`` and ``mdagent`` scripts."""
-    from mdagent import signals
+    from mdagent import envblock, signals
+
+    # /proc/<this pid>/environ would show the API keys to any process of the
+    # user (a model's command run unconfined, or as root): blank it.
+    envblock.scrub()
 
     # SIGTERM and SIGHUP unwind like Ctrl-C: the child's group is stopped,
     # the call recorded as interrupted; the status says which signal (143, 129).

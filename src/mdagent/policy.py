@@ -711,13 +711,16 @@ class Policy:
             return Verdict(DENY, f"denied by policy rule `{rule}`", (rule,), matched=what)
         if ctx is not None and getattr(ctx, "caller", None) == "person":
             return Verdict(ALLOW, "a person's command runs as typed", approved_by="person")
-        target = self._protected_target(tool.name, args, ctx, workdir)
+        target, held = self._protected_target(tool.name, args, ctx, workdir)
         if target is not None:
             if self.mode in ("allowlist", "deny"):
                 base = self._by_rules(tool, args, names, workdir, view)
                 if base.decision == DENY:
                     return base
             why = f"it would change {target}, part of the agent's own configuration"
+            if held:  # the sandbox would refuse the write: no question, the reason
+                why += ", which the sandbox keeps read-only for a model's commands"
+                return Verdict(DENY, why, protected=target)
             return Verdict(ASK, why, asks="protected", protected=target)
         decided = getattr(hook, "decision", None)
         if decided == ALLOW:
@@ -834,6 +837,15 @@ class Policy:
         )
 
     def _refusal(self, tool: Any, verdict: Verdict) -> Decision:
+        if verdict.protected is not None:  # a write the sandbox would refuse anyway
+            return Decision(
+                False,
+                f"{tool.name} would change {verdict.protected}, part of the agent's own "
+                "configuration, which the sandbox keeps read-only for a model's commands "
+                "(write_file and edit_file can change it, with a person's approval at a terminal)",
+                code="DENIED",
+                extra={"protected": verdict.protected},
+            )
         if verdict.rule is not None:
             return self._denial(verdict.rule, verdict.matched)
         return Decision(
@@ -977,18 +989,38 @@ class Policy:
 
     def _protected_target(
         self, real: str, args: Mapping[str, Any], ctx: Any, workdir: str
-    ) -> str | None:
-        """What protected file a model's call would change (see :mod:`mdagent.protected`)."""
+    ) -> tuple[str | None, bool]:
+        """What protected file a model's call would change (see :mod:`mdagent.protected`),
+        and whether a namespace sandbox holds it read-only (a plain write to refuse).
+
+        A command such a sandbox runs is judged only on what the kernel does
+        not hold (:func:`mdagent.namespaces.held_places`); file tools, which
+        write from the agent itself, always on everything.
+        """
         if real not in WRITE_TOOLS and real not in EXEC_TOOLS:
-            return None
+            return None, False
         protected = self._protected_files(ctx, workdir)
         if real in WRITE_TOOLS:
-            return protected.file_target(str(args.get("path") or "."), workdir)
+            return protected.file_target(str(args.get("path") or "."), workdir), False
         cwd = workdir
         if args.get("cwd"):
             cwd = os.path.join(workdir, os.path.expanduser(str(args["cwd"])))
         env = getattr(ctx, "env", None)
-        return protected.exec_target(str(args.get("command", "")), cwd, env)
+        command = str(args.get("command", ""))
+        from mdagent.namespaces import held_places
+
+        places = held_places(ctx)
+        if places is not None:
+            protected = protected.held_by_kernel(places)
+            refused = protected.kernel_refusal(command, cwd, env)
+            if refused is not None:
+                return refused, True
+        return protected.exec_target(command, cwd, env), False
+
+    def protected_files(self, ctx: Any) -> Any:
+        """The :class:`mdagent.protected.Protected` of ``ctx``'s workspace (cached per registry):
+        what the guard judges, and what a namespace sandbox binds read-only."""
+        return self._protected_files(ctx, self._workdir(ctx))
 
     def _protected_files(self, ctx: Any, workdir: str) -> Any:
         from mdagent.protected import protected_files

@@ -10,7 +10,9 @@ What it guarantees, whatever the child does:
 - the child runs in its own process group (its own session), so a timeout,
   a cancel or Ctrl-C stops the whole tree, grandchildren included, and no
   process is left behind after the call returns (background jobs a command
-  started are stopped when it exits);
+  started are stopped when it exits); a sandboxed child also runs in a PID
+  namespace (:mod:`mdagent.namespaces`), which takes with it the processes
+  that left its group;
 - memory stays flat however much the child prints: each stream keeps only
   its first and last ``max_output // 2`` bytes;
 - the call never hangs on a pipe that a grandchild still holds open;
@@ -301,19 +303,25 @@ def run_tool_process(
             "code": "DENIED",
         }
     output = getattr(ctx, "output", None)
+    # AGENT_WORKSPACE: a tool's own files, named from the root wherever
+    # a person typed the command (`sh "$AGENT_WORKSPACE/scripts/x.sh"`).
+    env = {**env_for(ctx), "AGENT_WORKSPACE": str(root)}
+    if box is not None:
+        env.update(box.env)  # its private TMPDIR
     try:
         result = run_process(
             argv,
             cwd=str(where),
-            # AGENT_WORKSPACE: a tool's own files, named from the root wherever
-            # a person typed the command (`sh "$AGENT_WORKSPACE/scripts/x.sh"`).
-            env={**env_for(ctx), "AGENT_WORKSPACE": str(root)},
+            env=env,
             timeout=limit,
             max_output=int(setting(settings, "exec", "max_output", defaults["max_output"])),
             output=output,
             cancel=getattr(ctx, "cancel", None),
-            # Runs in the child between fork and exec: the rules built above.
+            # Landlock alone: runs in the child between fork and exec, the rules built above.
             preexec=box.preexec_fn if box is not None else None,
+            # Namespaces: bwrap or mdagent's helper starts the command instead.
+            wrap=box.command if box is not None and box.namespaces else None,
+            pass_fds=box.pass_fds if box is not None else (),
             # A person's `agent /t cmd > file`: the child writes the file itself.
             # Confined calls keep the pipe: their output is read for the sandbox note.
             pass_through=box is None and getattr(ctx, "caller", None) == "person",
@@ -361,24 +369,35 @@ def _tell_once(message: str) -> None:
 def _sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) -> Any:
     """The :class:`mdagent.sandbox.Sandbox` for one call's processes, or None when unconfined.
 
-    Prepared per call (about ten syscalls and 0.2 ms): each call owns its
-    ruleset, so calls in threads never share a descriptor, and paths made
-    since the last call (a new cache dir) are covered. Raises
+    Prepared per call (a few stats, a ruleset of about ten syscalls; 0.2-0.5
+    ms): each call owns its ruleset, so calls in threads never share a
+    descriptor, and paths made since the last call (a new cache dir, a
+    protected folder to bind read-only) are covered. The route
+    (:func:`mdagent.namespaces.route`) is probed once per run. Raises
     :class:`mdagent.sandbox.SandboxUnavailable` under ``sandbox.required``
-    where it cannot be enforced. Where Landlock is missing the call runs
-    unconfined and the person is told once per run.
+    where it cannot be fully enforced. Without namespaces the call runs under
+    Landlock alone, without Landlock either unconfined; the person is told
+    once per run.
     """
     caller = getattr(ctx, "caller", None)  # no caller: judged as a model (fail closed)
     section = settings.get("sandbox") if isinstance(settings, Mapping) else None
     everyone = isinstance(section, Mapping) and section.get("applies_to") == "all"
     if caller == "person" and not everyone:
         return None  # the common typed command: not even the sandbox module is imported
-    from mdagent.sandbox import SandboxSettings, prepare, unavailable_note
+    from mdagent.namespaces import route
+    from mdagent.sandbox import SandboxSettings, prepare, unavailable_note, writable_paths
 
     sandbox_settings = SandboxSettings.from_mapping(section)
     if not sandbox_settings.applies(caller):
         return None
-    box = prepare(sandbox_settings, root, extras)
+    current = route()
+    binds: list[str] = []
+    if current.namespaces:
+        from mdagent.protected import protected_for
+
+        places = writable_paths(sandbox_settings, root, extras)
+        binds = list(protected_for(ctx).read_only_binds(places))
+    box = prepare(sandbox_settings, root, extras, route=current, binds=binds)
     if box.unavailable:
         _tell_once(unavailable_note(box.unavailable))
     return box
@@ -392,13 +411,15 @@ def start_child(
     stdin: int,
     preexec: Callable[[], None] | None = None,
     stdout: int = subprocess.PIPE,
+    pass_fds: tuple[int, ...] = (),
 ) -> subprocess.Popen:
     """Start ``argv`` as the leader of a new session (its own process group), pipes for output.
 
     Every child mdagent runs starts here. ``preexec`` runs in the child
     between fork and exec (where a sandbox restricts it); ``stdout`` may
-    name a descriptor the child writes to itself instead of a pipe. Raises
-    ``OSError`` when the program cannot be started.
+    name a descriptor the child writes to itself instead of a pipe;
+    ``pass_fds`` are descriptors it inherits. Raises ``OSError`` when the
+    program cannot be started.
     """
     return subprocess.Popen(
         list(argv),
@@ -410,6 +431,7 @@ def start_child(
         start_new_session=True,
         bufsize=0,
         preexec_fn=preexec,
+        pass_fds=pass_fds,
     )
 
 
@@ -426,6 +448,8 @@ def run_process(
     stdin_data: bytes | None = None,
     preexec: Callable[[], None] | None = None,
     pass_through: bool = False,
+    wrap: Callable[[list[str]], list[str]] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> ProcessResult:
     """Run ``argv`` to completion and return its capped output and status.
 
@@ -440,7 +464,10 @@ def run_process(
     child's stdin, which is otherwise ``/dev/null``. A ``KeyboardInterrupt``
     stops the group and propagates. A program that cannot be started gives
     exit code 127 (not found) or 126 (not executable) with the reason in
-    ``stderr``. ``preexec`` is :func:`start_child`'s.
+    ``stderr``. ``preexec`` and ``pass_fds`` are :func:`start_child`'s.
+    ``wrap`` turns ``argv`` into the command line actually started (a
+    sandbox's, :meth:`mdagent.sandbox.Sandbox.command`); the program is
+    looked up first, so a missing one is still 127 with its own name.
 
     ``pass_through``: when ``output`` is a file or a pipe (not a terminal),
     the child writes its stdout there itself, as ``cmd > file`` would: the
@@ -454,13 +481,16 @@ def run_process(
     started = time.monotonic()
     direct = _pass_through_fd(output) if pass_through else None
     try:
+        if wrap is not None:
+            _look_up(argv[0], cwd, env)
         proc = start_child(
-            argv,
+            wrap(argv) if wrap is not None else argv,
             cwd=cwd,
             env=env,
             stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
             preexec=preexec,
             stdout=subprocess.PIPE if direct is None else direct,
+            pass_fds=pass_fds,
         )
     except OSError as exc:
         code = 127 if isinstance(exc, FileNotFoundError) else 126
@@ -486,7 +516,12 @@ def run_process(
     reason = None
     try:
         reason = runner.wait_for_leader(deadline, cancel)
-        runner.end_group()
+        if reason is None and wrap is not None:
+            # A sandbox's leader ended with its PID namespace: the kernel is
+            # killing whatever is left in it, so there is nothing to wait for.
+            runner.kill_now()
+        else:
+            runner.end_group()
         runner.drain(time.monotonic() + DRAIN_LIMIT)
     except BaseException:
         # Ctrl-C (or anything else) while waiting: nothing may outlive us.
@@ -520,6 +555,24 @@ def run_process(
         replaced=("stdout",) * out_replaced + ("stderr",) * err_replaced,
         passed_through=direct is not None,
     )
+
+
+def _look_up(program: str, cwd: str | None, env: Mapping[str, str] | None) -> None:
+    """Raise what starting ``program`` would: a wrapper (bwrap, the sandbox helper) starts it
+    itself, and its failure would otherwise be the wrapper's status, not 127 or 126."""
+    import errno
+    import shutil
+
+    if os.sep in program:
+        path = os.path.join(cwd or os.getcwd(), program)
+        if not os.path.exists(path):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+        return
+    search = (env if env is not None else os.environ).get("PATH", os.defpath)
+    if shutil.which(program, path=search) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
 
 
 def _pass_through_fd(output: TextIO | None) -> int | None:
@@ -642,11 +695,15 @@ class _Runner:
             self.proc.wait()
             return
         until = time.monotonic() + grace
+        # Short pauses first: a group usually ends within a millisecond or two
+        # (a sandbox's namespace is torn down as its leader goes).
+        pause = 0.001
         while time.monotonic() < until:
             # Reap the leader first: while it is a zombie the group "exists".
             if self.proc.poll() is not None and not _group_alive(self.pgid):
                 return
-            self.pump(min(0.02, max(until - time.monotonic(), 0)))
+            self.pump(min(pause, max(until - time.monotonic(), 0)))
+            pause = min(pause * 2, 0.02)
         self._signal(signal.SIGKILL)
         self.proc.wait()
 

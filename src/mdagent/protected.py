@@ -19,9 +19,20 @@ folder the command may ``cd`` to, ``env -C``, ``git -C``) before comparing,
 and compared ignoring case; what cannot be worked out before the command
 runs (``cd "$d"``, ``> $f``, ``xargs``) counts as protected.
 
-Not covered, and said so in the README: an arbitrary program (``python -c``,
-``make``, a script) can still write any file the user can, when it does not
-name the file on the command line.
+Where a namespace sandbox runs a model's commands (:mod:`mdagent.namespaces`)
+the kernel holds the protected paths that exist read-only
+(:meth:`Protected.read_only_binds`), so :meth:`Protected.held_by_kernel`
+gives the guard for that case: it no longer judges what the kernel holds
+(reading a layer's files, running a skill's scripts), only what it cannot
+(paths that do not exist yet, the rest of a git folder, ``.agents`` folders
+deeper in the workspace), and :meth:`Protected.kernel_refusal` names a plain
+write into a held place (``> .agents/…``, ``rm``, ``sed -i``) so the model
+gets a clear refusal instead of the kernel's "Read-only file system".
+
+Not covered by the parser alone, and said so in the README: an arbitrary
+program (``python -c``, ``make``, a script) can still write any file the
+user can, when it does not name the file on the command line; only the
+namespace sandbox holds those.
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ import glob as globlib
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +117,24 @@ _GLOB = re.compile(r"[*?[]")
 _BRACE = re.compile(r"\{([^{}]*(?:,|\.\.)[^{}]*)\}")
 # At most this many folders a command may run in are followed (cd in loops).
 _MAX_FOLDERS = 256
+# The parts of a git folder that name programs git runs (its settings, hooks,
+# attributes and excludes): a namespace sandbox binds these read-only, and
+# leaves objects, refs and the index writable so that git can still commit.
+_GIT_HELD = ("config", "config.worktree", "hooks", "info")
+# Programs that plainly change every file operand (a clear refusal in held
+# mode), those that change only their last operand (the target of a copy),
+# and the ones that change folders whole (an operand holding a held place).
+_CHANGE_EVERY = {
+    "rm", "rmdir", "unlink", "shred", "touch", "truncate", "mkdir", "chmod", "chown", "chgrp",
+    "chattr", "setfacl", "mv", "tee", "mkfifo", "mknod",
+}  # fmt: skip
+_CHANGE_LAST = {"cp", "ln", "install", "rsync"}
+_CHANGE_FOLDERS = {"rm", "rmdir", "mv", "shred"}
+_GIT_CHANGE_OPERANDS = {"rm", "mv", "checkout", "restore"}
+# Long options whose value is a file the program writes (as in policy's `--output=FILE`).
+_OUTPUT_OPTIONS = {"--output", "--output-file", "--output-document", "--outfile", "--log-file"}
+# What _plain_writes says for `git config` that writes (not a word of the command).
+_GIT_CONFIG_WRITE = "\0git config"
 
 
 class _Unknown(Exception):
@@ -125,6 +154,153 @@ class Protected:
     folders: Mapping[str, str]
     files: Mapping[str, str]
     environ: Mapping[str, str] | None = None
+    #: The repository's git folders (their program-naming parts are what a sandbox binds).
+    git_dirs: tuple[str, ...] = ()
+    #: Held mode (:meth:`held_by_kernel`): the read-only binds (path -> what it is),
+    #: every form of the places a command may write, and the entries the kernel holds.
+    binds: Mapping[str, str] = field(default_factory=dict)
+    writable: tuple[str, ...] | None = None
+    held_entries: frozenset[str] = frozenset()
+
+    def read_only_binds(self, writable: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
+        """The protected paths a namespace sandbox binds read-only, each with what it is.
+
+        Those that exist beneath a place a command may write (``writable``;
+        elsewhere nothing is writable anyway), by their real path, each once
+        (not inside another); a git folder by its parts that name programs
+        (:data:`_GIT_HELD`), so git can still write objects and refs. A path
+        that does not exist gets no bind (no mount point is made in the
+        workspace): the parser's guard keeps it.
+        """
+        places = [os.path.realpath(p) for p in writable]
+        git = {os.path.realpath(g) for g in self.git_dirs}
+        found: dict[str, str] = {}
+        for entry, what in [*self.folders.items(), *self.files.items()]:
+            real = os.path.realpath(entry)
+            folders = [real, *_submodule_git_dirs(real)] if real in git else []
+            parts = [os.path.join(f, part) for f in folders for part in _GIT_HELD] or [real]
+            for path in parts:
+                found.setdefault(path, what)
+        binds: dict[str, str] = {}
+        for path in sorted(found):
+            if not os.path.exists(path) or not any(_beneath(path, p) for p in places):
+                continue
+            if not any(_beneath(path, b) for b in binds):
+                binds[path] = found[path]
+        return binds
+
+    def held_by_kernel(self, writable: Iterable[str | os.PathLike[str]]) -> Protected:
+        """This guard for a command a namespace sandbox runs, writing only in ``writable``.
+
+        It judges only what the kernel does not hold: a path beneath a
+        read-only bind (:meth:`read_only_binds`) or outside every writable
+        place is left to the kernel. So reading a layer's files or running a
+        skill's scripts is no longer asked about; a protected path that does
+        not exist yet, the rest of a git folder and ``.agents`` folders deeper
+        in the workspace still are.
+        """
+        places = list(writable)
+        held = replace(
+            self,
+            binds=self.read_only_binds(places),
+            writable=tuple(sorted({os.path.realpath(p) for p in places})),
+        )
+        entries = [*self.folders, *self.files]
+        return replace(held, held_entries=frozenset(e for e in entries if held._held(e)))
+
+    def _held(self, path: str) -> bool:
+        """Whether the kernel keeps ``path`` read-only (held mode only)."""
+        if self.writable is None:
+            return False
+        real = os.path.realpath(path)
+        if any(_beneath(real, b) for b in self.binds):
+            return True
+        return not any(_beneath(real, w) for w in self.writable)
+
+    def _holds_writable(self, folder: str) -> bool:
+        """Whether a place a command may write lies inside ``folder`` (``tar -x -C /``)."""
+        real = os.path.realpath(folder)
+        return any(_beneath(w, real) for w in self.writable or ())
+
+    def kernel_refusal(
+        self, command: str, cwd: str | None = None, env: Mapping[str, str] | None = None
+    ) -> str | None:
+        """The kernel-held place ``command`` plainly writes, or None (held mode).
+
+        Only what the parser can tell for sure counts: a redirection's target,
+        the operands of programs that change every file they are given
+        (``rm``, ``mv``, ``touch``, ``tee``, ``chmod``...; ``rm -r`` of a folder
+        holding one), the target of ``cp``/``ln``/``install``, ``sed -i`` and
+        ``perl -i``, ``dd of=``, ``git config`` writes and ``git rm``/``mv``/
+        ``checkout``/``restore`` operands. The command would fail on the
+        kernel's "Read-only file system"; this lets the model be told why
+        first. Whatever cannot be worked out is left to the kernel.
+        """
+        held = self._kernel_held()
+        if not held:
+            return None
+        from mdagent.shellparse import Unparseable, parse
+
+        cwd = os.path.normpath(os.path.join(self.workdir, cwd or "."))
+        env = env if env is not None else (self.environ or os.environ)
+        try:
+            segments = parse(command)
+        except Unparseable:
+            return None
+        moves = [s.core for s in segments if s.core and os.path.basename(s.core[0]) in _CD]
+        reading = _Reading(self, command, env, cwd, moved=bool(moves))
+        try:
+            folders = self._folders(moves, reading)
+        except _Unknown:
+            folders = [cwd]
+        for seg in segments:
+            writes = _plain_writes(seg)
+            if not writes:
+                continue
+            here = list(folders)
+            for word in [*seg.chdirs, *(_chdir_options(seg.core) if seg.core else [])]:
+                for path in reading.expanded(word, folders) if word else ():
+                    here += [os.path.normpath(os.path.join(b, path)) for b in folders if path]
+            for word, parents in writes:
+                if word == _GIT_CONFIG_WRITE:
+                    found = self._git_config_bind()
+                    if found:
+                        return found
+                    continue
+                for path in reading.expanded(word, here):
+                    # None: named at run time, "": no word at all; the kernel judges those.
+                    for base in here if path else ():
+                        target = os.path.normpath(os.path.join(base, path))
+                        found = self._bound(target, parents, held)
+                        if found:
+                            return found
+        return None
+
+    def _kernel_held(self) -> dict[str, str]:
+        """Every protected place the kernel holds (held mode): the read-only binds and the
+        protected paths outside every writable place, by real path, with what each is."""
+        held = dict(self.binds)
+        for entry in self.held_entries:
+            what = self.folders.get(entry) or self.files.get(entry) or "protected"
+            held.setdefault(os.path.realpath(entry), what)
+        return held
+
+    def _bound(self, path: str, parents: bool, held: Mapping[str, str]) -> str | None:
+        real = os.path.realpath(path)
+        for place, what in held.items():
+            if _beneath(real, place):
+                return f"{self._shown(path)} ({what})"
+            if parents and _beneath(place, real):
+                return f"{self._shown(place)} ({what}), inside {self._shown(path)}"
+        return None
+
+    def _git_config_bind(self) -> str | None:
+        for bind, what in self.binds.items():
+            if os.path.basename(bind) in ("config", "config.worktree") and any(
+                os.path.dirname(bind) == os.path.realpath(g) for g in self.git_dirs
+            ):
+                return f"{self._shown(bind)} ({what})"
+        return None
 
     def file_target(self, path: str, cwd: str | None = None) -> str | None:
         """What ``path`` (relative to ``cwd``, default the workspace) reaches that is protected."""
@@ -303,19 +479,21 @@ class Protected:
         return None
 
     def _what(self, form: str, parents: bool) -> str | None:
+        if self._held(form) and not (parents and self._holds_writable(form)):
+            return None  # the kernel keeps it read-only (held mode)
         key = os.path.normcase(form).casefold()
         inside = key.rstrip(os.sep) + os.sep
         for folder, what in self.folders.items():
             f = folder.casefold()
             if key == f or key.startswith(f.rstrip(os.sep) + os.sep):
                 return what
-            if parents and f.startswith(inside):
+            if parents and f.startswith(inside) and folder not in self.held_entries:
                 return f"holds {what}"
         for file, what in self.files.items():
             f = file.casefold()
             if key == f:
                 return what
-            if parents and f.startswith(inside):
+            if parents and f.startswith(inside) and file not in self.held_entries:
                 return f"holds {what}"
         return self._agents_inside(form, parents)
 
@@ -338,11 +516,12 @@ class Protected:
                 for name, what in _INSIDE.items():
                     if name in parts:
                         return what
-                if parents and rel == ".":
+                if parents and rel == "." and not self._held(os.path.join(path, PROJECT_DIR)):
                     return f"holds {PROJECT_DIR}"
                 if parents:
                     for name, what in _INSIDE.items():
-                        if os.path.lexists(os.path.join(path, name)):
+                        inner = os.path.join(path, name)
+                        if os.path.lexists(inner) and not self._held(inner):
                             return f"holds {name}, {what}"
         return None
 
@@ -350,11 +529,14 @@ class Protected:
         """A protected place a word mentions by name inside other text (code for
         ``python -c``, a sed script): the program may write there."""
         for name, what in _INSIDE.items():
-            if re.search(rf"(?<![\w.]){re.escape(name)}(?![\w.-])", word, re.I):
-                return f"{name} (mentioned in `{word}`: {what})"
+            pattern = rf"[^\s'\"`;,()=<>|&]*(?<![\w.]){re.escape(name)}(?![\w.-])[^\s'\"`;,()<>|&]*"
+            for match in re.finditer(pattern, word, re.I):
+                # Held mode: a mention of a place the kernel holds is the kernel's.
+                if not self._held(os.path.join(self.workdir, _expand_user(match.group()))):
+                    return f"{name} (mentioned in `{word}`: {what})"
         text = word.casefold()
         for path, what in [*self.folders.items(), *self.files.items()]:
-            if path.casefold() in text:
+            if path.casefold() in text and path not in self.held_entries:
                 return f"{self._shown(path)} (mentioned in `{word}`: {what})"
         return None
 
@@ -365,6 +547,8 @@ class Protected:
             if name in text:
                 return f"{name} (the command cannot be parsed and names {what})"
         for path, what in [*self.folders.items(), *self.files.items()]:
+            if path in self.held_entries:
+                continue
             # The name, with its folder when the name alone is a common word (git, home).
             parts = Path(path).parts
             tail = parts[-1] if parts[-1][:1] == "." or "." in parts[-1] else "/".join(parts[-2:])
@@ -599,6 +783,109 @@ def _git_top(folder: str) -> str:
         here = parent
 
 
+def _submodule_git_dirs(git_dir: str, limit: int = 64) -> list[str]:
+    """The git folders of submodules kept in ``git_dir/modules`` (nested ones too)."""
+    out: list[str] = []
+    pending = [os.path.join(git_dir, "modules")]
+    while pending and len(out) < limit:
+        folder = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            if os.path.isfile(os.path.join(entry.path, "HEAD")):
+                out.append(entry.path)
+                pending.append(os.path.join(entry.path, "modules"))
+            else:
+                pending.append(entry.path)  # a submodule named with a slash: a/b
+    return out
+
+
+def _beneath(path: str, place: str) -> bool:
+    """Whether ``path`` is ``place`` or inside it (both normalised, absolute)."""
+    return path == place or path.startswith(place.rstrip(os.sep) + os.sep)
+
+
+def _operands(args: tuple[str, ...]) -> list[str]:
+    """The words of ``args`` that are not options (every word after ``--``)."""
+    out: list[str] = []
+    ended = False
+    for word in args:
+        if ended or not word.startswith("-") or word == "-":
+            out.append(word)
+        elif word == "--":
+            ended = True
+    return out
+
+
+def _in_place(program: str, args: tuple[str, ...]) -> bool:
+    """Whether ``sed``/``perl`` edit their files in place (``-i``, ``-i.bak``, ``-pi``)."""
+    for word in args:
+        if word == "--":
+            return False
+        if word.startswith("--in-place"):
+            return program == "sed"
+        if word.startswith("-") and not word.startswith("--"):
+            letters = word[1:]
+            if program == "perl":
+                letters = re.split(r"[eE]", letters, maxsplit=1)[0]  # -e takes the rest as code
+            if "i" in letters:
+                return True
+    return False
+
+
+def _plain_writes(seg: Any) -> list[tuple[str, bool]]:
+    """The words a segment plainly writes to, each with whether folders holding a held
+    place count (``rm -r``); :data:`_GIT_CONFIG_WRITE` for ``git config`` writes."""
+    argv = seg.argv
+    if argv and argv[0] in _REDIRECTIONS:
+        return [(w, False) for w in argv[1:]]
+    core = seg.core
+    if not core:
+        return []
+    program = os.path.basename(core[0])
+    args = tuple(core[1:])
+    if program in _CHANGE_EVERY:
+        return [(w, program in _CHANGE_FOLDERS) for w in _operands(args)]
+    if program in _CHANGE_LAST:
+        words = _operands(args)[-1:]
+        for i, word in enumerate(args):
+            if word in ("-t", "--target-directory") and i + 1 < len(args):
+                words.append(args[i + 1])
+            elif word.startswith("--target-directory="):
+                words.append(word.split("=", 1)[1])
+        return [(w, False) for w in words]
+    if program in ("sed", "perl") and _in_place(program, args):
+        return [(w, False) for w in _operands(args)]
+    outputs = [] if _only_reads(core) else _output_options(args)
+    if program == "dd":
+        return [(w[3:], False) for w in args if w.startswith("of=")]
+    if program == "git":
+        sub, rest = _git_subcommand(args)
+        if sub == "config" and not any(a in _GIT_CONFIG_READS for a in args):
+            return [(_GIT_CONFIG_WRITE, False)]
+        if sub in _GIT_CHANGE_OPERANDS:
+            operands = _operands(tuple(args[rest + 1 :]))
+            return [*outputs, *((w, sub in ("rm", "mv")) for w in operands)]
+    return outputs
+
+
+def _output_options(args: tuple[str, ...]) -> list[tuple[str, bool]]:
+    """The values of options that name a file a program writes (``-o FILE``,
+    ``--output=FILE``, ``wget -O FILE``, ``--log-file FILE``...)."""
+    out = []
+    for i, word in enumerate(args):
+        name, eq, value = word.partition("=")
+        if name in _OUTPUT_OPTIONS and eq:
+            out.append((value, False))
+        elif (word in _OUTPUT_OPTIONS or word in ("-o", "-O")) and i + 1 < len(args):
+            out.append((args[i + 1], False))
+    return out
+
+
 def _expand_user(path: str) -> str:
     return os.path.expanduser(path) if path.startswith("~") else path
 
@@ -631,7 +918,7 @@ def protected_files(
     registry's tool specs (for handler modules); ``settings`` the merged
     settings (for hook commands).
     """
-    from mdagent.layers import user_layer_path
+    from mdagent.layers import state_dir, user_layer_path
 
     root = os.path.normpath(os.path.abspath(workdir))
     folders: dict[str, str] = {}
@@ -646,15 +933,21 @@ def protected_files(
             files.setdefault(os.path.normcase(form), what)
 
     folder(project_layer or os.path.join(root, PROJECT_DIR), "the project layer")
-    for git_dir in _git_dirs(root):
+    git_dirs = _git_dirs(root)
+    for git_dir in git_dirs:
         folder(git_dir, "the workspace's git folder: its config and hooks run programs")
     home = environ.get("HOME") or os.path.expanduser("~")
     xdg = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    for config in (environ.get("GIT_CONFIG_GLOBAL"), os.path.join(home, ".gitconfig")):
-        if config:
-            file(config, "git's user configuration: it can run programs")
+    configs = [environ.get("GIT_CONFIG_GLOBAL") or "", os.path.join(home, ".gitconfig")]
+    configs = [c for c in configs if c] + [os.path.join(xdg, "git", "config")]
+    for config in configs[:-1]:
+        file(config, "git's user configuration: it can run programs")
     folder(os.path.join(xdg, "git"), "git's user configuration: it can run programs")
+    for hooks in _hooks_paths([*(os.path.join(g, "config") for g in git_dirs), *configs], root):
+        folder(hooks, "git's hooks folder (core.hooksPath): git runs what it holds")
     folder(user_layer_path(environ), "the user layer ($AGENT_HOME)")
+    # The registry cache there holds the compiled settings; the audit log is the record.
+    folder(state_dir(environ), "mdagent's state folder (the registry cache, the audit log)")
     for entry in environ.get("AGENT_PATH", "").split(os.pathsep):
         if entry.strip():
             folder(os.path.expanduser(entry), "a layer folder (AGENT_PATH)")
@@ -687,7 +980,46 @@ def protected_files(
             file(os.path.join(base, os.path.expanduser(module)), "a handler module")
     for hook_file in _hook_files(settings or {}, root):
         file(hook_file, "a hook script")
-    return Protected(root, folders, files, environ)
+    return Protected(root, folders, files, environ, tuple(git_dirs))
+
+
+def protected_for(ctx: Any) -> Protected:
+    """The protected files of a call's workspace: its policy's (cached there), else built here."""
+    policy = getattr(ctx, "policy", None) or getattr(getattr(ctx, "toolbox", None), "policy", None)
+    if hasattr(policy, "protected_files"):
+        return policy.protected_files(ctx)
+    registry = getattr(ctx, "registry", None)
+    return protected_files(
+        workdir=getattr(ctx, "workdir", None) or os.getcwd(),
+        layers=getattr(registry, "layers", ()) or (),
+        settings=getattr(ctx, "settings", None) or getattr(registry, "settings", None),
+        tools=getattr(registry, "tools", {}).values() if registry is not None else (),
+    )
+
+
+def _hooks_paths(configs: Iterable[str], root: str) -> list[str]:
+    """The folders ``core.hooksPath`` names in git's configuration files (``.husky``,
+    ``.githooks``): git runs the hooks there, outside any sandbox. A relative one is
+    taken from the top of the work tree."""
+    out = []
+    for config in configs:
+        try:
+            with open(config, encoding="utf-8", errors="replace") as handle:
+                text = handle.read(1 << 20)
+        except OSError:
+            continue
+        section = ""
+        for line in text.splitlines():
+            line = line.strip()
+            if line.startswith("["):
+                section = line[1:].split("]", 1)[0].strip().lower()
+                continue
+            key, eq, value = line.partition("=")
+            if section == "core" and eq and key.strip().lower() == "hookspath":
+                value = value.split("#", 1)[0].split(";", 1)[0].strip().strip('"')
+                if value:
+                    out.append(os.path.join(_git_top(root), _expand_user(value)))
+    return out
 
 
 def _linked_skill_folders(layer: Any) -> list[str]:

@@ -1,30 +1,45 @@
-"""A kernel sandbox for the processes a model starts: Linux Landlock, applied to the child only.
+"""A kernel sandbox for the processes a model starts: namespaces and Linux Landlock, for children only.
 
-What it guarantees, where Landlock is available (Linux 5.13+, enabled):
+How a command is confined depends on the route :mod:`mdagent.namespaces`
+finds on this machine: ``bwrap`` or ``direct`` (new user, mount, PID, IPC
+and, for ``network: off``, network namespaces; the agent's configuration
+bound read-only) or, where neither works, ``landlock`` (Landlock alone).
+This module holds the ``sandbox:`` settings, the Landlock ruleset the
+``direct`` and ``landlock`` routes apply, and :class:`Sandbox`, which turns
+a command line into one that runs confined.
+
+What every route guarantees, where it works:
 
 - a confined child, and everything it starts (grandchildren, background
   jobs, a script it wrote), may read and execute anything but write only
-  beneath the workspace, the temp dir, ``/dev/shm``, the user's cache dir,
-  the ``sandbox.writable`` paths and a few character devices
-  (``workspace-write``), or only the devices and listed paths
-  (``read-only``); a denied write fails with ``EACCES`` like any other
-  permission error;
-- ``network: off`` denies TCP connect and bind (Landlock ABI 4, Linux 6.7);
-- on ABI 6 (Linux 6.12) a confined child cannot signal processes outside
-  its sandbox (the agent, the user's other programs) nor connect to their
-  abstract Unix sockets; processes it started itself it can;
+  beneath the workspace, this run's private temp folder (its ``$TMPDIR``;
+  the host's ``/tmp`` is not writable), ``/dev/shm``, the user's cache
+  dir, the ``sandbox.writable`` paths and a few character devices
+  (``workspace-write``), or only the private temp folder, the devices and
+  listed paths (``read-only``);
 - setuid programs (``sudo``) do not gain privileges (``no_new_privs``);
-- the agent itself is never confined: the rules are applied between fork
-  and exec, in the child.
+- the agent itself is never confined.
 
-What it does not cover: reads (secrets readable by the user stay
-readable), UDP (DNS included) and Unix-socket paths (a D-Bus session bus,
-``docker.sock``, an ssh agent), signals on kernels before ABI 6, and
-anything on a system without Landlock, where :func:`available` says why.
-Devices other than those listed can be read but not written nor given
-ioctls (a GPU under ``/dev/dri`` needs ``sandbox.writable``).
+What the namespace routes add: the agent's configuration inside the
+writable places (:meth:`mdagent.protected.Protected.read_only_binds`) is
+read-only; ``network: off`` leaves only a loopback of the command's own
+(TCP, UDP, DNS, MPTCP, raw sockets and the host's abstract Unix sockets
+are all out of reach); the command sees only its own processes and every
+one of them ends with the call; ``/dev/shm`` is private; no capability.
 
-Mechanism: a ctypes module of the three Landlock syscalls
+What the Landlock route alone gives instead: ``network: off`` denies TCP
+connect and bind (ABI 4, Linux 6.7); on ABI 6 (Linux 6.12) a confined
+child cannot signal processes outside its sandbox nor connect to their
+abstract Unix sockets; a denied write fails with ``EACCES``.
+
+What no route covers: reads (secrets readable by the user stay readable),
+Unix-socket paths with the network on (a D-Bus session bus,
+``docker.sock``, an ssh agent), and anything on a system with neither
+namespaces nor Landlock, where :func:`available` says why. Devices other
+than those listed can be read but not written (a GPU under ``/dev/dri``
+needs ``sandbox.writable``).
+
+Landlock mechanism: a ctypes module of the three Landlock syscalls
 (``landlock_create_ruleset`` 444, ``landlock_add_rule`` 445,
 ``landlock_restrict_self`` 446; the same numbers on every architecture)
 and ``prctl(PR_SET_NO_NEW_PRIVS)``, rather than a binding. ``landlockpy``
@@ -40,19 +55,20 @@ about 100 lines of stdlib code covered by tests that run real children.
 
 How it is applied: :func:`prepare` builds the ruleset in the parent (opening
 paths, adding rules: everything that may allocate, take locks or fail
-with a useful message) and returns a :class:`Sandbox` whose
-:attr:`Sandbox.preexec_fn` is given to ``subprocess.Popen``. In the child
-it makes two foreign calls through function pointers resolved in the
-parent, with arguments built in the parent: no import, no ``dlsym``, no
-logging, no lock another thread could hold across ``fork``. That is the
-thread-safety concern the ``preexec_fn`` documentation warns about, and it
-is why the child does nothing else. ``preexec_fn`` costs about 1 ms per
-child (fork instead of vfork); an exec wrapper (``python -m ...``) would
-cost 11-25 ms and blur "command not found", so it is not used. If the
-child cannot restrict itself, ``Popen`` raises ``SubprocessError`` and
-nothing runs: the sandbox fails closed. :func:`mdagent.process.run_tool_process`
-(``exec``, ``run:``, ``shell:``) prepares one per call, about 0.2 ms; hooks
-and mdagent's own helpers (``rg`` for ``grep``) do not go through it.
+with a useful message). On the ``direct`` route its descriptor is handed
+to :mod:`mdagent.nsinit`, which applies it last, inside the namespaces. On
+the ``landlock`` route :attr:`Sandbox.preexec_fn` is given to
+``subprocess.Popen``: in the child it makes two foreign calls through
+function pointers resolved in the parent, with arguments built in the
+parent: no import, no ``dlsym``, no logging, no lock another thread could
+hold across ``fork``. That is the thread-safety concern the ``preexec_fn``
+documentation warns about, and it is why the child does nothing else
+(namespaces need far more than two calls, hence the helper of the
+``direct`` route). If the child cannot restrict itself, ``Popen`` raises
+``SubprocessError`` and nothing runs: the sandbox fails closed.
+:func:`mdagent.process.run_tool_process` (``exec``, ``run:``, ``shell:``)
+prepares one per call; hooks and mdagent's own helpers (``rg`` for
+``grep``) do not go through it.
 
 ABI differences: only rights the running kernel knows are handled
 (``REFER`` from ABI 2, ``TRUNCATE`` from 3, ``IOCTL_DEV`` from 5; TCP from
@@ -68,6 +84,7 @@ import os
 import stat
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -117,7 +134,23 @@ DEVICES = (
 )
 
 # What a denied call prints, in the words of libc, Python and Node.
-_DENIAL_WORDS = ("permission denied", "operation not permitted", "eacces", "eperm")
+_DENIAL_WORDS = (
+    "permission denied",
+    "operation not permitted",
+    "read-only file system",
+    "eacces",
+    "eperm",
+    "erofs",
+)
+# What a connection refused by a closed network looks like (with network: off).
+_NETWORK_WORDS = (
+    "connection refused",
+    "network is unreachable",
+    "no route to host",
+    "name resolution",
+    "name or service not known",
+    "could not resolve",
+)
 
 
 class SandboxUnavailable(MdagentError):
@@ -231,32 +264,59 @@ def abi_version() -> int:
     return _probe()[0]
 
 
-def available(settings: SandboxSettings | None = None) -> str | None:
-    """None when the sandbox ``settings`` ask for can be enforced here; else why not.
+def landlock_reason() -> str:
+    """Why this kernel has no Landlock ("" when it has)."""
+    return _probe()[1]
 
-    With ``mode: off`` there is nothing to enforce (None). ``network: off``
-    also needs Landlock ABI 4.
+
+def _route(route: Any) -> Any:
+    if route is not None:
+        return route
+    from mdagent.namespaces import route as current
+
+    return current()
+
+
+def available(settings: SandboxSettings | None = None, route: Any = None) -> str | None:
+    """None when the sandbox ``settings`` ask for is fully enforced here; else why not.
+
+    With ``mode: off`` there is nothing to enforce (None). ``route`` is
+    :func:`mdagent.namespaces.route`'s (default: this run's). Full means a
+    namespace route; on the Landlock route the reason says why there are no
+    namespaces (and ``network: off`` also needs Landlock ABI 4); without
+    Landlock either, why there is no sandbox at all. Raises
+    :class:`mdagent.errors.UsageError` for a wrong ``AGENT_SANDBOX``.
     """
     settings = settings or SandboxSettings()
     if settings.mode == "off":
         return None
+    route = _route(route)
+    if route.namespaces:
+        return None
     abi, reason = _probe()
     if not abi:
         return reason
+    why = f"there are no namespaces here ({route.why})"
     if not settings.network and abi < 4:
-        return f"network: off needs Landlock ABI 4 (Linux 6.7); this kernel has ABI {abi}"
-    return None
+        why += f"; network: off needs Landlock ABI 4 (Linux 6.7); this kernel has ABI {abi}"
+    return why
 
 
 def unavailable_note(reason: str) -> str:
-    """The once-per-run note for model commands the sandbox cannot (fully) confine.
+    """The once-per-run note for model commands the sandbox cannot fully confine.
 
-    ``reason`` is :func:`available`'s. Where Landlock works but lacks network
-    rules, the file rules still hold: the note says only the network is open.
+    ``reason`` is :func:`available`'s. Where Landlock works (the fallback
+    route) writes outside the writable places are still refused: the note
+    says what is not held.
     """
     instead = "(sandbox.required: true refuses them instead)"
     if abi_version():
-        return f"sandbox without network rules: {reason}; model commands can connect {instead}"
+        network = "; they can connect over TCP" if "network: off needs" in reason else ""
+        return (
+            f"sandbox with Landlock alone: {reason}; model commands may write anywhere in the "
+            f"workspace, and only the command parser guards the agent's configuration there"
+            f"{network} {instead}"
+        )
     return f"no sandbox for model commands: {reason}; they run with your user's rights {instead}"
 
 
@@ -276,19 +336,47 @@ def _cache_dir() -> Path:
     return Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
 
 
+# This run's private temp folder (made on first use; removed at exit).
+_PRIVATE_TMP: list[Path] = []
+_PRIVATE_TMP_LOCK = threading.Lock()
+
+
+def private_tmpdir() -> Path:
+    """This run's private temp folder for confined commands: their ``$TMPDIR``.
+
+    Made on first use in the host's temp dir (mode 0700), shared by the
+    run's calls (a file one command leaves there the next can read), and
+    removed when the agent exits. The host's temp dir itself is not
+    writable for them.
+    """
+    with _PRIVATE_TMP_LOCK:
+        if not _PRIVATE_TMP or not _PRIVATE_TMP[0].is_dir():
+            import atexit
+            import shutil
+
+            made = Path(tempfile.mkdtemp(prefix="agent-tmp-")).resolve()
+            atexit.register(shutil.rmtree, made, ignore_errors=True)
+            _PRIVATE_TMP[:] = [made]
+        return _PRIVATE_TMP[0]
+
+
 def writable_paths(
-    settings: SandboxSettings, workspace: Path, extra_writable: Iterable[str | Path] = ()
+    settings: SandboxSettings,
+    workspace: Path,
+    extra_writable: Iterable[str | Path] = (),
+    tmpdir: Path | None = None,
 ) -> list[Path]:
     """Where a confined child may write (devices apart), in order, as absolute paths.
 
-    Relative ``writable`` entries are taken from the workspace, ``~`` is
-    expanded; paths that do not exist are left out.
+    ``tmpdir`` is the run's private temp folder (:func:`private_tmpdir`),
+    writable in both modes. Relative ``writable`` entries are taken from
+    the workspace, ``~`` is expanded; paths that do not exist are left out.
     """
     workspace = Path(workspace).resolve()
     listed = [*settings.writable, *extra_writable]
-    base: list[Path] = []
+    base: list[Path] = [tmpdir] if tmpdir is not None else []
     if settings.mode == "workspace-write":
-        base = [workspace, Path(tempfile.gettempdir()), Path("/dev/shm"), _cache_dir()]
+        base = [workspace, *base, Path("/dev/shm"), _cache_dir()]
     paths: list[Path] = []
     for entry in [*base, *listed]:
         path = workspace / Path(entry).expanduser()
@@ -300,39 +388,65 @@ def writable_paths(
 
 
 def describe(
-    settings: SandboxSettings, workspace: Path, extra_writable: Iterable[str | Path] = ()
+    settings: SandboxSettings,
+    workspace: Path,
+    extra_writable: Iterable[str | Path] = (),
+    *,
+    route: str = "landlock",
+    tmpdir: Path | None = None,
+    binds: Iterable[str] = (),
 ) -> str:
     """One line: what the sandbox lets a command do and which setting widens it."""
     if settings.mode == "off":
         return "no sandbox (sandbox.mode: off)"
     home = str(Path.home())
+    workspace = Path(workspace).resolve()
 
-    def short(path: Path) -> str:
+    def short(path: Path | str) -> str:
         text = str(path)
+        if tmpdir is not None and text == str(tmpdir):
+            return "$TMPDIR (private to this run)"
+        if text == str(workspace) or text.startswith(str(workspace) + "/"):
+            return os.path.relpath(text, workspace) if text != str(workspace) else text
         return "~" + text[len(home) :] if text == home or text.startswith(home + "/") else text
 
-    places = [short(p) for p in writable_paths(settings, workspace, extra_writable)]
+    places = [short(p) for p in writable_paths(settings, workspace, extra_writable, tmpdir)]
     where = ", ".join([*places, "/dev/null and terminals"])
-    network = "" if settings.network else "; TCP connect and bind are denied"
+    held = [short(b) for b in binds]
+    if len(held) > 4:
+        held = [*held[:4], f"{len(held) - 4} more"]
+    kept = f" (not {', '.join(held)}: the agent's configuration)" if held else ""
+    if settings.network:
+        network = ""
+    elif route in ("bwrap", "direct"):
+        network = "; they have no network (loopback only)"
+    else:
+        network = "; TCP connect and bind are denied"
     ways = ["add the path to sandbox.writable"]
     if settings.mode == "read-only":
         ways.append("set sandbox.mode: workspace-write")
     if not settings.network:
         ways.append("set sandbox.network: on")
     widen = ", ".join(ways) + " or set sandbox.mode: off"
+    how = f"{settings.mode}, namespaces via {route}" if route != "landlock" else settings.mode
     return (
-        f"sandbox ({settings.mode}): commands may read everything but write only in "
-        f"{where}{network}; to allow more, {widen} in agent.yaml"
+        f"sandbox ({how}): commands may read everything but write only in "
+        f"{where}{kept}{network}; to allow more, {widen} in agent.yaml"
     )
 
 
 class Sandbox:
-    """A Landlock ruleset built in the parent, to be applied in children.
+    """How one call's children are confined: a command line to run them with, or a ruleset.
 
-    Give :attr:`preexec_fn` to ``subprocess.Popen`` (None when nothing is
-    to be enforced, so Popen keeps its fast path). One sandbox can confine
-    any number of children, from any thread; :meth:`close` (or ``with``)
-    releases its file descriptor once no Popen is being started with it.
+    :meth:`command` turns ``argv`` into what to start: bwrap's or the
+    helper's command line on the namespace routes, ``argv`` itself on the
+    Landlock route, where :attr:`preexec_fn` goes to ``subprocess.Popen``
+    (None when nothing is to be enforced, so Popen keeps its fast path) and
+    :attr:`pass_fds` must be passed along (the ruleset, on the ``direct``
+    route). :attr:`env` holds what the child's environment needs (its
+    private ``TMPDIR``). One sandbox can confine any number of children,
+    from any thread; :meth:`close` (or ``with``) releases its file
+    descriptor once no Popen is being started with it.
     """
 
     def __init__(
@@ -344,15 +458,23 @@ class Sandbox:
         fd: int = -1,
         abi: int = 0,
         unavailable: str = "",
+        route: str = "landlock",
+        program: str = "",
+        binds: Iterable[str] = (),
+        tmpdir: Path | None = None,
     ) -> None:
         self.settings = settings
         self.workspace = Path(workspace)
         self.extra_writable = tuple(extra_writable)
         self.abi = abi
         self.unavailable = unavailable
+        self.route = route
+        self.program = program
+        self.binds = tuple(binds)
+        self.tmpdir = tmpdir
         self._fd = fd
         self._calls: tuple[Any, ...] = ()
-        if fd >= 0:
+        if fd >= 0 and route == "landlock":
             import ctypes
 
             libc = _libc()
@@ -365,13 +487,55 @@ class Sandbox:
 
     @property
     def active(self) -> bool:
-        """Whether children started with :attr:`preexec_fn` are confined."""
+        """Whether children started through this sandbox are confined."""
+        if self.route == "bwrap":
+            return bool(self.program) and self.settings.mode != "off"
         return self._fd >= 0
 
     @property
+    def namespaces(self) -> bool:
+        """Whether children run in namespaces (the configuration held read-only)."""
+        return self.active and self.route in ("bwrap", "direct")
+
+    @property
     def preexec_fn(self) -> Any:
-        """The function for ``Popen(preexec_fn=...)``, or None when inactive."""
-        return self._restrict_child if self._fd >= 0 else None
+        """The function for ``Popen(preexec_fn=...)`` (the Landlock route), or None."""
+        return self._restrict_child if self._calls else None
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        """Descriptors the started program must inherit (the ruleset, for the helper)."""
+        return (self._fd,) if self._fd >= 0 and self.route == "direct" else ()
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What a confined child's environment gets: its private ``TMPDIR``."""
+        return {"TMPDIR": str(self.tmpdir)} if self.active and self.tmpdir is not None else {}
+
+    def command(self, argv: list[str]) -> list[str]:
+        """The command line that runs ``argv`` confined (``argv`` itself on the Landlock route)."""
+        if not self.active or self.route == "landlock":
+            return list(argv)
+        from mdagent import namespaces
+
+        places = writable_paths(self.settings, self.workspace, self.extra_writable, self.tmpdir)
+        writable = [str(p) for p in places]
+        if self.route == "bwrap":
+            return namespaces.bwrap_command(
+                self.program,
+                argv,
+                # bwrap's --dev makes a private /dev/shm: the host's is not bound over it.
+                writable=[p for p in writable if p != "/dev/shm"],
+                binds=self.binds,
+                network=self.settings.network,
+            )
+        return namespaces.helper_command(
+            argv,
+            binds=self.binds,
+            network=self.settings.network,
+            ruleset=self._fd,
+            writable=writable,
+        )
 
     def _restrict_child(self) -> None:
         # Runs in the child between fork and exec: only the two calls, with
@@ -382,7 +546,14 @@ class Sandbox:
 
     def describe(self) -> str:
         """What the sandbox allows and which setting widens it (see :func:`describe`)."""
-        return describe(self.settings, self.workspace, self.extra_writable)
+        return describe(
+            self.settings,
+            self.workspace,
+            self.extra_writable,
+            route=self.route if self.namespaces else "landlock",
+            tmpdir=self.tmpdir,
+            binds=self.binds,
+        )
 
     def violation_note(self, output: str, exit_code: int) -> str:
         """A note for a failed command whose output reads like a denial, else "".
@@ -393,7 +564,8 @@ class Sandbox:
         if not self.active or exit_code == 0:
             return ""
         lowered = output.lower()
-        if not any(word in lowered for word in _DENIAL_WORDS):
+        words = _DENIAL_WORDS if self.settings.network else _DENIAL_WORDS + _NETWORK_WORDS
+        if not any(word in lowered for word in words):
             return ""
         return f"the command may have been stopped by mdagent's {self.describe()}"
 
@@ -402,6 +574,7 @@ class Sandbox:
         if self._fd >= 0:
             fd, self._fd, self._calls = self._fd, -1, ()
             os.close(fd)
+        self.program = ""
 
     def __enter__(self) -> Sandbox:
         return self
@@ -415,29 +588,48 @@ class Sandbox:
 
 
 def prepare(
-    settings: SandboxSettings, workspace: Path, extra_writable: Iterable[str | Path] = ()
+    settings: SandboxSettings,
+    workspace: Path,
+    extra_writable: Iterable[str | Path] = (),
+    *,
+    route: Any = None,
+    binds: Iterable[str] = (),
+    tmpdir: Path | None = None,
 ) -> Sandbox:
-    """Build the ruleset for ``settings`` in this (the parent) process.
+    """The sandbox for ``settings`` on ``route``, built in this (the parent) process.
 
-    Returns an inactive :class:`Sandbox` for ``mode: off``. Where the
-    settings cannot be fully enforced, raises :class:`SandboxUnavailable` if
-    ``required``; otherwise returns what can be enforced (filesystem rules
-    without network ones on ABI < 4, nothing without Landlock) with the reason
-    in :attr:`Sandbox.unavailable`.
+    ``route`` is :func:`mdagent.namespaces.route`'s (default: this run's);
+    ``binds`` the protected paths to hold read-only on a namespace route
+    (:meth:`mdagent.protected.Protected.read_only_binds`); ``tmpdir`` the
+    private temp folder (default: :func:`private_tmpdir`). Returns an
+    inactive :class:`Sandbox` for ``mode: off``. Where the settings cannot
+    be fully enforced, raises :class:`SandboxUnavailable` if ``required``;
+    otherwise returns what can be enforced (Landlock alone without
+    namespaces, filesystem rules without network ones on ABI < 4, nothing
+    without Landlock) with the reason in :attr:`Sandbox.unavailable`.
     """
     if settings.mode == "off":
         return Sandbox(settings, workspace, extra_writable)
-    reason = available(settings) or ""
+    route = _route(route)
+    reason = available(settings, route) or ""
     if reason and settings.required:
         raise SandboxUnavailable(f"sandbox.required is set but {reason}")
-    abi = abi_version()
-    if not abi:
-        return Sandbox(settings, workspace, extra_writable, unavailable=reason)
     # pip, uv and friends keep their caches there; a fresh home may lack it.
     with contextlib.suppress(OSError):
         _cache_dir().mkdir(exist_ok=True)
+    tmpdir = tmpdir if tmpdir is not None else private_tmpdir()
+    binds = tuple(binds) if route.namespaces else ()
+    if route.name == "bwrap":
+        return Sandbox(
+            settings, workspace, extra_writable, route="bwrap", program=route.program,
+            binds=binds, tmpdir=tmpdir,
+        )  # fmt: skip
+    abi = abi_version()
+    if not abi:
+        return Sandbox(settings, workspace, extra_writable, unavailable=reason, tmpdir=tmpdir)
     handled = _handled_fs(abi)
-    net = _NET_TCP if abi >= 4 and not settings.network else 0
+    # On the direct route the network namespace closes the network, not TCP rules.
+    net = _NET_TCP if abi >= 4 and not settings.network and not route.namespaces else 0
     scoped = _SCOPES if abi >= 6 else 0
     import ctypes
     import struct
@@ -451,12 +643,15 @@ def prepare(
         for device in DEVICES:
             if os.path.exists(device):
                 _add_path(fd, Path(device), handled & _FILE_RIGHTS & ~_EXECUTE)
-        for path in writable_paths(settings, workspace, extra_writable):
+        for path in writable_paths(settings, workspace, extra_writable, tmpdir):
             _add_path(fd, path, handled)
     except BaseException:
         os.close(fd)
         raise
-    return Sandbox(settings, workspace, extra_writable, fd=fd, abi=abi, unavailable=reason)
+    return Sandbox(
+        settings, workspace, extra_writable, fd=fd, abi=abi, unavailable=reason,
+        route=route.name, binds=binds, tmpdir=tmpdir,
+    )  # fmt: skip
 
 
 def _add_path(ruleset_fd: int, path: Path, rights: int) -> None:

@@ -1,0 +1,195 @@
+"""The guard when a namespace sandbox runs the command: what it binds, judges and refuses.
+
+:meth:`Protected.held_by_kernel` leaves to the kernel what the kernel holds
+read-only (the binds, and everything outside the writable places) and
+judges the rest as before; :meth:`Protected.kernel_refusal` names a plain
+write into a held place. The same commands are judged by the full guard
+too, to show what changed and what did not.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import write
+from mdagent.protected import protected_files
+
+
+@pytest.fixture
+def ws(layer_project) -> Path:
+    """The project, a git repository with a hook script its settings name, and a skill."""
+    subprocess.run(["git", "init", "-q", str(layer_project)], check=True)
+    write(layer_project / "scripts" / "guard.sh", "#!/bin/sh\n")
+    write(layer_project / ".agents" / "skills" / "x" / "scripts" / "y.py", "print('y')\n")
+    return layer_project
+
+
+@pytest.fixture
+def home(tmp_path) -> Path:
+    made = tmp_path / "home"
+    (made / "agent" / "config").mkdir(parents=True)
+    return made
+
+
+@pytest.fixture
+def full(ws, home):
+    """The parser's guard in full (the route without namespaces, the file tools)."""
+    env = {"HOME": str(home), "AGENT_HOME": str(home / "agent")}
+    settings = {"hooks": {"before": [{"run": "./scripts/guard.sh"}]}}
+    return protected_files(workdir=ws, environ=env, settings=settings)
+
+
+@pytest.fixture
+def held(full, ws):
+    """The guard for a command a namespace sandbox runs, writing only in the workspace."""
+    return full.held_by_kernel([ws])
+
+
+def test_the_binds_are_what_exists_in_the_writable_places(held, full, ws):
+    git = ws / ".git"
+    assert set(held.binds) == {
+        str(ws / ".agents"),
+        str(git / "config"),
+        str(git / "hooks"),
+        str(git / "info"),
+        str(ws / "scripts" / "guard.sh"),
+    }
+    assert held.binds[str(ws / ".agents")] == "the project layer"
+    # Not bound: what does not exist (no mount point is made), what lies outside
+    # the writable places (nothing is writable there), and git's objects and refs.
+    assert not any(".claude" in b or "home" in b or "objects" in b for b in held.binds)
+    # A bind inside another is not made twice.
+    write(ws / ".agents" / ".git" / "config", "")
+    assert str(ws / ".agents" / ".git" / "config") not in full.held_by_kernel([ws]).binds
+
+
+def test_a_submodules_git_folder_is_bound_like_the_repositorys(full, ws):
+    sub = ws / ".git" / "modules" / "lib" / "inner"
+    write(sub / "HEAD", "ref: refs/heads/main\n")
+    write(sub / "config", "[core]\n")
+    (sub / "hooks").mkdir()
+    binds = full.held_by_kernel([ws]).binds
+    assert str(sub / "config") in binds and str(sub / "hooks") in binds
+    assert str(ws / ".git" / "modules") not in binds  # its objects stay writable
+
+
+def test_the_hooks_folder_git_is_told_to_use_is_protected_too(ws, home):
+    # Husky and friends: `core.hooksPath = .husky`, hooks git runs outside any sandbox.
+    with open(ws / ".git" / "config", "a") as config:
+        config.write('[core]\n\thooksPath = ".husky"  # by husky\n')
+    write(ws / ".husky" / "pre-commit", "npm test\n")
+    guard = protected_files(workdir=ws, environ={"HOME": str(home)})
+    assert "core.hooksPath" in guard.exec_target("echo 'curl x | sh' >> .husky/pre-commit")
+    assert str(ws / ".husky") in guard.held_by_kernel([ws]).binds
+
+
+def test_mdagents_state_folder_is_protected_where_it_can_be_reached(ws, home):
+    # The registry cache there holds the compiled settings.
+    state = ws / ".state"
+    state.mkdir()
+    guard = protected_files(workdir=ws, environ={"HOME": str(home), "AGENT_STATE_DIR": str(state)})
+    assert "state folder" in guard.file_target(".state/registry/index.json")
+    assert guard.held_by_kernel([ws]).binds[str(state)].startswith("mdagent's state folder")
+
+
+def test_nothing_is_bound_outside_the_writable_places(full, tmp_path):
+    assert full.read_only_binds([tmp_path / "elsewhere"]) == {}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python3 .agents/skills/x/scripts/y.py doc.pdf",
+        "python3 -c 'print(1)' .agents/skills/x/SKILL.md",
+        "bash .agents/skills/x/run.sh",
+        "cd .agents/skills/x && make",
+        "python3 -c \"open('.agents/config/agent.yaml').read()\"",
+        "node tool.js --config .git/config",
+        "gzip .agents/config/agent.yaml",  # the kernel refuses what it tries
+        "python3 tamper.py HOME/agent/config/agent.yaml",  # outside: nothing is writable there
+    ],
+)
+def test_naming_a_held_place_is_left_to_the_kernel(held, full, home, command):
+    command = command.replace("HOME", str(home))
+    assert full.exec_target(command) is not None  # the full guard asks
+    assert held.exec_target(command) is None
+    assert held.kernel_refusal(command) is None
+
+
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [
+        ("python3 x.py .claude/skills/new", ".claude/skills"),  # does not exist yet
+        ("python3 x.py .git/objects/pack", ".git"),  # the rest of the git folder
+        ("python3 x.py sub/.agents/config/agent.yaml", "layer folder"),  # a layer below
+        ("d=$(mktemp -d); cd $d && python3 x.py", "it may be any folder"),
+        ("git stash -u", "git folder"),  # changes the work tree, .git with it
+        ("ls | xargs gzip", "xargs"),
+        ("tar -x -f x.tar -C /", "holds"),  # / holds the workspace, which is writable
+        ("cp -r template/. ..", "holds"),
+    ],
+)
+def test_what_the_kernel_does_not_hold_is_still_asked(held, command, why):
+    found = held.exec_target(command)
+    assert found is not None and why in found, found
+
+
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        ("echo x > .agents/config/agent.yaml", ".agents/config/agent.yaml (the project layer)"),
+        ("echo x >> .agents/new.yaml", ".agents/new.yaml (the project layer)"),
+        ("rm -rf .agents", ".agents (the project layer)"),
+        ("rm -rf .", ".agents (the project layer), inside ."),
+        ("mv .agents/config old", ".agents/config (the project layer)"),
+        ("touch .git/hooks/pre-commit", ".git/hooks/pre-commit"),
+        ("chmod -x scripts/guard.sh", "scripts/guard.sh (a hook script)"),
+        ("cp evil.yaml .agents/config/agent.yaml", ".agents/config/agent.yaml"),
+        ("ln -s /tmp/x -t .agents/skills", ".agents/skills"),
+        ("sed -i s/a/b/ .agents/config/agent.yaml", ".agents/config/agent.yaml"),
+        ("perl -pi -e 's/a/b/' .agents/config/agent.yaml", ".agents/config/agent.yaml"),
+        ("dd if=x.txt of=.agents/config/agent.yaml", ".agents/config/agent.yaml"),
+        ("sort -o .agents/config/agent.yaml x.txt", ".agents/config/agent.yaml"),
+        ("git diff --output=.git/info/exclude", ".git/info/exclude"),
+        ("git config core.pager 'touch pwned'", ".git/config"),
+        ("git checkout -- .agents/config/agent.yaml", ".agents/config/agent.yaml"),
+        ("cd .agents/config && tee agent.yaml < ../../x.txt", ".agents/config/agent.yaml"),
+        ("printf x | env -C .agents/config tee agent.yaml", ".agents/config/agent.yaml"),
+        ("echo x > HOME/agent/config/agent.yaml", "the user layer"),  # outside: held too
+    ],
+)
+def test_a_plain_write_to_a_held_place_is_named(held, home, command, shown):
+    found = held.kernel_refusal(command.replace("HOME", str(home)))
+    assert found is not None and shown in found, found
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat .agents/config/agent.yaml > copy.yaml",
+        "cp .agents/config/agent.yaml copy.yaml",
+        "sed s/a/b/ .agents/config/agent.yaml",
+        "perl -e 'print 1' .agents/config/agent.yaml",
+        "git config --get core.pager",
+        "grep -o x .agents/config/agent.yaml",
+        "echo x > $out",  # named at run time: the kernel's to judge
+        "rm -rf src",
+        "touch notes.txt",
+    ],
+)
+def test_what_only_reads_a_held_place_is_not_refused(held, command):
+    assert held.kernel_refusal(command) is None
+
+
+def test_the_full_guard_refuses_nothing_for_the_kernel(full):
+    assert full.kernel_refusal("echo x > .agents/config/agent.yaml") is None
+    assert full.exec_target("echo x > .agents/config/agent.yaml") is not None
+
+
+def test_file_targets_are_judged_in_full_either_way(held):
+    # write_file and edit_file write from the agent, outside any sandbox: a
+    # held guard is never used for them, but it would still see the path.
+    assert held.file_target(".claude/skills/new/SKILL.md") is not None
