@@ -147,6 +147,23 @@ def test_a_models_command_is_not_run_unasked_and_no_hook_runs(cloned, run_agent,
     assert authorization(person, 0) == f"Bearer {KEY}"  # the person's own model, their key
 
 
+def test_an_untrusted_folders_hook_script_stays_protected(cloned, run_agent, person):
+    # The settings the untrusted view drops still name what must not change:
+    # a hook script a model rewrites would run once the person trusts the folder.
+    person.add(
+        {
+            "tool_calls": [
+                {"name": "exec", "arguments": {"command": "echo pwned > scripts/guard.sh"}}
+            ]
+        },
+        "done",
+    )
+    asked = untrusted(run_agent, "--yes", "ask", "tidy the scripts")
+    assert asked.returncode == 0, asked.stderr
+    assert "pwned" not in (cloned / "scripts" / "guard.sh").read_text()
+    assert "guard.sh" in tool_results(person)[0]["error"]
+
+
 def test_no_request_reaches_the_skills_host_zero_click(cloned, run_agent, person, skill_host):
     person.add(
         {"tool_calls": [{"name": "skill", "arguments": {"name": "helper"}}]},

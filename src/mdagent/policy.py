@@ -1026,15 +1026,22 @@ class Policy:
         from mdagent.protected import protected_files
 
         registry = getattr(ctx, "registry", None)
+        # An untrusted workspace's view drops its hooks and handlers, but the
+        # files they name stay protected: a script rewritten now would run
+        # once the person trusts the folder. Protecting more only tightens.
+        source = getattr(registry, "compiled", None) or registry
         key = (id(registry), workdir)
         cache = self.__dict__.setdefault("_protected_cache", {})
         if key not in cache:
+            settings = getattr(source, "settings", None) if source is not registry else None
             cache[key] = protected_files(
                 workdir=workdir,
                 project_layer=self.project_layer,
                 layers=getattr(registry, "layers", ()) or (),
-                settings=getattr(ctx, "settings", None) or getattr(registry, "settings", None),
-                tools=getattr(registry, "tools", {}).values() if registry is not None else (),
+                settings=settings
+                or getattr(ctx, "settings", None)
+                or getattr(registry, "settings", None),
+                tools=getattr(source, "tools", {}).values() if source is not None else (),
             )
         return cache[key]
 
