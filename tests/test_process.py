@@ -375,3 +375,26 @@ def test_run_tool_process_confines_cwd_and_reads_the_settings(tmp_path):
     slow = run_tool_process(["sleep", "10"], ctx)
     assert slow["timed_out"] is True and slow["error"] == "timed out after 0.5 s"
     assert run_tool_process(["sleep", "10"], ctx, timeout=0.2)["error"] == "timed out after 0.2 s"
+
+
+def test_ctrl_c_while_the_child_starts_still_stops_it(tmp_path, monkeypatch):
+    # A busy machine lets the child run before run_process knows it: a Ctrl-C
+    # in that window once left `sleep` running, holding the agent's output pipe.
+    import signal
+
+    import mdagent.process as process
+
+    real_start = process.start_child
+    pidfile = tmp_path / "pid"
+
+    def start_then_interrupt(*args, **kwargs):
+        proc = real_start(*args, **kwargs)
+        while not pidfile.exists() or not pidfile.read_text().strip():
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)  # arrives before run_process's try
+        return proc
+
+    monkeypatch.setattr(process, "start_child", start_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        run_process(["sh", "-c", f"echo $$ > {pidfile}; exec sleep 60"])
+    assert gone_soon(int(pidfile.read_text()))

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 
 def run_python(code: str) -> subprocess.CompletedProcess[str]:
     # A child process: the handlers and the "first signal" record are process-wide.
@@ -65,3 +67,21 @@ def test_a_signal_ignored_at_start_stays_ignored():
         """
     )
     assert done.stdout == "kept running None\n"
+
+
+def test_a_held_ctrl_c_is_raised_at_release_not_before():
+    import os
+    import signal
+
+    from mdagent.signals import hold
+
+    held = hold()
+    os.kill(os.getpid(), signal.SIGINT)
+    reached = True  # nothing raised while held
+    with pytest.raises(KeyboardInterrupt):
+        held.release()
+        for _ in range(1000):  # the restored handler runs at the next instruction
+            pass
+    assert reached
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    held.release()  # twice: harmless

@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from mdagent.records import Record
+from mdagent.signals import hold
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
@@ -480,6 +481,7 @@ def run_process(
         raise ValueError("run_process needs a program to run (argv is empty)")
     started = time.monotonic()
     direct = _pass_through_fd(output) if pass_through else None
+    held = hold()  # a Ctrl-C now is raised once the child's group can be stopped
     try:
         if wrap is not None:
             _look_up(argv[0], cwd, env)
@@ -492,7 +494,10 @@ def run_process(
             stdout=subprocess.PIPE if direct is None else direct,
             pass_fds=pass_fds,
         )
-    except OSError as exc:
+    except BaseException as exc:
+        held.release()
+        if not isinstance(exc, OSError):
+            raise
         code = 127 if isinstance(exc, FileNotFoundError) else 126
         where = f" (in {cwd})" if cwd and not os.path.isdir(cwd) else ""
         why = f"cannot run {argv[0]}{where}: {exc.strerror or exc}"
@@ -511,10 +516,12 @@ def run_process(
     if proc.stdout is not None:
         streams[proc.stdout.fileno()] = out
     runner = _Runner(proc, streams)
-    writer = _feed_stdin(proc, stdin_data) if stdin_data is not None else None
+    writer = None
     deadline = started + timeout if timeout else None
     reason = None
     try:
+        writer = _feed_stdin(proc, stdin_data) if stdin_data is not None else None
+        held.release()  # a Ctrl-C that came while the child started is raised here
         reason = runner.wait_for_leader(deadline, cancel)
         if reason is None and wrap is not None:
             # A sandbox's leader ended with its PID namespace: the kernel is
@@ -526,6 +533,7 @@ def run_process(
     except BaseException:
         # Ctrl-C (or anything else) while waiting: nothing may outlive us.
         runner.kill_now()
+        held.release()
         raise
     finally:
         runner.close()

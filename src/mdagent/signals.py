@@ -12,6 +12,7 @@ The CLI edge then exits 128 + the signal number (143, 129).
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -93,3 +94,51 @@ def message() -> str:
     if _received is None:
         return "interrupted"
     return f"interrupted: terminated by {signal.Signals(_received).name}"
+
+
+class Held:
+    """Ctrl-C and the stop signals, held back while a child starts (see :func:`hold`)."""
+
+    def __init__(self) -> None:
+        self._previous: dict[int, Any] = {}
+        self._pending: int | None = None
+
+    def _hold(self, signum: int, frame: Any) -> None:
+        if self._pending is None:
+            self._pending = signum
+
+    def release(self) -> None:
+        """Put the handlers back and send again the signal that arrived meanwhile.
+
+        Python runs the restored handler at its next instruction, so a
+        ``KeyboardInterrupt`` is raised right after this call returns, in
+        code that knows the child and can stop it. Calling it twice is harmless.
+        """
+        previous, self._previous = self._previous, {}
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            signal.raise_signal(pending)
+
+
+def hold() -> Held:
+    """Hold back Ctrl-C, SIGTERM and SIGHUP until :meth:`Held.release`.
+
+    Between ``fork`` and the moment its caller can stop a child's process
+    group, a ``KeyboardInterrupt`` would unwind past the only code that knows
+    the child, and leave it running (seen on a busy machine: Ctrl-C at the
+    child's first instruction, the agent gone and ``sleep 60`` still holding
+    its output pipe). Only the main thread handles signals; elsewhere this
+    holds nothing. Signals this process ignores stay ignored.
+    """
+    held = Held()
+    if threading.current_thread() is not threading.main_thread():
+        return held
+    for signum in (signal.SIGINT, *STOP_SIGNALS):
+        handler = signal.getsignal(signum)
+        if handler is signal.SIG_IGN or handler is None:
+            continue
+        held._previous[signum] = handler
+        signal.signal(signum, held._hold)
+    return held
