@@ -689,7 +689,7 @@ def test_ask_rules_do_not_apply_to_what_a_person_types(root, box):
 def test_an_ask_question_offers_no_always(root, box, monkeypatch):
     offered = []
 
-    def fake_ask(tool_name, args, *, cancel=None, always=True, note=None, workdir=None):
+    def fake_ask(tool_name, args, *, cancel=None, always=True, note=None, workdir=None, **_):
         offered.append((always, note))
         return "yes"
 
@@ -1136,7 +1136,7 @@ def test_the_terminal_question_says_what_is_asked_and_offers_always_only_where_i
 
     questions = []
 
-    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None, workdir=None):
+    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None, workdir=None, **_):
         questions.append((tool_name, args, always, note))
         return "n"
 
@@ -1327,7 +1327,7 @@ def test_the_terminal_question_gets_the_calls_cancel_event(root, box, monkeypatc
 
     seen = []
 
-    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None, workdir=None):
+    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None, workdir=None, **_):
         seen.append(cancel)
         return "no"
 
