@@ -263,8 +263,8 @@ def foreign_repository(
     for option, path in checks:
         if option in ("--git-dir", "--bare"):
             same = os.path.realpath(path) == own
-        else:
-            same = _repository(path) == own
+        else:  # a folder that is not there yet may be made before git runs
+            same = os.path.isdir(path) and _repository(path) == own
         if own is None or not same:
             shown = option if option == "--bare" else f"{option} {_relative(path, workdir)}"
             return (
@@ -367,7 +367,7 @@ def _sed(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | 
                     return Runs(f"`{program} -{letter}` not understood")
     if files:
         script, kind = files[0]
-        if kind == COMPUTED or device_path(script) or script == "-":
+        if kind == COMPUTED or script == "-" or device_path(script) or script in _STDIN:
             return Runs(f"`{program} -f {script}` runs a script read from a file descriptor")
         return Runs(f"`{program} -f {script}` runs a script no rule reads", hidden=False)
     if not scripts:
@@ -721,7 +721,8 @@ def device_path(word: str) -> bool:
     return path.startswith(("/dev/", "/proc/")) and path not in _NOT_DEVICES
 
 
-_NOT_DEVICES = {"/dev/null", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"}
+_STDIN = {"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"}
+_NOT_DEVICES = {*_STDIN, "/dev/null"}
 
 
 _READERS = {
@@ -766,8 +767,6 @@ _PLAIN_PROGRAMS = re.compile(r"((/usr)?/bin/)?(cat|true|less|more)|:|")
 _PLAIN_PROGRAM_VARIABLES = {
     "PAGER", "GIT_PAGER", "MANPAGER", "EDITOR", "VISUAL", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
 }  # fmt: skip
-# LESS holding plain options: no `+cmd`, no -k (key bindings), no -o/-O (log file).
-_PLAIN_LESS = re.compile(r"[-\sA-JL-NP-Za-jl-np-z0-9#]*")
 
 
 def assigned(name: str, value: str, program: str = "") -> Runs | None:
@@ -776,12 +775,12 @@ def assigned(name: str, value: str, program: str = "") -> Runs | None:
     base = program.rsplit("/", 1)[-1]
     if name in _HOME_VARIABLES:
         if base in _HOME_READERS:
-            return Runs(f"`{name}=` points `{base}` at other start-up files or configuration")
+            return Runs(f"`{name}` points `{base}` at other start-up files and configuration")
         return None
     if name not in _CODE_VARIABLES and not name.startswith(_CODE_VARIABLE_PREFIXES):
         return None
     if name in _PLAIN_PROGRAM_VARIABLES and _PLAIN_PROGRAMS.fullmatch(value.strip()):
         return None
-    if name == "LESS" and _PLAIN_LESS.fullmatch(value):
-        return None
-    return Runs(f"`{name}=` sets code or a program that runs, or where its configuration is")
+    if name == "LESS" and _less("less", tuple(value.split()), ()) is None:
+        return None  # options only, none that runs or writes anything
+    return Runs(f"`{name}` set on the line is code, names a program, or points to a configuration")
