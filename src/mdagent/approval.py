@@ -380,10 +380,12 @@ def _differences(old: Any, new: Any, where: str, out: list[str]) -> None:
             v if isinstance(v, dict) else {} if v in _NOTHING else None for v in (old, new)
         )
         if before is not None and after is not None:
+            count = len(out)
             for key in dict.fromkeys([*before, *after]):
                 path = f"{where}.{key}" if where else str(key)
                 _differences(before.get(key, _ABSENT), after.get(key, _ABSENT), path, out)
-            return
+            if len(out) > count:
+                return  # else: an empty mapping comes or goes (`hooks: {}`)
     if isinstance(old, list) and isinstance(new, list):
         count = len(out)
         out += [f"{where}: − {_setting(item)}" for item in old if item not in new]
