@@ -393,6 +393,9 @@ def test_a_sed_script_that_only_edits(script):
         ("XDG_CONFIG_HOME", "x", "less"),
         ("HOME", "x", "vim"),
         ("HOME", "x", "man"),
+        ("HOME", "x", None),  # for the rest of the line: any program may read it
+        ("XDG_CONFIG_HOME", "x", None),
+        ("PS4", "x", None),
     ],
 )
 def test_a_variable_that_hands_a_program_code_or_another_configuration(name, value, program):

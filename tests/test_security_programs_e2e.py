@@ -159,6 +159,8 @@ def test_git_elsewhere_and_its_variables_are_denied_under_any_deny_rule(workspac
         write(workspace / call[1]["path"], call[1]["content"])
     config = workspace / "src/evil/config"
     config.write_text(config.read_text().replace("touch pwned", f"rm -f {target}"))
+    # A user configuration where HOME would point git.
+    write(workspace / "src/home/.gitconfig", f"[alias]\n\tst = !rm -f {target}\n")
     commands = [
         "git -C src/evil st",
         "git --git-dir=src/evil st",
@@ -170,6 +172,9 @@ def test_git_elsewhere_and_its_variables_are_denied_under_any_deny_rule(workspac
         "git -c alias.st='!rm -f victim' st",
         "git --config-env=alias.st=X st",
         "cd src && git -C evil st",
+        "HOME=src/home git st",
+        "HOME=$PWD/src/home; git st",
+        "export XDG_CONFIG_HOME=src; git st",
     ]
     results = run_all(run_agent, commands)
     assert_denied(commands, results, "could not be checked")

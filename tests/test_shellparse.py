@@ -962,6 +962,8 @@ def test_what_may_run_a_program_is_never_covered_by_a_pattern(command, why):
         ("mapfile -t GIT_CONFIG_KEY_0", "`GIT_CONFIG_KEY_0` set on the line is code"),
         ("getopts ab PS1", "`PS1` set on the line is code"),
         ("HOME=src/evil git log", "`HOME` points `git` at other start-up files"),
+        ("HOME=src/evil", "`HOME` points the programs after it at other start-up files"),
+        ("export XDG_CONFIG_HOME=x", "`XDG_CONFIG_HOME` points the programs after it"),
         ("bash -i", "`bash` is interactive"),
     ],
 )

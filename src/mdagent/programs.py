@@ -769,13 +769,16 @@ _PLAIN_PROGRAM_VARIABLES = {
 }  # fmt: skip
 
 
-def assigned(name: str, value: str, program: str = "") -> Runs | None:
-    """Why setting ``name`` (to ``value``, for ``program`` when it is set for
-    one command) hands a program code or points it elsewhere, or None."""
-    base = program.rsplit("/", 1)[-1]
+def assigned(name: str, value: str, program: str | None = None) -> Runs | None:
+    """Why setting ``name`` to ``value`` hands a program code or points it
+    elsewhere, or None. ``program``: the one command it is set for (``X=1
+    git log``); None: the rest of the line, where any program may read it
+    (``HOME=x; git log``, ``export HOME=x``)."""
     if name in _HOME_VARIABLES:
-        if base in _HOME_READERS:
-            return Runs(f"`{name}` points `{base}` at other start-up files and configuration")
+        base = program.rsplit("/", 1)[-1] if program is not None else None
+        if base is None or base in _HOME_READERS:
+            shown = f"`{base}`" if base else "the programs after it"
+            return Runs(f"`{name}` points {shown} at other start-up files and configuration")
         return None
     if name not in _CODE_VARIABLES and not name.startswith(_CODE_VARIABLE_PREFIXES):
         return None

@@ -735,24 +735,27 @@ def _runs(unwrapped: _Unwrapped) -> Any:
 def _code_assignment(unwrapped: _Unwrapped) -> Any:
     """A variable set on the line that hands a program code or points it
     elsewhere (``PROMPT_COMMAND=…``, ``GIT_DIR=…``; :func:`mdagent.programs.assigned`):
-    set for the command, by ``export``/``declare``…, or by ``read``/``printf -v``."""
+    set for the command, or for the rest of the line — alone (``HOME=x;``),
+    by ``export``/``declare``…, or by ``read``/``printf -v``."""
     from mdagent.programs import assigned
 
     core = unwrapped.core
     program = core[0].rsplit("/", 1)[-1] if core else ""
-    words = list(unwrapped.assigned)
+    # None: for the rest of the line, where any program may read it.
+    scope = program if core and program not in _DECLARERS else None
+    words = [(w, scope) for w in unwrapped.assigned]
     if program in _DECLARERS:
-        words += [w for w in core[1:] if _ASSIGNMENT.match(w)]
+        words += [(w, None) for w in core[1:] if _ASSIGNMENT.match(w)]
         if "n" in "".join(w[1:] for w in core[1:] if w.startswith("-")):
             # declare -n ref=PS4: assigning to ref sets PS4.
-            words += [w.split("=", 1)[1] + "=" for w in core[1:] if "=" in w]
-    names = [(w, "") for w in _names_assigned(program, core[1:])]
-    for word in words:
+            words += [(w.split("=", 1)[1] + "=", None) for w in core[1:] if "=" in w]
+    names = [(w, "", None) for w in _names_assigned(program, core[1:])]
+    for word, where in words:
         match = _ASSIGNMENT.match(word)
         if match:
-            names.append((match.group(0), word[match.end() :]))
-    for name, value in names:
-        found = assigned(re.sub(r"(\[.*)?\+?=$", "", name), value, program)
+            names.append((match.group(0), word[match.end() :], where))
+    for name, value, where in names:
+        found = assigned(re.sub(r"(\[.*)?\+?=$", "", name), value, where)
         if found:
             return found
     return None
