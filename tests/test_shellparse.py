@@ -524,6 +524,36 @@ def test_every_option_of_every_wrapper_is_read_to_the_program(command):
     assert seg.stages[-1] == seg.core and seg.stages[0][0] == command.split()[0]
 
 
+def _wrapper_prefixes():
+    """Every prefix of every long option of every wrapper, with whether it is ambiguous."""
+    from mdagent.shellparse import _WRAPPERS
+
+    for name, spec in _WRAPPERS.items():
+        longs = spec.long_flags | spec.long_valued | spec.long_optional
+        for option in sorted(longs):
+            for end in range(1, len(option)):
+                prefix = option[:end]
+                matches = [o for o in longs if o == prefix] or [
+                    o for o in longs if o.startswith(prefix)
+                ]
+                value = ["1"] if option in spec.long_valued else []
+                operands = ["1"] * spec.operands
+                command = " ".join([name, f"--{prefix}", *value, *operands, "rm", "x"])
+                yield command, len(matches) > 1
+
+
+@pytest.mark.parametrize(("command", "ambiguous"), list(_wrapper_prefixes()))
+def test_every_prefix_of_a_wrappers_long_option_is_read_as_getopt_long_reads_it(command, ambiguous):
+    # A unique prefix is the option (`env --sp 'rm x'`); one that two options
+    # share is refused by the wrapper, and deny rules fail closed on it.
+    seg = parse(command)[0]
+    if ambiguous:
+        assert seg.unchecked and "not understood" in seg.unchecked, command
+    else:
+        split = "split-string".startswith(command.split()[1][2:]) and command.startswith("env")
+        assert seg.core == (("1", "rm", "x") if split else ("rm", "x")), command
+
+
 @pytest.mark.parametrize(
     "command",
     ["env -Z rm x", "sudo --frobnicate rm x", "nice -Q rm x", "timeout --nope 5 rm x"],

@@ -61,7 +61,8 @@ class LongOptions:
     ``dangerous``: options that name a program or code to run, or a file
     holding either. ``exact``: other options of the program that are
     prefixes of a dangerous one; written in full they are themselves.
-    ``parser``: what reads them (every one takes an unambiguous prefix).
+    ``parser``: what reads them (each takes an unambiguous prefix, but
+    ripgrep, which is read as if it did).
     """
 
     parser: str
@@ -95,6 +96,7 @@ LONG_OPTIONS: dict[str, LongOptions] = {
     "man": _long("argp", "pager html config-file"),
     "zip": _long("zip's get_option", "unzip-command"),
     "less": _long("less's own", "lesskey-file lesskey-src lesskey-content"),
+    # ripgrep takes no abbreviation that we know of; read as if it did (fail closed).
     "rg": _long("ripgrep's own", "pre hostname-bin"),
     "make": _long("getopt_long", "eval file makefile"),
     "julia": _long("getopt_long", "eval print"),
