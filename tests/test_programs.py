@@ -185,6 +185,12 @@ def test_aliases_read_with_the_programs_table():
         ("bash /dev/fd/3", "`bash /dev/fd/3` runs code read from a file descriptor", True),
         ("bash -e /proc/self/fd/5", "`bash /proc/self/fd/5` runs code read", True),
         ("bash -o pipefail -- /dev/fd/3", "`bash /dev/fd/3` runs code read", True),
+        ("bash -eo pipefail /dev/fd/3", "`bash /dev/fd/3` runs code read", True),
+        ("bash -O extglob /dev/fd/3", "`bash /dev/fd/3` runs code read", True),
+        ("bash --init-file rc", "`bash --init-file` runs a start-up file", True),
+        ("sed -i s/a/b/e f", "`sed` script runs a command", True),
+        ("/usr/bin/sed -n '1e ls' f", "`sed` script runs a command (`ls`)", True),
+        ("sed - p", "`sed` script not understood", True),  # `-` is the script
         # make: inline code (policy.inline_eval decides), hidden from deny rules
         ("make -f - all", "`make -f -` makes recipes of text no rule reads", True),
         ("make --ev=x", "`make --eval` makes recipes", True),
@@ -212,6 +218,7 @@ def test_what_a_program_runs_besides_itself(command, why, hidden):
         "git --namespace -c log",
         "git -C -c log",
         "git grep --Ovim foo",
+        "git merge -Xours main",
         "sed -n 1p f",
         "sed 's/e/E/g;s/w/W/2' f",
         "sed -E -n '/x/{p;q}' f",
@@ -227,10 +234,14 @@ def test_what_a_program_runs_besides_itself(command, why, hidden):
         "sed --line-length 5 l f",
         "sed -- s/a/b/ f",
         "sed",
+        "sed -e",
         "tar -cf a.tar .",
         "tar --checkpoint=10 -xf a.tar",
         "tar xvf a.tar",
         "tar -xf Foo.tar -- -I",
+        "tar -cf a.tar --files-from=Files.txt",
+        "tar -cf a.tar aFile",
+        "tar -cf a.tar -X excl .",
         "zip -r a.zip .",
         "zip -T a.zip",
         "rg --pre-glob '*.gz' x",
@@ -239,6 +250,8 @@ def test_what_a_program_runs_besides_itself(command, why, hidden):
         "man -a -L C ls",
         "man -S 1:8 ls",
         "man -Tutf8 ls",
+        "man --Cx ls",  # a long option is no cluster of letters (man refuses it)
+        "man PHP",
         "less f",
         "less +G f",
         "less +123 f",
@@ -247,18 +260,23 @@ def test_what_a_program_runs_besides_itself(command, why, hidden):
         "less +/pattern f",
         "less -p x f",
         "less -R -S f",
+        "less -Pkprompt f",  # k and o in the value of -P and -T
+        "less -Tok f",
         "less -- +!x",
         "vim f",
         "vim +12 f",
         "vim + f",
         "vim -R -n f",
         "vim -- -c",
+        "vim --noplugin --clean f",
         "bash",
         "bash -c 'ls -i'",
         "bash -lc ls",
         "bash script.sh",
         "bash /dev/null",
         "bash /dev/stdin",  # standard input: judged by where the line feeds it from
+        "bash --",
+        "bash -c /dev/fd/3 x",  # the code is a command of its own, parsed as such
         "sh -o errexit x.sh",
         "make",
         "make test VERBOSE=1",
@@ -295,6 +313,9 @@ def test_a_script_computed_at_run_time_is_unknowable():
         ("/x/I,+3e ls", "a command (`ls`"),
         ("0,/x/e ls", "a command (`ls`"),
         ("1~2e ls", "a command (`ls`"),
+        ("1~e ls", "a command (`ls`"),  # GNU sed takes an empty step
+        ("s/a/b/pe", "a command (`s///e: the pattern space`"),
+        ("s/a/b/wout", "writes `out`"),
         ("2,~4 e ls", "a command (`ls`"),
         ("1{\ne ls\n}", "a command (`ls`"),
         ("p;e ls", "a command (`ls`"),
@@ -350,6 +371,7 @@ def test_a_sed_script_that_runs_or_writes(script, expected):
         "s/a/b/w /dev/stderr",
         ":top\n/x/b top",
         "t;T;b",
+        ":aXb",
         "=;l;L;F;z;h;H;g;G;x;n;N;D;P;Q;q 3",
         "v 4.2",
         "y/a\\/b/xyz/",
@@ -444,6 +466,7 @@ def test_device_paths_come_from_descriptors():
         ("git --git-dir=g --work-tree w log", [("--git-dir", "g"), ("--work-tree", "w")]),
         ("git --git-dir g log", [("--git-dir", "g")]),
         ("git --bare log", [("--bare", "")]),
+        ("git --bare", [("--bare", "")]),
         ("git -c x=y -C a log -C b", [("-C", "a")]),
         ("git --namespace -C log", []),
         ("git -C", [("-C", "")]),
@@ -541,3 +564,9 @@ def test_without_a_repository_of_its_own_every_pointed_git_is_elsewhere(tmp_path
     (tmp_path / "sub").mkdir()
     why = foreign_repository(words("git -C sub log"), str(tmp_path), str(tmp_path))
     assert why is not None and "`git -C sub`" in why
+
+
+def test_what_vim_is_told_is_said_in_full():
+    assert runs(words("vim -c q f")) == Runs(
+        "`vim -c` (-c) runs Ex commands or a script, which may run commands"
+    )
