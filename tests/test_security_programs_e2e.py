@@ -326,3 +326,28 @@ def test_rg_pre_is_denied_under_a_deny_rule(workspace, run_agent):
     results = run_all(run_agent, ["rg --pre ./p keep", "rg --pr=./p keep"])
     assert_denied(["rg --pre", "rg --pr"], results, "could not be checked")
     assert target.exists()
+
+
+def test_what_pagers_searchers_and_editors_are_told_to_run_is_denied_under_any_deny_rule(
+    workspace, run_agent
+):
+    # Without a terminal these would not reach their commands here; a deny
+    # rule must refuse them all the same: on one they would.
+    settings(workspace, RM_DENIED)
+    (workspace / "f.txt").write_text("line\n")
+    commands = [
+        "less '+!rm -f victim' f.txt",
+        "LESSOPEN='|rm -f victim %s' less f.txt",
+        "LESS='+!rm -f victim' less f.txt",
+        "man -P 'rm -f victim' ls",
+        "MANPAGER='rm -f victim' man ls",
+        "man --pa='rm -f victim' ls",
+        "rg --pre 'rm -f victim' x",
+        "rg --pr='rm -f victim' x",
+        "vim '+!rm -f victim' f.txt",
+        "EDITOR='rm -f victim' git commit",
+        "GIT_PAGER='rm -f victim' git log",
+        "PAGER='rm -f victim' git log",
+    ]
+    results = run_all(run_agent, commands)
+    assert_denied(commands, results, "could not be checked")
