@@ -245,6 +245,10 @@ def test_tell_writes_one_line_and_never_fails():
     [
         ("policy:\nmodel: {}\n", 'policy:\n  allow:\n    - "x"\nmodel: {}\n'),
         ("policy:\n  mode: ask\n", 'policy:\n  allow:\n    - "x"\n  mode: ask\n'),
+        (
+            "policy:\n  mode: ask\nmodel: {}\n",
+            'policy:\n  allow:\n    - "x"\n  mode: ask\nmodel: {}\n',
+        ),
     ],
 )
 def test_always_adds_its_rule_where_it_belongs(tmp_path, text, after):
