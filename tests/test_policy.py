@@ -1635,3 +1635,18 @@ def test_the_repository_is_looked_at_on_every_call(git_root, box):
     assert check(policy, box, "exec", cmd("git -C src/plain log")).allowed
     (git_root / "src" / "plain" / "HEAD").write_text("ref: refs/heads/main\n")
     assert not check(policy, box, "exec", cmd("git -C src/plain log")).allowed
+
+
+def test_a_change_of_folder_on_the_line_leaves_a_relative_git_folder_unplaced(git_root, box):
+    policy = make_policy(git_root, {"allow": ["exec(git *)", "exec(cd *)", "exec(pushd *)"]})
+    for command in ("pushd src && git -C plain log", "env -C src git -C plain log"):
+        decision = check(policy, box, "exec", cmd(command))
+        assert refused(decision) and "after a change of folder" in decision.reason, command
+
+
+def test_policy_check_places_git_from_where_a_person_typed(git_root, box):
+    policy = make_policy(git_root, {"deny": ["exec(rm *)"]})
+    typed = ToolContext(caller=PERSON, workdir=str(git_root), cwd=str(git_root / "src"))
+    verdict = policy.explain(box.tool_for("exec"), cmd("git -C plain log"), typed)
+    # The person's call runs; its segment is judged as written, not as unknown.
+    assert verdict.decision == "allow" and [s.decision for s in verdict.segments] == ["ask"]

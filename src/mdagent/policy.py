@@ -284,7 +284,8 @@ class _ExecView:
         moved = changed = False
         segments = []
         for seg in self.segments or ():
-            why = foreign_repository(seg.core, workdir, cwd, moved)
+            # A wrapper's folder (`env -C src git -C x`) is a change of folder too.
+            why = foreign_repository(seg.core, workdir, cwd, moved or bool(seg.chdirs))
             if why and not seg.unchecked:
                 seg = replace(seg, dynamic=seg.dynamic or why, unchecked=why)
                 changed = True
