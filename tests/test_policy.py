@@ -1639,7 +1639,12 @@ def test_the_repository_is_looked_at_on_every_call(git_root, box):
 
 def test_a_change_of_folder_on_the_line_leaves_a_relative_git_folder_unplaced(git_root, box):
     policy = make_policy(git_root, {"allow": ["exec(git *)", "exec(cd *)", "exec(pushd *)"]})
-    for command in ("pushd src && git -C plain log", "env -C src git -C plain log"):
+    for command in (
+        "pushd src && git -C plain log",
+        "env -C src git -C plain log",
+        "cd src && git -C . log",  # `.` is no longer the root
+        "popd; git -C . log",
+    ):
         decision = check(policy, box, "exec", cmd(command))
         assert refused(decision) and "after a change of folder" in decision.reason, command
 
