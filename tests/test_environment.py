@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+
+import pytest
+
 from mdagent.environment import (
     DEFAULT_EXCLUDE,
     child_env,
@@ -9,6 +13,7 @@ from mdagent.environment import (
     env_rules,
     is_secret_name,
     scrubbed_env,
+    with_git_safety,
 )
 from mdagent.toolbox import ToolContext
 
@@ -104,3 +109,64 @@ def test_each_default_pattern_scrubs_on_its_own():
         assert name not in scrubbed_env({name: "v"})
         assert scrubbed_env({name: "v"}, exclude=others) == {name: "v"}, pattern
         assert is_secret_name(name, {})
+
+
+def test_a_models_commands_get_git_safety_and_a_persons_do_not():
+    given = {"PATH": "/bin"}
+    model = env_for(ToolContext(env=given, caller="model"))
+    assert model == {
+        "PATH": "/bin",
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "safe.bareRepository",
+        "GIT_CONFIG_VALUE_0": "explicit",
+    }
+    assert env_for(ToolContext(env=given, caller="mcp"))["GIT_CONFIG_COUNT"] == "1"
+    assert env_for(ToolContext(env=given, caller="person")) == given
+    assert given == {"PATH": "/bin"}  # the caller's mapping is left alone
+
+
+def test_git_safety_comes_after_the_configuration_already_given():
+    env = {
+        "GIT_CONFIG_COUNT": "2",
+        "GIT_CONFIG_KEY_0": "safe.bareRepository",
+        "GIT_CONFIG_VALUE_0": "all",
+        "GIT_CONFIG_KEY_1": "user.name",
+        "GIT_CONFIG_VALUE_1": "me",
+        "GIT_CONFIG_PARAMETERS": "'safe.bareRepository'='all'",
+    }
+    safe = with_git_safety(env)
+    assert safe["GIT_CONFIG_COUNT"] == "3"
+    assert (safe["GIT_CONFIG_KEY_2"], safe["GIT_CONFIG_VALUE_2"]) == (
+        "safe.bareRepository",
+        "explicit",
+    )
+    assert safe["GIT_CONFIG_KEY_0"] == "safe.bareRepository"  # kept, overridden by the last
+    assert safe["GIT_CONFIG_PARAMETERS"] == (
+        "'safe.bareRepository'='all' 'safe.bareRepository'='explicit'"
+    )
+    assert "GIT_CONFIG_PARAMETERS" not in with_git_safety({})
+
+
+@pytest.mark.parametrize("count", ["x", "-1", " 1", "1 ", ""])
+def test_a_count_git_cannot_read_is_left_alone(count):
+    # git refuses to run at all with such a count: nothing to add to.
+    env = {"GIT_CONFIG_COUNT": count}
+    assert with_git_safety(env) == env
+
+
+def test_git_safety_holds_against_gits_own_reading(tmp_path):
+    import subprocess
+
+    # A bare repository inside a work tree, whose alias would run.
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    evil = tmp_path / "evil"
+    (evil / "objects").mkdir(parents=True)
+    (evil / "refs").mkdir()
+    (evil / "HEAD").write_text("ref: refs/heads/main\n")
+    (evil / "config").write_text("[core]\n\tbare = true\n[alias]\n\tst = !touch pwned\n")
+    plain = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    for env in (with_git_safety(plain), with_git_safety({**plain, "GIT_CONFIG_COUNT": "0"})):
+        subprocess.run(["git", "st"], cwd=evil, env=env, capture_output=True)
+        assert not (evil / "pwned").exists()
+    subprocess.run(["git", "st"], cwd=evil, env=plain, capture_output=True)
+    assert (evil / "pwned").exists()  # without it, git uses the folder it found

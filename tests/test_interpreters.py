@@ -168,3 +168,30 @@ def test_variables_that_give_an_interpreter_code(command, says):
     (segment,) = try_parse(command)
     found = inline_environment(segment.argv, segment.core)
     assert found == says if says is None else found.startswith(says)
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        # julia and GNU make read long options with getopt_long: any unambiguous
+        # prefix is the option (issue 30).
+        ("julia --ev 'run(`ls`)'", "julia --ev"),
+        ("julia --eval=1", "julia --eval"),
+        ("julia1.10 --pri 1", "julia1.10 --pri"),
+        ("make --f=-", "make --f -"),
+        ("make --fi /dev/stdin", "make --fi /dev/stdin"),
+        ("make --makef=/dev/stdin", "make --makef /dev/stdin"),
+        ("make --e='all:;ls'", "make --eval"),
+        ("gmake --eva x", "gmake --eval"),
+    ],
+)
+def test_an_abbreviated_long_option_is_the_option(command, says):
+    assert inline_code(shlex.split(command)) == says
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["julia --project=. x.jl", "make --file=Makefile.dev", "make --environment-overrides"],
+)
+def test_other_long_options_stay_plain(command):
+    assert inline_code(shlex.split(command)) is None

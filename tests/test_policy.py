@@ -689,7 +689,7 @@ def test_ask_rules_do_not_apply_to_what_a_person_types(root, box):
 def test_an_ask_question_offers_no_always(root, box, monkeypatch):
     offered = []
 
-    def fake_ask(tool_name, args, *, cancel=None, always=True, note=None, workdir=None):
+    def fake_ask(tool_name, args, *, cancel=None, always=True, note=None, workdir=None, **_):
         offered.append((always, note))
         return "yes"
 
@@ -1136,7 +1136,7 @@ def test_the_terminal_question_says_what_is_asked_and_offers_always_only_where_i
 
     questions = []
 
-    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None, workdir=None):
+    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None, workdir=None, **_):
         questions.append((tool_name, args, always, note))
         return "n"
 
@@ -1327,7 +1327,7 @@ def test_the_terminal_question_gets_the_calls_cancel_event(root, box, monkeypatc
 
     seen = []
 
-    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None, workdir=None):
+    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None, workdir=None, **_):
         seen.append(cancel)
         return "no"
 
@@ -1575,3 +1575,83 @@ def test_deny_candidates_are_trimmed_command_strings(command):
 def test_an_assignment_after_the_program_is_an_argument_not_a_variable(root, box):
     policy = make_policy(root, {"mode": "allowlist", "allow": ["exec(*)"]})
     assert check(policy, box, "exec", cmd("node tool.js NODE_OPTIONS=--import=data:x")).allowed
+
+
+# -- git pointed at another repository (issue 30) --------------------------------------
+
+
+@pytest.fixture
+def git_root(root):
+    """The policy tests' project as a git repository holding a bare one a model wrote."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    evil = root / "src" / "evil"
+    (evil / "objects").mkdir(parents=True)
+    (evil / "refs").mkdir()
+    (evil / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / "src" / "plain").mkdir()
+    return root
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git -C src/evil log", "git --git-dir=src/evil log", "cd src && git -C plain log"],
+)
+def test_git_pointed_at_another_repository_is_asked_and_denied_under_deny_rules(
+    git_root, box, command
+):
+    allowed = make_policy(git_root, {"allow": ["exec(git *)", "exec(cd *)"]})
+    decision = check(allowed, box, "exec", cmd(command))
+    assert refused(decision) and "needs approval" in decision.reason
+    denied = make_policy(git_root, {"mode": "full", "deny": ["exec(rm *)"]})
+    decision = check(denied, box, "exec", cmd(command))
+    assert refused(decision) and "could not be checked" in decision.reason
+    verdict = denied.explain(box.tool_for("exec"), cmd(command), ToolContext(caller=MODEL))
+    assert any("could not be checked" in s.why for s in verdict.segments)
+
+
+def test_git_in_the_workspaces_own_repository_is_left_to_the_rules(git_root, box):
+    policy = make_policy(git_root, {"allow": ["exec(git *)"], "deny": ["exec(rm *)"]})
+    for command in ("git -C src/plain log", "git --git-dir=.git log", "git -C src log"):
+        assert check(policy, box, "exec", cmd(command)).allowed, command
+
+
+def test_where_git_is_pointed_from_is_the_calls_folder(git_root, box):
+    policy = make_policy(git_root, {"allow": ["exec(git *)"]})
+    assert check(policy, box, "exec", {"command": "git -C evil log", "cwd": "src"}).allowed is False
+    assert check(policy, box, "exec", {"command": "git -C plain log", "cwd": "src"}).allowed
+    # A person's command starts where it was typed.
+    denied = make_policy(git_root, {"deny": ["exec(rm *)"]})
+    typed = {"cwd": str(git_root / "src")}
+    assert check(denied, box, "exec", cmd("git -C plain log"), caller=PERSON, **typed).allowed
+    person = check(denied, box, "exec", cmd("git -C evil log"), caller=PERSON, **typed)
+    assert refused(person) and "`git -C src/evil`" in person.reason
+
+
+def test_the_repository_is_looked_at_on_every_call(git_root, box):
+    # Never cached: a folder a model makes a repository of after one call.
+    policy = make_policy(git_root, {"allow": ["exec(git *)"]})
+    assert check(policy, box, "exec", cmd("git -C src/plain log")).allowed
+    (git_root / "src" / "plain" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert not check(policy, box, "exec", cmd("git -C src/plain log")).allowed
+
+
+def test_a_change_of_folder_on_the_line_leaves_a_relative_git_folder_unplaced(git_root, box):
+    policy = make_policy(git_root, {"allow": ["exec(git *)", "exec(cd *)", "exec(pushd *)"]})
+    for command in (
+        "pushd src && git -C plain log",
+        "env -C src git -C plain log",
+        "cd src && git -C . log",  # `.` is no longer the root
+        "popd; git -C . log",
+    ):
+        decision = check(policy, box, "exec", cmd(command))
+        assert refused(decision) and "after a change of folder" in decision.reason, command
+
+
+def test_policy_check_places_git_from_where_a_person_typed(git_root, box):
+    policy = make_policy(git_root, {"deny": ["exec(rm *)"]})
+    typed = ToolContext(caller=PERSON, workdir=str(git_root), cwd=str(git_root / "src"))
+    verdict = policy.explain(box.tool_for("exec"), cmd("git -C plain log"), typed)
+    # The person's call runs; its segment is judged as written, not as unknown.
+    assert verdict.decision == "allow" and [s.decision for s in verdict.segments] == ["ask"]

@@ -24,7 +24,9 @@ def questions(monkeypatch):
     """The terminal question, answered "no": what it was asked with, one dict per question."""
     asked = []
 
-    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None, workdir=None):
+    def ask_terminal(
+        tool_name, args, *, cancel=None, always=True, note=None, workdir=None, protected=False
+    ):
         asked.append(
             {
                 "tool": tool_name,
@@ -32,6 +34,7 @@ def questions(monkeypatch):
                 "always": always,
                 "note": note,
                 "workdir": workdir,
+                "protected": protected,
             }
         )
         return "no"
@@ -170,6 +173,18 @@ def test_the_note_under_the_question_names_the_rule_or_hook_and_only_a_given_rea
         (False, "Asked because hook guard asks: check first"),
         (False, "Asked because hook guard asks"),
     ]
+    assert not any(q["protected"] for q in questions)
+
+
+def test_a_change_to_the_agents_own_configuration_is_asked_to_be_shown_whole(root, box, questions):
+    # The question then shows every changed line and what changes in the settings.
+    policy = make_policy(root, interactive=True)
+    ctx = ToolContext(caller=MODEL, workdir=str(root))
+    args = {"path": ".agents/config/agent.yaml", "content": "policy:\n  mode: full\n"}
+    assert not policy.check(box.tool_for("write_file"), args, ctx).allowed
+    other = {"path": "a.txt", "content": "x"}
+    assert not policy.check(box.tool_for("write_file"), other, ctx).allowed
+    assert [q["protected"] for q in questions] == [True, False]
 
 
 class _Gate:

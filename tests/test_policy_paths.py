@@ -188,7 +188,7 @@ def test_the_question_about_a_protected_file_gets_the_calls_cancel_event(
 
     seen = []
 
-    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None, workdir=None):
+    def ask_terminal(tool_name, args, *, cancel=None, always=True, note=None, workdir=None, **_):
         seen.append((cancel, workdir))
         return "no"
 

@@ -524,6 +524,36 @@ def test_every_option_of_every_wrapper_is_read_to_the_program(command):
     assert seg.stages[-1] == seg.core and seg.stages[0][0] == command.split()[0]
 
 
+def _wrapper_prefixes():
+    """Every prefix of every long option of every wrapper, with whether it is ambiguous."""
+    from mdagent.shellparse import _WRAPPERS
+
+    for name, spec in _WRAPPERS.items():
+        longs = spec.long_flags | spec.long_valued | spec.long_optional
+        for option in sorted(longs):
+            for end in range(1, len(option)):
+                prefix = option[:end]
+                matches = [o for o in longs if o == prefix] or [
+                    o for o in longs if o.startswith(prefix)
+                ]
+                value = ["1"] if option in spec.long_valued else []
+                operands = ["1"] * spec.operands
+                command = " ".join([name, f"--{prefix}", *value, *operands, "rm", "x"])
+                yield command, len(matches) > 1
+
+
+@pytest.mark.parametrize(("command", "ambiguous"), list(_wrapper_prefixes()))
+def test_every_prefix_of_a_wrappers_long_option_is_read_as_getopt_long_reads_it(command, ambiguous):
+    # A unique prefix is the option (`env --sp 'rm x'`); one that two options
+    # share is refused by the wrapper, and deny rules fail closed on it.
+    seg = parse(command)[0]
+    if ambiguous:
+        assert seg.unchecked and "not understood" in seg.unchecked, command
+    else:
+        split = "split-string".startswith(command.split()[1][2:]) and command.startswith("env")
+        assert seg.core == (("1", "rm", "x") if split else ("rm", "x")), command
+
+
 @pytest.mark.parametrize(
     "command",
     ["env -Z rm x", "sudo --frobnicate rm x", "nice -Q rm x", "timeout --nope 5 rm x"],
@@ -933,3 +963,170 @@ def test_a_literal_test_leaves_the_commands_in_it_allowable():
 def test_what_may_run_a_program_is_never_covered_by_a_pattern(command, why):
     (seg,) = parse(command)
     assert seg.dynamic == why
+
+
+# -- what a command runs besides itself (issue 30) -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [
+        ("git ls-remote --upl=x .", "`git ls-remote --upl=x` (--upload-pack) runs a program"),
+        ("sudo -u me git fetch --upload-p x o", "`git fetch --upload-p` (--upload-pack) runs"),
+        ("env LC_ALL=C sed -n 1e\\ ls f", "`sed` script runs a command (`ls`)"),
+        ("nice tar --to-c=x -xf a", "`tar --to-c=x` runs a program named on the line"),
+        ("git -c alias.x=!y x", "`git -c` sets what git runs"),
+        ("PS4='$(x)'", "`PS4` set on the line is code"),
+        ("PROMPT_COMMAND+=x", "`PROMPT_COMMAND` set on the line is code"),
+        ("PROMPT_COMMAND[0]=x", "`PROMPT_COMMAND` set on the line is code"),
+        ("GIT_DIR=x git log", "`GIT_DIR` set on the line is code"),
+        ("env GIT_DIR=x git log", "`GIT_DIR` set on the line is code"),
+        ("env -S 'GIT_DIR=x git log'", "`GIT_DIR` set on the line is code"),
+        ("sudo LESSOPEN='|x %s' less f", "`LESSOPEN` set on the line is code"),
+        ("export PROMPT_COMMAND=x", "`PROMPT_COMMAND` set on the line is code"),
+        ("declare -x BASH_ENV=rc", "`BASH_ENV` set on the line is code"),
+        ("readonly GIT_SSH=x", "`GIT_SSH` set on the line is code"),
+        ("declare -n r=PS4", "`PS4` set on the line is code"),
+        ("read -r PS4", "`PS4` set on the line is code"),
+        ("printf -v GIT_DIR x", "`GIT_DIR` set on the line is code"),
+        ("mapfile -t GIT_CONFIG_KEY_0", "`GIT_CONFIG_KEY_0` set on the line is code"),
+        ("getopts ab PS1", "`PS1` set on the line is code"),
+        ("HOME=src/evil git log", "`HOME` points `git` at other start-up files"),
+        ("HOME=src/evil", "`HOME` points the programs after it at other start-up files"),
+        ("export XDG_CONFIG_HOME=x", "`XDG_CONFIG_HOME` points the programs after it"),
+        ("bash -i", "`bash` is interactive"),
+    ],
+)
+def test_what_runs_besides_the_command_is_hidden_from_deny_rules(command, why):
+    (seg,) = parse(command)
+    assert seg.unchecked.startswith(why), seg
+    assert seg.dynamic.startswith(why) or "[0]" in command  # a subscript says so first
+
+
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [
+        ("git -c user.name=me commit", "`git -c` sets what git runs"),
+        ("sed 's/a/b/w out' f", "`sed` script writes `out`"),
+        ("sed -f s.sed f", "`sed -f s.sed` runs a script no rule reads"),
+        ("less -o log f", "`less -o` writes a log file"),
+    ],
+)
+def test_what_only_writes_or_sets_a_plain_setting_is_not_hidden(command, why):
+    (seg,) = parse(command)
+    assert seg.dynamic == why and seg.unchecked is None
+
+
+def test_make_reading_recipes_from_the_line_is_hidden_but_left_to_inline_eval():
+    # Whether an allow pattern covers `make -f -` is policy.inline_eval's to say.
+    (seg,) = parse("make -f - all")
+    assert (
+        seg.dynamic is None and seg.unchecked == "`make -f -` makes recipes of text no rule reads"
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "HOME=/tmp/x pytest",
+        "PAGER=cat git log",
+        "GIT_EDITOR=true git rebase --continue",
+        "LESS=-R less f",
+        "export PATH=/x:/y",
+        "read -r line",
+        "declare -n r=x",
+        "x=1",
+        "git log --oneline",
+        "git -C x log",  # where x is, the policy works out from the file system
+    ],
+)
+def test_plain_variables_and_commands_stay_coverable(command):
+    assert [(s.dynamic, s.unchecked) for s in parse(command)] == [(None, None)]
+
+
+@pytest.mark.parametrize(
+    ("command", "reader", "source"),
+    [
+        ("sh < f", "sh", "< f"),
+        ("sh < <(printf x)", "sh", "< <(printf x)"),
+        ("bash <&3", "bash", "<& 3"),
+        ("sh 3< f", "sh", "< f"),
+        ("exec 3< <(printf x); sh <&3", "sh", "< <(printf x)"),
+        ("exec < f; bash", "bash", "< f"),
+        ("bash -c sh < f", "sh", "< f"),
+        ("f() { sh; }; f < x", "sh", "< x"),
+        ("{ sh; } < f", "sh", "< f"),
+        ("while read -r x; do sh; done < f", "sh", "< f"),
+        ("cat < f; bash", "bash", "< f"),  # the line's input may reach any shell on it
+        ("source /dev/stdin < f", "source /dev/stdin", "< f"),
+    ],
+)
+def test_a_shell_on_a_line_with_an_input_redirection_is_unchecked(command, reader, source):
+    (seg,) = [s for s in parse(command) if s.unchecked]
+    assert seg.text == reader
+    assert seg.unchecked == f"`{reader}` runs code read from a redirection (`{source}`)"
+    assert seg.dynamic
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sh < /dev/null",
+        "bash <&-",
+        "sort < f; sh -c ls",
+        "cat < f",
+        "sh <<< 'ls'",
+        "sh <<EOF\nls\nEOF",
+        "bash -c 'ls' > out",
+    ],
+)
+def test_input_a_shell_does_not_read_as_code_leaves_it_checked(command):
+    assert all(s.unchecked is None for s in parse(command))
+
+
+@pytest.mark.parametrize(
+    ("command", "reader"),
+    [
+        ("printf x > >(sh)", "sh"),
+        ("tee >(bash) < f", "bash"),
+        ("echo x | tee >(sh -s) >/dev/null", "sh -s"),
+    ],
+)
+def test_a_shell_in_an_output_process_substitution_reads_a_pipe(command, reader):
+    seg = next(s for s in parse(command) if s.text == reader)
+    assert seg.unchecked == f"`{reader}` runs code read from a pipe"
+
+
+def test_a_shell_in_an_input_process_substitution_reads_nothing_of_the_line():
+    assert [s.unchecked for s in parse("diff <(sh -c ls) f")] == [None, None, None]
+
+
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [
+        (". /dev/fd/3", "`. /dev/fd/3` runs code read from a file descriptor"),
+        ("source /proc/self/fd/4", "`source /proc/self/fd/4` runs code read"),
+        ("bash /dev/fd/3", "`bash /dev/fd/3` runs code read from a file descriptor"),
+    ],
+)
+def test_code_read_from_a_descriptor_is_unchecked(command, why):
+    (seg,) = parse(command)
+    assert seg.unchecked.startswith(why)
+
+
+@pytest.mark.parametrize(
+    ("command", "writes"),
+    [
+        ("git log --out=notes.txt", "notes.txt"),
+        ("git log --outp notes.txt", "notes.txt"),
+        ("sort --o=sorted.txt f", "sorted.txt"),
+        ("wget --output-d=page.html u", "page.html"),
+        ("pytest --log-f=run.log", "run.log"),
+    ],
+)
+def test_an_abbreviated_output_option_is_a_write_of_its_own(command, writes):
+    assert segments(command)[1:] == [f"> {writes}"]
+
+
+def test_a_flag_that_only_shares_a_prefix_is_no_write():
+    assert segments("git merge --log main") == ["git merge --log main"]

@@ -21,6 +21,14 @@ not list as equivalent; ``--show`` prints their diffs. Inspect one with
 still going on, or cut short: its mutants not run yet count as not killed)
 and runs nothing.
 
+``--sample N`` runs N mutants of each module drawn at random (``--seed``,
+default 30, makes the draw repeatable) instead of all of them, and scores
+those: a quick estimate for a module changed by a branch. mutmut first
+generates every mutant and records which tests run each function, running
+the mutants of one small function to get there (they are not scored unless
+drawn); the names drawn are kept in ``sample.json`` for ``--report`` and
+``--again``.
+
 ``--again`` reruns only the mutants the last run of the same selection did
 not kill, against the current tests (copied in anew), and prints the score
 of the whole run: a quick way to check that new tests kill what they aim at.
@@ -172,6 +180,44 @@ def _statuses(work: Path, module: str) -> dict[str, str]:
     return {name: status_by_exit_code[code] for name, code in codes.items()}
 
 
+def _warm_up_pattern(module: str) -> list[str]:
+    """Patterns for the mutants of a module's smallest functions, smallest first:
+    running one makes mutmut generate every mutant and collect its stats."""
+    import ast
+
+    tree = ast.parse((REPO / "src" / "mdagent" / module).read_text())
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    functions.sort(key=lambda n: sum(1 for _ in ast.walk(n)))
+    stem = Path(module).stem
+    return [f"mdagent.{stem}.x_{f.name}__mutmut_*" for f in functions]
+
+
+def _draw(work: Path, modules: list[str], size: int, seed: int, jobs: int) -> list[str] | None:
+    """Generate every mutant of ``modules`` and draw ``size`` of each; None if mutmut failed."""
+    import random
+
+    for module in modules:
+        if not _statuses(work, module):
+            for pattern in _warm_up_pattern(module):
+                if _run_mutmut(work, [pattern], jobs) == 0:
+                    break
+            else:
+                return None
+    drawn: list[str] = []
+    generator = random.Random(seed)
+    for module in modules:
+        names = sorted(_statuses(work, module))
+        drawn += generator.sample(names, min(size, len(names)))
+    (work / "sample.json").write_text(json.dumps(drawn, indent=0))
+    return drawn
+
+
+def _sampled(work: Path) -> set[str] | None:
+    """The mutants a sample run drew (None: the run took them all)."""
+    path = work / "sample.json"
+    return set(json.loads(path.read_text())) if path.exists() else None
+
+
 def _diff(work: Path, name: str) -> str:
     shown = subprocess.run(
         [sys.executable, "-m", "mutmut", "show", name],
@@ -197,6 +243,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--report", action="store_true", help="print the last run's scores; run nothing"
     )
+    parser.add_argument(
+        "--sample", type=int, metavar="N", help="run N mutants of each module, drawn at random"
+    )
+    parser.add_argument("--seed", type=int, default=30, help="the draw of --sample")
     args = parser.parse_args(argv)
 
     chosen = []
@@ -225,22 +275,35 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(problem, file=sys.stderr)
             return 2
+        drawn = _sampled(work)
         names = [
             name
             for module in chosen
             for name, status in _statuses(work, module).items()
-            if status not in DETECTED
+            if status not in DETECTED and (drawn is None or name in drawn)
         ]
         if not names:
             print("no survivor to run again")
     else:
         _snapshot(work, chosen)
         names = [f"mdagent.{Path(m).stem}.*" for m in chosen]
+        if args.sample:
+            drawn = _draw(work, chosen, args.sample, args.seed, args.jobs)
+            if drawn is None:
+                print(f"mutmut failed: see {work / 'mutmut.log'}", file=sys.stderr)
+                return 1
+            names = drawn
     if names and _run_mutmut(work, names, args.jobs) != 0:
         print(f"mutmut failed: see {work / 'mutmut.log'}", file=sys.stderr)
         return 1
     if args.again:  # the mutants of functions changed since the run, reset by mutmut
-        fresh = [n for m in chosen for n, s in _statuses(work, m).items() if s == "not checked"]
+        drawn = _sampled(work)
+        fresh = [
+            n
+            for m in chosen
+            for n, s in _statuses(work, m).items()
+            if s == "not checked" and (drawn is None or n in drawn)
+        ]
         if fresh and _run_mutmut(work, fresh, args.jobs) != 0:
             print(f"mutmut failed: see {work / 'mutmut.log'}", file=sys.stderr)
             return 1
@@ -249,8 +312,13 @@ def main(argv: list[str] | None = None) -> int:
     # "other" counts survivors not listed as equivalent, and mutants not run yet.
     print(f"\n{'module':<16}{'killed':>8}{'total':>8}{'score':>8}{'equiv':>7}{'other':>7}")
     unexplained: list[str] = []
+    sampled = _sampled(work)
+    if sampled is not None:
+        print(f"(a sample: {len(sampled)} mutants drawn, scored alone)")
     for module in chosen:
         statuses = _statuses(work, module)
+        if sampled is not None:
+            statuses = {n: s for n, s in statuses.items() if n in sampled}
         total = len(statuses)
         killed = sum(status in DETECTED for status in statuses.values())
         missed = sorted(n for n, status in statuses.items() if status not in DETECTED)

@@ -20,6 +20,7 @@ import sys
 import threading
 import unicodedata
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -39,6 +40,14 @@ ANSWERS = {
 # and a shortened command could hide its dangerous tail.
 FULL_KEYS = frozenset({"command", "path", "url"})
 MAX_VALUE = 200
+# What the question draws of a value, so nothing in it can push the rest off
+# the screen: more blank lines in a row than BLANK_LINES are counted, not
+# drawn; so are more blanks in a row than BLANKS; a line longer than the
+# width is folded.
+BLANK_LINES = 2
+BLANKS = 16
+FOLD = "↩"
+_BLANK_RUN = re.compile(f"[ \t]{{{BLANKS + 1},}}")
 
 #: Held while a question is on the terminal; the display's spinner holds it
 #: while its line is drawn (:meth:`mdagent.display.Display.running`), so the two
@@ -46,13 +55,16 @@ MAX_VALUE = 200
 prompt_lock = threading.Lock()
 
 
-def format_call(tool_name: str, args: Mapping[str, Any], max_value: int = MAX_VALUE) -> str:
+def format_call(
+    tool_name: str, args: Mapping[str, Any], max_value: int = MAX_VALUE, width: int | None = None
+) -> str:
     """``tool_name`` and its arguments for a person to judge, one argument per line.
 
     Control characters (ANSI escapes, carriage returns, bidi overrides) are
-    shown escaped so a model cannot disguise what is being approved. Long
-    values are shortened in the middle, except ``command``, ``path`` and
-    ``url``.
+    shown escaped so a model cannot disguise what is being approved; runs
+    of blank lines and of blanks are counted and long lines folded at
+    ``width`` (:func:`shown`). Long values are shortened in the middle,
+    except ``command``, ``path`` and ``url``.
     """
     lines = [tool_name]
     for key, value in args.items():
@@ -62,13 +74,49 @@ def format_call(tool_name: str, args: Mapping[str, Any], max_value: int = MAX_VA
         if key not in FULL_KEYS and len(text) > max_value:
             half = max_value // 2
             text = f"{text[:half]} … ({len(text) - 2 * half} more chars) … {text[-half:]}"
-        text = _visible(text)
+        text = shown(text, width)
         if "\n" in text:
             body = "\n".join("      " + line for line in text.splitlines())
             lines.append(f"  {key}:\n{body}")
         else:
             lines.append(f"  {key}: {text}")
     return "\n".join(lines)
+
+
+def shown(text: str, width: int | None = None) -> str:
+    """``text`` as the question draws it: control characters escaped, a run of
+    more than :data:`BLANK_LINES` blank lines or :data:`BLANKS` blanks
+    replaced by its count (``⟨300 blank lines⟩``), lines longer than
+    ``width`` (default: the terminal's, less an indent) folded with ``↩``.
+
+    A payload followed by 300 newlines, or by 5,000 spaces, stays on the
+    screen above the question.
+    """
+    if width is None:
+        import shutil
+
+        width = shutil.get_terminal_size((100, 24)).columns - 8
+    width = max(width, 20)
+    out: list[str] = []
+    blank = 0
+
+    def blank_lines() -> None:
+        out.extend([""] * blank if blank <= BLANK_LINES else [f"⟨{blank} blank lines⟩"])
+
+    for line in _visible(text).split("\n"):
+        if not line.strip():
+            blank += 1
+            continue
+        blank_lines()
+        blank = 0
+        line = _BLANK_RUN.sub(lambda run: f" ⟨{len(run.group())} blanks⟩ ", line)
+        while len(line) > width:
+            out.append(line[: width - 1] + FOLD)
+            line = line[width - 1 :]
+        out.append(line)
+    if blank:
+        blank_lines()
+    return "\n".join(out)
 
 
 def _visible(text: str) -> str:
@@ -144,6 +192,7 @@ def ask_terminal(
     always: bool = True,
     note: str | None = None,
     workdir: str | os.PathLike[str] | None = None,
+    protected: bool = False,
 ) -> str:
     """Ask on the terminal whether to run the call: ``"yes"``, ``"no"`` or ``"always"``.
 
@@ -152,20 +201,37 @@ def ask_terminal(
     asked again, three times at most, then counts as "no". When ``cancel``
     is set (Ctrl-C) the question is dropped at once and counts as "no".
     ``always=False`` offers yes and no only (a call "always" must not
-    cover); ``note`` is a line shown under the call. A ``write_file`` or
-    ``edit_file`` call inside ``workdir`` also shows the change it would make
-    as a unified diff (coloured on a terminal, unless ``NO_COLOR`` is set).
+    cover); ``note`` is a line shown under the call.
+
+    A ``write_file`` or ``edit_file`` call inside ``workdir`` also shows the
+    change it would make as a unified diff (coloured on a terminal, unless
+    ``NO_COLOR`` is set) and how many lines it changes. A diff longer than
+    :data:`MAX_DIFF_LINES` is cut, and the answer ``s`` shows all of it before
+    the question is asked again. ``protected`` (the call would change the
+    agent's own configuration): every value and every diff line is shown,
+    never cut, and for a YAML file what changes in the settings
+    (``policy.mode: ask → full``), right above the question.
     """
     out = out or sys.stderr
-    question = "Run it? [y]es / [n]o / [a]lways: " if always else "Run it? [y]es / [n]o: "
+    change = proposed_change(tool_name, args, workdir) if workdir else None
+    cut = change is not None and not protected and len(change.lines) > MAX_DIFF_LINES
+    show_all = "[s]how all / " if cut else ""
+    question = f"Run it? [y]es / {show_all}[n]o" + (" / [a]lways: " if always else ": ")
+    answers = {**ANSWERS, **({"s": "show", "show": "show", "show all": "show"} if cut else {})}
     with prompt_lock, _terminal_input() as source:
-        print(f"\nAllow {format_call(tool_name, args)}", file=out)
+        limit = sys.maxsize if protected else MAX_VALUE
+        print(f"\nAllow {format_call(tool_name, args, limit)}", file=out)
         if note:
             print(_visible(note), file=out)
-        change = proposed_diff(tool_name, args, workdir) if workdir else None
-        if change:
-            print(_coloured_diff(change, out), file=out)
-        for _ in range(3):
+        if change is not None:
+            print(_coloured_diff(change.text(None if protected else MAX_DIFF_LINES), out), file=out)
+            print(change.counted(), file=out)
+            if protected and change.settings is not None:
+                print("What this changes in the settings:", file=out)
+                for line in change.settings or ["nothing (only comments or layout)"]:
+                    print(f"  {shown(line)}", file=out)
+        tries = 0
+        while tries < 3:
             out.write(question)
             out.flush()
             line = _read_line(source, cancel)
@@ -174,22 +240,71 @@ def ask_terminal(
                 return "no"
             if not line:
                 raise EOFError("terminal closed")
-            answer = ANSWERS.get(line.strip().lower())
+            answer = answers.get(line.strip().lower())
+            if answer == "show" and change is not None:
+                print(_coloured_diff(change.text(None), out), file=out)
+                print(change.counted(), file=out)
+                continue
             if answer is not None and (always or answer != "always"):
                 return answer
-            print("Please answer y, n or a." if always else "Please answer y or n.", file=out)
+            tries += 1
+            keys = ("y, s, n or a" if always else "y, s or n") if cut else None
+            print(f"Please answer {keys or ('y, n or a' if always else 'y or n')}.", file=out)
         return "no"
 
 
-# A diff longer than this is cut: the question must stay on the screen.
+# A diff longer than this is cut (the answer `s` shows the rest): the question
+# must stay on the screen.
 MAX_DIFF_LINES = 60
 MAX_DIFF_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a ``write_file``/``edit_file`` call would do to a file.
+
+    ``lines``: the unified diff; ``added``/``removed``: its changed lines;
+    ``settings``: for a YAML file, each setting that changes
+    (``policy.mode: ask → full``; None: not YAML).
+    """
+
+    lines: tuple[str, ...]
+    added: int
+    removed: int
+    settings: tuple[str, ...] | None = None
+
+    def text(self, limit: int | None) -> str:
+        """The diff as shown: control characters escaped, long lines folded;
+        cut after ``limit`` lines (None: all), saying how many more there are."""
+        lines = list(self.lines)
+        if limit is not None and len(lines) > limit:
+            more = len(lines) - limit
+            lines = lines[:limit]
+            tail = f"… {more} more diff lines (answer s to see them all)"
+        else:
+            tail = None
+        text = "\n".join(shown(line) for line in lines)
+        return f"{text}\n{tail}" if tail else text
+
+    def counted(self) -> str:
+        """``3 lines changed (+2 −1)``."""
+        total = self.added + self.removed
+        return f"{total} line{'s' if total != 1 else ''} changed (+{self.added} −{self.removed})"
 
 
 def proposed_diff(
     tool_name: str, args: Mapping[str, Any], workdir: str | os.PathLike[str]
 ) -> str | None:
-    """The unified diff a ``write_file``/``edit_file`` call would make, or None.
+    """The unified diff a ``write_file``/``edit_file`` call would make, cut
+    after :data:`MAX_DIFF_LINES` lines, or None (see :func:`proposed_change`)."""
+    change = proposed_change(tool_name, args, workdir)
+    return change.text(MAX_DIFF_LINES) if change is not None else None
+
+
+def proposed_change(
+    tool_name: str, args: Mapping[str, Any], workdir: str | os.PathLike[str] | None
+) -> Change | None:
+    """The change a ``write_file``/``edit_file`` call would make, or None.
 
     Only for a regular file inside ``workdir`` (what is shown is the person's
     own file); None when it cannot be worked out, so the question is asked
@@ -198,7 +313,7 @@ def proposed_diff(
     import difflib
 
     path = args.get("path")
-    if tool_name not in ("write_file", "edit_file") or not isinstance(path, str):
+    if tool_name not in ("write_file", "edit_file") or not isinstance(path, str) or not workdir:
         return None
     root = os.path.realpath(workdir)
     target = os.path.realpath(os.path.join(root, os.path.expanduser(path)))
@@ -222,17 +337,74 @@ def proposed_diff(
         new = old.replace(before, after, -1 if args.get("replace_all") else 1)
     if not isinstance(new, str):
         return None
-    shown = os.path.relpath(target, root)
-    lines = list(
+    relative = os.path.relpath(target, root)
+    lines = tuple(
         difflib.unified_diff(
-            old.splitlines(), new.splitlines(), f"a/{shown}", f"b/{shown}", lineterm=""
+            old.splitlines(), new.splitlines(), f"a/{relative}", f"b/{relative}", lineterm=""
         )
     )
     if not lines:
         return None
-    if len(lines) > MAX_DIFF_LINES:
-        lines = [*lines[:MAX_DIFF_LINES], f"… {len(lines) - MAX_DIFF_LINES} more diff lines"]
-    return "\n".join(_visible(line) for line in lines)
+    body = [line for line in lines[2:] if not line.startswith("@@")]
+    added = sum(line.startswith("+") for line in body)
+    removed = sum(line.startswith("-") for line in body)
+    settings = None
+    if target.endswith((".yaml", ".yml")):
+        settings = tuple(settings_changes(old, new))
+    return Change(lines, added, removed, settings)
+
+
+def settings_changes(old: str, new: str) -> list[str]:
+    """Each setting that differs between two YAML texts, one line each:
+    ``policy.mode: ask → full``, ``policy.allow: + exec(*)``, ``hooks: (none) → …``.
+
+    Comments and layout are not settings: a change of only those gives no
+    line. A text that is not valid YAML says so.
+    """
+    values = []
+    for label, text in (("now", old), ("after the change", new)):
+        try:
+            values.append(plain(load_yaml(text, "agent.yaml")) if text.strip() else None)
+        except ConfigError as exc:
+            return [f"the file is not valid YAML {label}: {exc.message} (line {exc.line})"]
+    out: list[str] = []
+    _differences(values[0], values[1], "", out)
+    return out
+
+
+def _differences(old: Any, new: Any, where: str, out: list[str]) -> None:
+    if old == new:
+        return
+    if isinstance(old, dict) or isinstance(new, dict):
+        before, after = (
+            v if isinstance(v, dict) else {} if v in _NOTHING else None for v in (old, new)
+        )
+        if before is not None and after is not None:
+            count = len(out)
+            for key in dict.fromkeys([*before, *after]):
+                path = f"{where}.{key}" if where else str(key)
+                _differences(before.get(key, _ABSENT), after.get(key, _ABSENT), path, out)
+            if len(out) > count:
+                return  # else: an empty mapping comes or goes (`hooks: {}`)
+    if isinstance(old, list) and isinstance(new, list):
+        count = len(out)
+        out += [f"{where}: − {_setting(item)}" for item in old if item not in new]
+        out += [f"{where}: + {_setting(item)}" for item in new if item not in old]
+        if len(out) > count:
+            return
+    out.append(f"{where or '(the whole file)'}: {_setting(old)} → {_setting(new)}")
+
+
+_ABSENT = object()
+_NOTHING = (None, _ABSENT)
+
+
+def _setting(value: Any) -> str:
+    if value is _ABSENT:
+        return "(none)"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _coloured_diff(diff: str, out: TextIO) -> str:

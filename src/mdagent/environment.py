@@ -90,9 +90,45 @@ def child_env(
 
 def env_for(ctx: Any) -> dict[str, str]:
     """The environment a tool call's children get: ``ctx.env`` when the caller
-    built it (the runtime does, once per process), else scrubbed from the settings."""
+    built it (the runtime does, once per process), else scrubbed from the settings.
+
+    Anyone's but a person's call (a model's, another agent's) also gets the
+    git settings of :func:`with_git_safety`.
+    """
     env = getattr(ctx, "env", None)
-    return dict(env) if env is not None else child_env(getattr(ctx, "settings", None))
+    env = dict(env) if env is not None else child_env(getattr(ctx, "settings", None))
+    return env if getattr(ctx, "caller", None) == "person" else with_git_safety(env)
+
+
+# Git settings a model's commands always run with. safe.bareRepository=explicit:
+# git uses a bare repository only when told to (--git-dir, GIT_DIR), never one
+# it finds on its own, so `cd src/evil && git status` cannot run the
+# configuration (aliases, core.fsmonitor) of a folder a model wrote.
+GIT_SAFETY = (("safe.bareRepository", "explicit"),)
+
+
+def with_git_safety(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with :data:`GIT_SAFETY` added as command-line configuration.
+
+    Appended after any ``GIT_CONFIG_COUNT`` entries already there (the last
+    value of a setting wins), and to ``GIT_CONFIG_PARAMETERS`` when set, which
+    git reads after them. A ``GIT_CONFIG_COUNT`` that is not a number is left
+    alone: git then refuses to run at all.
+    """
+    out = dict(env)
+    count = out.get("GIT_CONFIG_COUNT", "0")
+    if not re.fullmatch(r"[0-9]+", count):
+        return out
+    n = int(count)
+    for key, value in GIT_SAFETY:
+        out[f"GIT_CONFIG_KEY_{n}"] = key
+        out[f"GIT_CONFIG_VALUE_{n}"] = value
+        n += 1
+    out["GIT_CONFIG_COUNT"] = str(n)
+    if out.get("GIT_CONFIG_PARAMETERS"):
+        added = " ".join(f"'{key}'='{value}'" for key, value in GIT_SAFETY)
+        out["GIT_CONFIG_PARAMETERS"] = f"{out['GIT_CONFIG_PARAMETERS']} {added}"
+    return out
 
 
 def is_secret_name(name: str, settings: Mapping[str, Any] | None = None) -> bool:

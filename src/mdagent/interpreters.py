@@ -227,10 +227,13 @@ def inline_code(argv: tuple[str, ...] | list[str]) -> str | None:
     if base in _RUNNERS:
         return _runner(program, base, words)
     if base in _MAKE:
-        return _make(program, words)
-    spec = _TABLE.get(base) or _TABLE.get(_VERSION.sub("", base))
+        return make_inline(program, words)
+    key = base if base in _TABLE else _VERSION.sub("", base)
+    spec = _TABLE.get(key)
     if spec is None:
         return None
+    from mdagent.programs import dangerous_option
+
     exits = False
     i = 0
     while i < len(words):
@@ -245,7 +248,8 @@ def inline_code(argv: tuple[str, ...] | list[str]) -> str | None:
         name = word.split("=", 1)[0] if word.startswith("--") else word
         if spec is _PWSH:
             name = _pwsh_option(name.lower())
-        if name in spec.code:
+        # julia reads long options with getopt_long: `--ev` is `--eval`.
+        if name in spec.code or dangerous_option(key, word):
             return f"{program} {name}"
         if word in spec.subcommands:
             return f"{program} {word}"
@@ -347,15 +351,19 @@ def _runner(program: str, base: str, words: list[str]) -> str | None:
     return None
 
 
-def _make(program: str, words: list[str]) -> str | None:
+def make_inline(program: str, words: list[str]) -> str | None:
     """``make --eval=TEXT``, ``make -f /dev/stdin``, ``make CC='sh -c …'``: inline.
 
     A makefile runs its recipes as shell code, so text on the command line
     that becomes makefile text is code; GNU make reads options among its
-    targets, so every word is read. A variable set on the command line
-    overrides the makefile's: one whose value is more than a plain word (a
-    file name, a number) may put a command into any recipe, ``!=`` runs one.
+    targets, so every word is read, and takes any prefix of a long option
+    (``--ev``, ``--f=-``; see :data:`mdagent.programs.LONG_OPTIONS`). A
+    variable set on the command line overrides the makefile's: one whose
+    value is more than a plain word (a file name, a number) may put a
+    command into any recipe, ``!=`` runs one.
     """
+    from mdagent.programs import dangerous_option
+
     i = 0
     options = True
     while i < len(words):
@@ -367,11 +375,10 @@ def _make(program: str, words: list[str]) -> str | None:
             continue
         if options and word.startswith("--"):
             name, eq, value = word.partition("=")
-            if len(name) >= 4 and "--eval".startswith(name):
+            option = dangerous_option("make", word)
+            if option == "eval":
                 return f"{program} --eval"
-            if (len(name) >= 4 and "--file".startswith(name)) or (
-                len(name) >= 5 and "--makefile".startswith(name)
-            ):
+            if option:
                 target = value if eq else following
                 if target == "-" or _stdin_path(target):
                     return f"{program} {name} {target}"

@@ -251,24 +251,48 @@ class _ExecView:
     unknown); the command then counts as matching every deny rule on exec.
     """
 
-    def __init__(self, command: str) -> None:
+    def __init__(self, command: str, segments: list[Any] | None = None) -> None:
         from mdagent.shellparse import Unparseable, parse
 
         self.whole = command.strip()
-        self.segments: list[Any] | None
+        self.segments: list[Any] | None = segments
         self.unchecked: str | None = None
-        try:
-            self.segments = parse(command)
-        except Unparseable as exc:
-            self.segments = None
-            self.unchecked = f"could not be checked: {exc}"
-        else:
-            reasons = (s.unchecked for s in self.segments if s.unchecked)
-            self.unchecked = next((f"could not be checked: {r}" for r in reasons), None)
+        if segments is None:
+            try:
+                self.segments = parse(command)
+            except Unparseable as exc:
+                self.unchecked = f"could not be checked: {exc}"
+                return
+        reasons = (s.unchecked for s in self.segments or () if s.unchecked)
+        self.unchecked = next((f"could not be checked: {r}" for r in reasons), None)
 
     @property
     def parsed(self) -> bool:
         return self.segments is not None
+
+    def placed(self, workdir: str, cwd: str) -> _ExecView:
+        """This view for a command run in ``cwd``: git pointed at another
+        repository than the workspace's (``git -C src/evil``, ``--git-dir``)
+        runs that repository's configuration, so its segment is neither
+        coverable by an allow pattern nor seen through by deny rules.
+
+        Worked out on every call, never cached: the folders may change
+        between two calls.
+        """
+        from mdagent.programs import foreign_repository
+
+        moved = changed = False
+        segments = []
+        for seg in self.segments or ():
+            # A wrapper's folder (`env -C src git -C x`) is a change of folder too.
+            why = foreign_repository(seg.core, workdir, cwd, moved or bool(seg.chdirs))
+            if why and not seg.unchecked:
+                seg = replace(seg, dynamic=seg.dynamic or why, unchecked=why)
+                changed = True
+            segments.append(seg)
+            # A later relative folder cannot be placed after a change of folder.
+            moved = moved or bool(seg.chdirs) or seg.core[:1] in (("cd",), ("pushd",), ("popd",))
+        return _ExecView(self.whole, segments) if changed else self
 
     def deny_candidates(self) -> list[str]:
         """Every string a deny rule is tried on.
@@ -656,7 +680,7 @@ class Policy:
         arguments a hook rewrote.
         """
         args = dict(args or {})
-        view = self._view(tool.name, args)
+        view = self._view(tool.name, args, ctx)
         denied = self._matching(
             self.deny, tool_names(tool), tool.name, args, self._workdir(ctx), view
         )
@@ -704,7 +728,7 @@ class Policy:
         args = dict(args or {})
         names = tool_names(tool)
         workdir = self._workdir(ctx)
-        view = self._view(tool.name, args)
+        view = self._view(tool.name, args, ctx)
         denied = self._matching(self.deny, names, tool.name, args, workdir, view)
         if denied is not None:
             rule, what = denied
@@ -735,7 +759,7 @@ class Policy:
         """:meth:`evaluate`, plus each segment's own verdict for ``exec`` (``agent policy check``)."""
         verdict = self.evaluate(tool, args, ctx)
         if tool.name in EXEC_TOOLS:
-            view = self._view(tool.name, dict(args or {}))
+            view = self._view(tool.name, dict(args or {}), ctx)
             names = tool_names(tool)
             segments = tuple(self._segment_verdict(s, names) for s in view.segments or ())
             verdict = replace(verdict, segments=segments)
@@ -950,7 +974,9 @@ class Policy:
             return refused
         note = f"This changes {target}, part of the agent's own configuration."
         with self._asking:
-            answer = self._question(tool, args, ctx, refused, always=False, note=note)
+            answer = self._question(
+                tool, args, ctx, refused, always=False, note=note, protected=True
+            )
         if isinstance(answer, Decision):
             return answer
         if answer in ("yes", "always"):  # "always" is never saved for these
@@ -966,6 +992,7 @@ class Policy:
         *,
         always: bool = True,
         note: str | None = None,
+        protected: bool = False,
     ) -> str | Decision:
         """The person's answer, or the decision when nobody could answer."""
         try:
@@ -976,6 +1003,7 @@ class Policy:
                 always=always,
                 note=note,
                 workdir=self._workdir(ctx),
+                protected=protected,
             )
         except EOFError as closed:
             if "closed" in str(closed):  # a person was there and ended the input
@@ -1054,6 +1082,7 @@ class Policy:
         always: bool = True,
         note: str | None = None,
         workdir: str | None = None,
+        protected: bool = False,
     ) -> str:
         prompt = self._prompt
         if prompt is None:
@@ -1061,8 +1090,15 @@ class Policy:
 
             # The call's cancel event: Ctrl-C must drop the question at once,
             # not leave it waiting to swallow the person's next line.
+            # `protected`: the agent's own configuration, shown whole.
             answer = ask_terminal(
-                tool_name, args, cancel=cancel, always=always, note=note, workdir=workdir
+                tool_name,
+                args,
+                cancel=cancel,
+                always=always,
+                note=note,
+                workdir=workdir,
+                protected=protected,
             )
         else:
             answer = prompt(tool_name, args)
@@ -1141,11 +1177,17 @@ class Policy:
 
     # -- matching ----------------------------------------------------------------
 
-    @staticmethod
-    def _view(tool_name: str, args: Mapping[str, Any]) -> Any:
-        if tool_name in EXEC_TOOLS:
-            return _exec_view(str(args.get("command", "")))
-        return None
+    def _view(self, tool_name: str, args: Mapping[str, Any], ctx: Any = None) -> Any:
+        if tool_name not in EXEC_TOOLS:
+            return None
+        view = _exec_view(str(args.get("command", "")))
+        workdir = base = self._workdir(ctx)
+        if getattr(ctx, "cwd", None) and getattr(ctx, "caller", None) == "person":
+            from mdagent.workspace import base_for
+
+            base = str(base_for(ctx))  # a person's command starts where it was typed
+        cwd = os.path.join(base, os.path.expanduser(str(args["cwd"]))) if args.get("cwd") else base
+        return view.placed(workdir, cwd)
 
     def _workdir(self, ctx: Any) -> str:
         return str(getattr(ctx, "workdir", None) or self.workdir)

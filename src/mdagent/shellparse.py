@@ -322,6 +322,7 @@ class _Unwrapped:
     unknown: str | None = None  # why what runs could not be read
     chdirs: tuple[str | None, ...] = ()  # folders wrappers change to (None: unknown)
     appends: str | None = None  # the wrapper that adds arguments at run time (xargs)
+    assigned: tuple[str, ...] = ()  # NAME=value words set for the command (also env -S's)
 
 
 # Wrapper options that change the folder the command runs in; None: to a
@@ -337,17 +338,26 @@ def _unwrap(argv: tuple[str, ...], kinds: tuple[str, ...]) -> _Unwrapped:
     words, how = list(argv), list(kinds)
     stages: list[tuple[str, ...]] = []
     chdirs: list[str | None] = []
+    assigned: list[str] = []
     code = appends = None
 
     def assignments() -> None:
         while words and _ASSIGNMENT.match(words[0]):
+            assigned.append(words[0])
             del words[0], how[0]
 
     def done(unknown: str | None = None) -> _Unwrapped:
         if words and (not stages or stages[-1] != tuple(words)):
             stages.append(tuple(words))
         return _Unwrapped(
-            tuple(words), tuple(how), tuple(stages), code, unknown, tuple(chdirs), appends
+            tuple(words),
+            tuple(how),
+            tuple(stages),
+            code,
+            unknown,
+            tuple(chdirs),
+            appends,
+            tuple(assigned),
         )
 
     assignments()
@@ -492,6 +502,8 @@ def _parse(command: str, depth: int) -> list[Segment]:
         raise
     except Exception as exc:  # a node shape this walker does not know; too deep
         raise Unparseable(f"cannot parse command: {exc!r}") from None
+    if walker.input:
+        walker.reading(0, f"runs code read from a redirection (`{walker.input}`)")
     if walker.evaluates:
         # Arithmetic or an assignment outside any one command (a for ((...))
         # header, a here-document) may run code hidden in a variable's value:
@@ -563,6 +575,9 @@ def _dynamic(argv: tuple[str, ...], kinds: tuple[str, ...], unwrapped: _Unwrappe
         name = _ASSIGNMENT.match(word)
         if name and "[" in name.group(0):
             return f"`{word}` assigns to a subscript, evaluated as arithmetic"
+    found = _code_assignment(unwrapped)
+    if found:
+        return found.why
     if unwrapped.code is not None:
         return "a wrapper runs its arguments as shell code"
     core = unwrapped.core
@@ -574,8 +589,9 @@ def _dynamic(argv: tuple[str, ...], kinds: tuple[str, ...], unwrapped: _Unwrappe
         return f"`{program}` runs text as code"
     if program == "parallel":
         return "`parallel` runs its arguments as shell commands"
-    if program == "git":
-        return _git_runs(args)
+    found = _runs(unwrapped)
+    if found and not found.inline:
+        return found.why
     if program in _SHELLS and (not args or args[0].startswith(("-", "+"))):
         return f"`{program}` runs a string or its input as code"
     if program in ("[", "[[", "test", "(("):
@@ -619,6 +635,9 @@ def _hidden(argv: tuple[str, ...], unwrapped: _Unwrapped) -> tuple[list[_Unwrapp
     for word in argv:
         if _RENAMING_WORDS.search(word):
             return inner, f"`{word}` changes what a command name runs"
+    for found in (_code_assignment(unwrapped), _runs(unwrapped)):
+        if found and found.hidden:
+            return inner, found.why
     core = unwrapped.core
     if not core:
         return inner, None
@@ -650,6 +669,8 @@ def _hidden(argv: tuple[str, ...], unwrapped: _Unwrapped) -> tuple[list[_Unwrapp
         ]
         if operands and operands[0][1] == COMPUTED:
             return inner, f"`{program}` runs code from `{operands[0][0]}`, computed at run time"
+        if program in (".", "source") and operands and _device(operands[0][0]):
+            return inner, f"`{program} {operands[0][0]}` runs code read from a file descriptor"
     return inner, _renames(program, args)
 
 
@@ -690,46 +711,77 @@ def _renames(program: str, args: tuple[str, ...]) -> str | None:
     return None
 
 
-# git options that name a program for git to run, or set configuration that
-# does (core.pager, core.fsmonitor, aliases): an allow rule for `git *` or
-# `git fetch *` must not cover `git -c core.pager='rm -rf ~' log` or
-# `git fetch --upload-pack='rm -rf ~'`.
-_GIT_RUNNING = (
-    "--upload-pack", "--receive-pack", "--exec", "--extcmd", "--open-files-in-pager",
-    "--config-env",
-)  # fmt: skip
-_GIT_RUNNING_SHORT = {"grep": "O", "rebase": "x", "difftool": "x", "clone": "u"}
-_GIT_RUNNING_SUB = {"submodule": "foreach", "bisect": "run", "filter-branch": None}
 # Options that name a file a program writes: a write of its own, like `> file`.
-_OUTPUT_OPTIONS = {"--output", "--output-file", "--output-document", "--outfile", "--log-file"}
+# Any prefix counts (getopt_long takes one: `sort --out=f`, `git log --outp=f`),
+# but `--log` alone, a flag of git merge and pull.
+_OUTPUT_OPTIONS = ("output", "output-file", "output-document", "outfile", "log-file")
+# Builtins that set variables from their operands (`export PS4=…`).
+_DECLARERS = {"export", "declare", "typeset", "local", "readonly"}
 
 
-def _git_runs(args: tuple[str, ...]) -> str | None:
-    """Why ``git args`` may run a program named on the line, or None."""
-    i = 0
-    while i < len(args) and args[i].startswith("-"):
-        word = args[i]
-        if word == "-c" or word.startswith(("-c", "--config-env", "--exec-path=")):
-            return f"`git {word}` sets what git runs"
-        i += 2 if word in ("-C", "--git-dir", "--work-tree", "--namespace") else 1
-    sub = args[i] if i < len(args) else ""
-    rest = args[i + 1 :]
-    letter = _GIT_RUNNING_SHORT.get(sub)
-    for word in rest:
-        cluster = word[1:] if word[:1] == "-" and word[1:2] != "-" else ""
-        if word.startswith(_GIT_RUNNING) or (letter and letter in cluster):
-            return f"`git {sub} {word}` runs a program named on the line"
-    if sub in _GIT_RUNNING_SUB and (_GIT_RUNNING_SUB[sub] is None or _GIT_RUNNING_SUB[sub] in rest):
-        return f"`git {sub}` runs commands given as text"
+def _device(word: str) -> bool:
+    from mdagent.programs import device_path
+
+    return device_path(word)
+
+
+def _runs(unwrapped: _Unwrapped) -> Any:
+    """What the program runs besides itself (:func:`mdagent.programs.runs`)."""
+    from mdagent.programs import runs
+
+    return runs(unwrapped.core, unwrapped.kinds)
+
+
+def _code_assignment(unwrapped: _Unwrapped) -> Any:
+    """A variable set on the line that hands a program code or points it
+    elsewhere (``PROMPT_COMMAND=…``, ``GIT_DIR=…``; :func:`mdagent.programs.assigned`):
+    set for the command, or for the rest of the line — alone (``HOME=x;``),
+    by ``export``/``declare``…, or by ``read``/``printf -v``."""
+    from mdagent.programs import assigned
+
+    core = unwrapped.core
+    program = core[0].rsplit("/", 1)[-1] if core else ""
+    # None: for the rest of the line, where any program may read it.
+    scope = program if core and program not in _DECLARERS else None
+    words = [(w, scope) for w in unwrapped.assigned]
+    if program in _DECLARERS:
+        words += [(w, None) for w in core[1:] if _ASSIGNMENT.match(w)]
+        if "n" in "".join(w[1:] for w in core[1:] if w.startswith("-")):
+            # declare -n ref=PS4: assigning to ref sets PS4.
+            words += [(w.split("=", 1)[1] + "=", None) for w in core[1:] if "=" in w]
+    names = [(w, "", None) for w in _names_assigned(program, core[1:])]
+    for word, where in words:
+        match = _ASSIGNMENT.match(word)
+        if match:
+            names.append((match.group(0), word[match.end() :], where))
+    for name, value, where in names:
+        found = assigned(re.sub(r"(\[.*)?\+?=$", "", name), value, where)
+        if found:
+            return found
     return None
+
+
+def _names_assigned(program: str, args: tuple[str, ...]) -> tuple[str, ...]:
+    """The variables ``read``, ``printf -v``, ``mapfile`` or ``getopts`` sets."""
+    if program == "read":
+        return _read_names(args)
+    if program == "printf":
+        return _printf_target(args)
+    if program in ("mapfile", "readarray"):
+        return args[-1:]
+    if program == "getopts":
+        return args[1:2]
+    return ()
 
 
 def _outputs(core: tuple[str, ...], kinds: tuple[str, ...]) -> list[tuple[str, str]]:
     """The files ``--output=FILE``-style options of ``core`` name, with their kinds."""
+    from mdagent.programs import abbreviated
+
     out = []
     for i, word in enumerate(core[1:], start=1):
         name, eq, value = word.partition("=")
-        if name in _OUTPUT_OPTIONS:
+        if abbreviated(word, _OUTPUT_OPTIONS, ("log",)):
             if eq:
                 out.append((value, kinds[i]))
             elif i + 1 < len(core):
@@ -805,6 +857,10 @@ class _Walker:
         # Why some part of the line evaluates text (arithmetic, an expansion
         # with an operator): then no segment counts as literal.
         self.evaluates: str | None = None
+        # The first input redirection from a file or descriptor (`< f`, `<&3`,
+        # `3< <(…)`): a shell on the line may read its code from there, also
+        # through `exec < f` or a function the redirection applies to.
+        self.input: str | None = None
 
     def text(self, node: Any, start: int | None = None, end: int | None = None) -> str:
         start = node.start_byte if start is None else start
@@ -878,10 +934,15 @@ class _Walker:
     def piped(self, start: int) -> None:
         """Mark the shells among the segments from ``start`` on, which read a pipe:
         their code is whatever the commands before them print, unknowable here."""
+        self.reading(start, "runs code read from a pipe")
+
+    def reading(self, start: int, what: str) -> None:
+        """Mark the shells among the segments from ``start`` on that read their
+        input as code, which comes from where ``what`` says: unknowable here."""
         for i in range(start, len(self.out)):
             seg = self.out[i]
             if seg.unchecked is None and _reads_script_from_stdin(seg.core):
-                why = f"`{seg.text}` runs code read from a pipe"
+                why = f"`{seg.text}` {what}"
                 self.out[i] = replace(seg, dynamic=seg.dynamic or why, unchecked=why)
 
     def no_command_words(self, words: list[Any]) -> None:
@@ -1095,11 +1156,15 @@ class _Walker:
             self.expanding(node, node.start_byte + 1, node.end_byte - 1)
         elif kind in ("command_substitution", "process_substitution"):
             self.note_evaluation(node)
+            start = len(self.out)
             for child in node.named_children:
                 if child.type == "file_redirect":  # $(< file)
                     self.no_command_words(self.redirect(child))
                 elif child.type != "comment":
                     self.statement(child)
+            if self.text(node).startswith(">("):
+                # `tee >(sh)`: what runs inside reads what the command writes.
+                self.piped(start)
         elif kind in _CONTAINERS:
             self.note_evaluation(node)
             parts = node.children
@@ -1268,6 +1333,8 @@ class _Walker:
         target = destinations[0]
         self.word(target)
         word = self.unquote(target)
+        if op in ("<", "<&") and word not in ("/dev/null", "-") and self.input is None:
+            self.input = f"{op} {self.text(target)}"
         duplicate = op in (">&", "<&") and (word.isdigit() or word == "-")
         if op in _WRITING and word not in _HARMLESS_TARGETS and not duplicate:
             words = (op, word)

@@ -1,0 +1,315 @@
+"""The approval question's parts one at a time: reading an answer, colour,
+escapes, the question's loop, and the text edits of "always" and revoke
+(what the mutation run of approval.py found unguarded, issue 30)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import threading
+
+import pytest
+import yaml
+
+from mdagent import approval
+from mdagent.approval import (
+    _coloured_diff,
+    _read_line,
+    add_allow_rule,
+    ask_terminal,
+    format_call,
+    proposed_change,
+    remove_allow_rule,
+    tell,
+)
+from mdagent.errors import ConfigError
+
+
+class Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+# -- colour ----------------------------------------------------------------------------
+
+
+def test_each_kind_of_diff_line_has_its_colour(monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    diff = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n keep\n-old\n+new"
+    assert _coloured_diff(diff, Tty()).split("\n") == [
+        "\x1b[1m--- a/x\x1b[0m",
+        "\x1b[1m+++ b/x\x1b[0m",
+        "\x1b[36m@@ -1 +1 @@\x1b[0m",
+        " keep",  # context stays as it is
+        "\x1b[31m-old\x1b[0m",
+        "\x1b[32m+new\x1b[0m",
+    ]
+
+
+def test_an_output_without_isatty_is_not_a_terminal():
+    class Plain:
+        def write(self, text):
+            pass
+
+    assert _coloured_diff("+x", Plain()) == "+x"
+
+
+def test_the_question_colours_the_diff_on_a_terminal(monkeypatch, tmp_path):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    shown = Tty()
+
+    @contextlib.contextmanager
+    def fake_input():
+        yield io.StringIO("n\n")
+
+    monkeypatch.setattr(approval, "_terminal_input", fake_input)
+    args = {"path": "a.txt", "content": "new\n"}
+    assert ask_terminal("write_file", args, out=shown, workdir=tmp_path) == "no"
+    assert "\x1b[32m+new\x1b[0m" in shown.getvalue()
+
+
+# -- what the question draws -----------------------------------------------------------
+
+
+def test_line_and_paragraph_separators_are_shown_escaped():
+    text = format_call("exec", {"command": "ls\u2028rm -rf ~\u2029x"})
+    assert "\u2028" not in text and "\u2029" not in text
+    assert "\\u2028" in text and "\\u2029" in text
+
+
+def test_a_long_value_keeps_its_two_ends_in_equal_halves():
+    text = format_call(
+        "t", {"content": "a" * 150 + "b" * 300 + "c" * 150}, max_value=200, width=1000
+    )
+    assert text.splitlines()[1] == f"  content: {'a' * 100} … (400 more chars) … {'c' * 100}"
+
+
+def test_format_call_folds_at_the_width_given():
+    text = format_call("exec", {"command": "x" * 50}, width=20)
+    assert text.splitlines()[1:] == [
+        "  command:",
+        "      " + "x" * 19 + "↩",
+        "      " + "x" * 19 + "↩",
+        "      " + "x" * 12,
+    ]
+
+
+def test_the_width_defaults_to_the_terminals(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "40")
+    assert approval.shown("x" * 40).splitlines()[0] == "x" * 31 + "↩"
+    monkeypatch.setenv("COLUMNS", "10")  # never narrower than 20
+    assert approval.shown("x" * 40).splitlines()[0] == "x" * 19 + "↩"
+
+
+def test_two_trailing_blank_lines_are_drawn():
+    assert approval.shown("a\n\n", width=20) == "a\n\n"
+    assert approval.shown("\n\n\n\na", width=20) == "⟨4 blank lines⟩\na"
+
+
+# -- the question ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def typed(monkeypatch):
+    """Make ``ask_terminal`` read ``text`` as the person's lines."""
+
+    def feed(text):
+        @contextlib.contextmanager
+        def fake_input():
+            yield io.StringIO(text)
+
+        monkeypatch.setattr(approval, "_terminal_input", fake_input)
+
+    return feed
+
+
+def test_three_unclear_answers_are_a_no(typed):
+    typed("x\nx\nx\ny\n")
+    shown = io.StringIO()
+    assert ask_terminal("exec", {"command": "make"}, out=shown) == "no"
+    assert shown.getvalue().count("Run it?") == 3
+
+
+def test_a_cancelled_question_is_a_no(monkeypatch):
+    read, write = os.pipe()
+    cancel = threading.Event()
+    cancel.set()
+
+    @contextlib.contextmanager
+    def pipe_input():
+        with os.fdopen(read) as source:
+            yield source
+
+    monkeypatch.setattr(approval, "_terminal_input", pipe_input)
+    shown = io.StringIO()
+    try:
+        assert ask_terminal("exec", {"command": "make"}, out=shown, cancel=cancel) == "no"
+    finally:
+        os.close(write)
+    assert shown.getvalue().endswith("[a]lways: \n")
+
+
+def test_show_shows_the_whole_diff_and_counts_it_again(typed, tmp_path):
+    typed("show\nn\n")
+    shown = io.StringIO()
+    args = {"path": "a.txt", "content": "".join(f"n{i}\n" for i in range(70))}
+    assert ask_terminal("write_file", args, out=shown, workdir=tmp_path) == "no"
+    text = shown.getvalue()
+    assert text.count("70 lines changed (+70 −0)") == 2 and "+n69" in text
+
+
+def test_other_values_are_shortened_and_other_yaml_not_summarised(typed, tmp_path):
+    typed("n\n")
+    shown = io.StringIO()
+    args = {"path": "x.yaml", "content": "a: 1\n" + "#" * 400 + "\n"}
+    assert ask_terminal("write_file", args, out=shown, workdir=tmp_path) == "no"
+    text = shown.getvalue()
+    assert "more chars" in text and "What this changes in the settings" not in text
+
+
+# -- reading an answer -----------------------------------------------------------------
+
+
+def _answer_from_pipe(data: bytes, cancel: threading.Event) -> str | None:
+    read, write = os.pipe()
+    os.write(write, data)
+    try:
+        with os.fdopen(read) as source:
+            return _read_line(source, cancel)
+    finally:
+        os.close(write)
+
+
+def test_an_answer_is_read_whole_and_undecodable_bytes_replaced():
+    assert _answer_from_pipe(b"y\n", threading.Event()) == "y\n"
+    assert _answer_from_pipe(b"\xff\n", threading.Event()) == "\ufffd\n"
+
+
+def test_a_cancel_while_waiting_ends_the_read():
+    read, write = os.pipe()
+    cancel = threading.Event()
+    got = []
+    with os.fdopen(read) as source:
+        reader = threading.Thread(target=lambda: got.append(_read_line(source, cancel)))
+        reader.start()
+        cancel.set()
+        reader.join(10)
+        stuck = reader.is_alive()
+        os.close(write)  # lets a reader stuck in select go
+        reader.join(10)
+    assert not stuck and got == [None]
+
+
+def test_a_source_without_a_descriptor_is_read_by_line():
+    assert _read_line(io.StringIO("a\nb\n"), threading.Event()) == "a\n"
+
+
+# -- the change of a file ----------------------------------------------------------------
+
+
+def test_undecodable_bytes_in_the_file_are_replaced(tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"old \xff\n")
+    change = proposed_change("write_file", {"path": "a.txt", "content": "new\n"}, tmp_path)
+    assert change.lines[-2:] == ("-old \ufffd", "+new")
+
+
+def test_a_yml_file_is_summarised_too(tmp_path):
+    change = proposed_change("write_file", {"path": "a.yml", "content": "a: 1\n"}, tmp_path)
+    assert change.settings == ("a: (none) → 1",)
+
+
+# -- telling the person ------------------------------------------------------------------
+
+
+def test_tell_writes_one_line_and_never_fails():
+    out = io.StringIO()
+    tell("added allow rule `x`", out)
+    assert out.getvalue() == "agent: added allow rule `x`\n"
+    closed = io.StringIO()
+    closed.close()
+    tell("x", closed)  # ValueError: nothing to show it on
+
+    class Broken(io.StringIO):
+        def write(self, text):
+            raise OSError("gone")
+
+    tell("x", Broken())
+
+
+# -- "always" and revoke: the text edits -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "after"),
+    [
+        ("policy:\nmodel: {}\n", 'policy:\n  allow:\n    - "x"\nmodel: {}\n'),
+        ("policy:\n  mode: ask\n", 'policy:\n  allow:\n    - "x"\n  mode: ask\n'),
+        (
+            "policy:\n  mode: ask\nmodel: {}\n",
+            'policy:\n  allow:\n    - "x"\n  mode: ask\nmodel: {}\n',
+        ),
+    ],
+)
+def test_always_adds_its_rule_where_it_belongs(tmp_path, text, after):
+    target = tmp_path / "agent.yaml"
+    target.write_text(text)
+    add_allow_rule(target, "x")
+    assert target.read_text() == after
+
+
+def test_a_lone_allow_rule_is_kept_beside_the_new_one(tmp_path):
+    target = tmp_path / "agent.yaml"
+    target.write_text("policy:\n  allow: read_file\n")
+    add_allow_rule(target, "x")
+    assert yaml.safe_load(target.read_text())["policy"]["allow"] == ["read_file", "x"]
+
+
+def test_a_refusal_to_add_names_the_file(tmp_path):
+    target = tmp_path / "agent.yaml"
+    target.write_text("policy: {mode: ask}  # keep me\n")
+    with pytest.raises(ConfigError) as err:
+        add_allow_rule(target, "read_file")
+    assert err.value.path == str(target)
+
+
+@pytest.mark.parametrize(
+    ("text", "left"),
+    [
+        # an item of three lines, then another
+        (
+            "policy:\n  allow:\n    - rule: x\n      reason: a\n      note: b\n    - y\n",
+            "policy:\n  allow:\n    - y\n",
+        ),
+        # a block scalar ends at the start of the next line
+        ("policy:\n  allow:\n    - |-\n      x\n    - y\n", "policy:\n  allow:\n    - y\n"),
+        (
+            "policy:\n  allow:\n    - >-\n      x\n  deny: [z]\n",
+            "policy:\n  allow: []\n  deny: [z]\n",
+        ),
+    ],
+)
+def test_revoke_removes_the_whole_item_and_nothing_after_it(tmp_path, text, left):
+    target = tmp_path / "agent.yaml"
+    target.write_text(text)
+    assert remove_allow_rule(target, "x") == 3
+    assert target.read_text() == left
+
+
+def test_revoke_says_where_the_file_is_broken_and_what_to_do(tmp_path):
+    target = tmp_path / "agent.yaml"
+    target.write_text("policy:\n  allow: [x\n")
+    with pytest.raises(ConfigError) as err:
+        remove_allow_rule(target, "x")
+    assert (err.value.path, err.value.line) == (str(target), 3)
+    target.write_text("base: &rules [x, y]\npolicy:\n  allow: *rules  # shared\n")
+    with pytest.raises(ConfigError) as err:
+        remove_allow_rule(target, "x")
+    assert err.value.message.endswith("without losing comments; remove it by hand")
+
+
+def test_revoke_dumps_a_comment_free_file_in_its_own_order_and_characters(tmp_path):
+    target = tmp_path / "agent.yaml"
+    target.write_text("zeta: é\nbase: &rules [x, y]\npolicy:\n  allow: *rules\n")
+    remove_allow_rule(target, "x")
+    assert target.read_text() == ("zeta: é\nbase:\n- x\n- y\npolicy:\n  allow:\n  - y\n")
