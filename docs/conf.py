@@ -34,4 +34,3 @@ myst_enable_extensions = ["deflist"]
 
 html_theme = "furo"
 html_title = f"mdagent {release}"
-pygments_style = "sphinx"
