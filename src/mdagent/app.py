@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from mdagent.console import first_line, say_error, table
-from mdagent.errors import MdagentError, UsageError
+from mdagent.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, MdagentError, UsageError
 from mdagent.runtime import Options, Runtime
 
 
@@ -1633,7 +1633,7 @@ def run_app(argv: list[str]) -> int:
         return err.exit_code
     except KeyboardInterrupt:
         _say_interrupted(as_json)
-        return 130
+        return EXIT_INTERRUPTED
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except Exception as err:
@@ -1646,15 +1646,15 @@ def run_app(argv: list[str]) -> int:
                 report_error(err.format_message(), "USAGE" if usage else "ERROR", as_json=True)
             else:
                 err.show()
-            return 2 if usage else err.exit_code
+            return EXIT_USAGE if usage else err.exit_code
         if isinstance(err, typer.Abort):  # click's word for Ctrl-C (and SIGTERM, SIGHUP)
             _say_interrupted(as_json)
-            return 130
+            return EXIT_INTERRUPTED
         if verbose:
             raise
         message = f"internal error: {type(err).__name__}: {err} (rerun with -v)"
         report_error(message, "INTERNAL", as_json=as_json)
-        return 1
+        return EXIT_FAILED
     return returned if isinstance(returned, int) else 0
 
 

@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 
-from mdagent.errors import MdagentError
+from mdagent.errors import EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, MdagentError
 
 # "Run a typed command for a person" lives in mdagent.person, shared with the
 # interactive session; these names stay importable from here.
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException:
         if signals.received() is None:
             raise
-        status = 1  # whatever broke while stopping, the signal is why we end
+        status = EXIT_FAILED  # whatever broke while stopping, the signal is why we end
     if signals.received() is not None:
         _quiet_dead_terminal()
     return signals.exit_status(status)
@@ -173,19 +173,19 @@ def _guarded(options: Options, action) -> int:
 
         with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
             report_error(signals.message(), "INTERRUPTED", as_json=options.json)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`agent /x | head -1`): point stdout at
         # /dev/null so flushing at exit cannot raise again (Python's advice).
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+        return EXIT_BROKEN_PIPE
     except Exception as err:  # a bug: still one line unless -v
         if options.verbose:
             raise
         message = f"internal error: {type(err).__name__}: {err} (rerun with -v)"
         report_error(message, "INTERNAL", as_json=options.json)
-        return 1
+        return EXIT_FAILED
 
 
 # -- the fast path -------------------------------------------------------------
