@@ -1,0 +1,74 @@
+"""``/rewind``'s arguments and the ``--stat``-like lines of ``agent rewind --list``."""
+
+from __future__ import annotations
+
+import pytest
+
+from mdagent.checkpoints import Change
+from mdagent.errors import UsageError
+from mdagent.rewindcommand import STAT_FILES, Request, parse_request, stat_lines
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (None, Request()),
+        ("", Request()),
+        ("3", Request(target=3)),
+        ("3 --files-only", Request(target=3, conversation=False)),
+        ("--conversation-only 12", Request(target=12, files=False)),
+        ("--force 2", Request(target=2, force=True)),
+    ],
+)
+def test_rewind_arguments(text, expected):
+    assert parse_request(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("3 4", "unexpected '4'"),
+        ("-1", "unexpected '-1'"),
+        ("three", "unexpected 'three'"),
+        ("--files", "unexpected '--files'"),
+        ("1 --files-only --conversation-only", "do not go together"),
+    ],
+)
+def test_bad_rewind_arguments_are_one_usage_line(text, words):
+    with pytest.raises(UsageError) as caught:
+        parse_request(text)
+    assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_stat_lines_show_each_file_and_a_summary():
+    changes = [
+        Change("build/x", "created", 0, 0),
+        Change("new.txt", "created", 1, 0),
+        Change("notes.txt", "modified", 3, 3),
+        Change("old.txt", "deleted", 0, 1),
+        Change("logo.png", "modified", None, None),
+        Change("run.sh", "mode"),
+    ]
+    assert stat_lines(changes, "") == [
+        "build/x   | 0 (new)",
+        "new.txt   | 1 + (new)",
+        "notes.txt | 6 +++---",
+        "old.txt   | 1 - (deleted)",
+        "logo.png  | binary (modified)",
+        "run.sh    | mode",
+        "6 files changed, 4 insertions(+), 4 deletions(-)",
+    ]
+    assert stat_lines([], "") == ["(no files changed)"]
+    assert stat_lines([Change("a", "modified", 1, 0)], "")[-1] == (
+        "1 file changed, 1 insertion(+), 0 deletions(-)"
+    )
+
+
+def test_a_long_turn_names_its_first_files_and_counts_the_rest():
+    changes = [Change(f"f{i:03d}", "created", 1, 0) for i in range(STAT_FILES + 5)]
+    lines = stat_lines(changes, "")
+    assert lines[STAT_FILES] == "... and 5 more"
+    assert (
+        lines[-1]
+        == f"{STAT_FILES + 5} files changed, {STAT_FILES + 5} insertions(+), 0 deletions(-)"
+    )
