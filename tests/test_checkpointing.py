@@ -128,8 +128,8 @@ def test_a_writing_turn_is_recorded_before_its_first_write_and_at_its_end(root):
     agent.run("write two files")
     listed = checkpoints.list()
     assert [(c.phase, c.turn, c.prompt) for c in listed] == [
-        ("before", 0, "write two files"),
-        ("after", 0, "write two files"),
+        ("before", 1, "write two files"),
+        ("after", 1, "write two files"),
     ]
     [turn] = checkpoints.turns()
     assert [c.path for c in turn.changes] == ["b.txt", "c.txt"]  # both writes, one turn
@@ -147,8 +147,8 @@ def test_a_reading_turn_records_nothing_and_a_failed_turn_still_records_its_end(
     assert checkpoints.list() == []
     with pytest.raises(ProviderError):
         agent.run("then write")
-    # The second turn's place is after the first turn's three messages.
-    assert [(c.phase, c.turn) for c in checkpoints.list()] == [("before", 4), ("after", 4)]
+    # Turns are numbered by the person's messages: this is the second.
+    assert [(c.phase, c.turn) for c in checkpoints.list()] == [("before", 2), ("after", 2)]
     assert checkpoints.turns()[0].finished
 
 

@@ -91,7 +91,7 @@ def test_a_file_the_person_changed_after_the_turn_stops_the_rewind_until_force(
     stopped = rewind(run_agent)
     assert stopped.returncode == 1
     assert stopped.stderr.count("\n") == 1  # one line
-    assert "notes.txt changed after turn" in stopped.stderr and "--force" in stopped.stderr
+    assert "notes.txt changed after turn 1 ended" in stopped.stderr and "--force" in stopped.stderr
     assert "Traceback" not in stopped.stderr
     assert files_of(ws) == changed  # nothing changed: the person's file kept
 
@@ -129,7 +129,7 @@ def test_list_diff_and_the_audit_log(workspace, run_agent, tmp_path):
 
     listed = rewind(run_agent, "--list")
     assert listed.returncode == 0
-    assert "tidy up the notes" in listed.stdout
+    assert "turn 1: tidy up the notes" in listed.stdout
     for line in (
         "build/x   | 0 (new)",
         "edit.md   | 2 +-",
@@ -220,3 +220,42 @@ def test_prune_keeps_recent_checkpoints(workspace, run_agent, tmp_path):
     assert pruned.returncode == 0
     assert pruned.stdout.startswith("pruned 0 checkpoint(s)")
     assert "tidy up" in rewind(run_agent, "--list").stdout
+
+
+def test_a_commit_the_model_made_stays_and_the_ref_that_moved_is_named(
+    workspace, run_agent, tmp_path
+):
+    ws = project(workspace.parent)
+    head = git_view(ws)[2].strip()
+    commit = "sed -i s/a/b/ notes.txt && git -c user.name=m -c user.email=m@x commit -qam wip"
+    model_turn(run_agent, tmp_path, calls=[{"name": "exec", "arguments": {"command": commit}}])
+    moved = git_view(ws)[2].strip()
+    assert moved != head
+
+    done = rewind(run_agent)
+    assert done.returncode == 0, done.stderr
+    assert (ws / "notes.txt").read_text() == "alpha\nbeta\ngamma\n"  # the work tree back
+    assert git_view(ws)[2].strip() == moved  # the commit stays: git's history is the person's
+    assert (
+        f"not rewound: the project's refs/heads/main moved during the turn at checkpoint 1 "
+        f"({head[:12]} -> {moved[:12]})" in done.stdout
+    )
+
+
+def test_on_a_terminal_agent_rewind_asks_first(workspace, run_agent, tmp_path):
+    from test_terminal_e2e import Terminal
+
+    ws = project(workspace.parent)
+    files = files_of(ws)
+    model_turn(run_agent, tmp_path)
+    with Terminal("rewind", cwd=ws) as term:
+        term.expect_stream(r"rewind to checkpoint 1 \(before 'tidy up'\)\? \[y/N\]")
+        term.type("n")
+        assert term.wait() == 0
+        assert "not rewound" in term.stream
+    assert (ws / "new.txt").exists()
+    with Terminal("rewind", cwd=ws) as term:
+        term.expect_stream(r"\[y/N\]")
+        term.type("y")
+        assert term.wait() == 0
+    assert files_of(ws) == files

@@ -352,7 +352,7 @@ def test_rewind_lists_the_turns_and_takes_back_the_files_and_the_conversation(wo
         term.expect_stream("changed them")
         assert (workspace / "new.txt").exists()
         term.type("/rewind")
-        term.expect_stream(r"1  [-0-9: ]+session \w+  change the files")
+        term.expect_stream(r"1  [-0-9: ]+session \w+  turn 2: change the files")
         term.expect_stream(r"new\.txt\s+\| 1 \+ \(new\)")
         term.expect_stream(r"notes\.txt \| 2 \+-")
         term.expect_stream(r"/rewind N takes the files back")

@@ -78,7 +78,7 @@ class TurnCheckpoints:
         self.off = False  # unavailable here (said once): no more tries this run
 
     def start_turn(self, turn: int, prompt: str) -> None:
-        """A turn opens; ``turn``: how many messages came before its own (its place)."""
+        """A turn opens: the session's ``turn``-th message of the person, ``prompt``."""
         self.turn, self.prompt, self.recorded = turn, prompt, False
 
     def before_calls(self, names: Iterable[str]) -> None:

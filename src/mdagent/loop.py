@@ -237,8 +237,10 @@ class Agent:
         self.records = []
         self._paused_text = ""
         if self.checkpoints is not None:
-            # The turn's place: rewinding the conversation keeps the messages before it.
-            self.checkpoints.start_turn(len(self.conversation.messages), _prompt_text(message))
+            # Turns are counted by the person's messages: rewinding the conversation to
+            # before turn N keeps the messages before the Nth.
+            number = sum(1 for m in self.conversation.messages if m.get("role") == "user") + 1
+            self.checkpoints.start_turn(number, _prompt_text(message))
         self.conversation.add(message)
         answer, why, short = None, "", None
         try:

@@ -99,8 +99,7 @@ def turn_heading(turn: Turn) -> str:
     if turn.kind == "rewind":
         what = f"rewind to {before.target}"
     else:
-        what = first_line(turn.prompt, 60) or "(no prompt)"
-        what = f"turn {turn.turn}: {what}" if not before.session_id else what
+        what = f"turn {turn.turn}: {first_line(turn.prompt, 60) or '(no prompt)'}"
     notes = []
     if not turn.finished:
         notes.append("unfinished")
@@ -159,8 +158,9 @@ def _leaves(plan: RewindPlan) -> list[str]:
         lines.append(f"  kept: ... and {len(plan.kept) - SHOWN_PATHS} more")
     for move in plan.refs_moved:
         lines.append(
-            f"  not rewound: the project's {move.name} moved during turn {move.turn.turn} "
-            f"({_short(move.before)} -> {_short(move.after)}); git's history is yours to change"
+            f"  not rewound: the project's {move.name} moved during the turn at checkpoint "
+            f"{move.turn.seq} ({_short(move.before)} -> {_short(move.after)}); "
+            "git's history is yours to change"
         )
     shown = plan.not_covered[:SHOWN_PATHS]
     for item in shown:
@@ -332,7 +332,16 @@ def rewind_conversation(runtime: Runtime, target: Checkpoint) -> tuple[Conversat
     if found is None:
         return None, f"conversation: not changed (session {target.session_id} is gone)"
     messages = store.messages(found["id"])
-    keep = messages[: target.turn] if target.phase == "before" else messages
+    if target.phase == "before":
+        # Before turn N: the messages before the person's Nth.
+        places = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+        if not 0 < target.turn <= len(places):
+            return None, (
+                f"conversation: not changed (session {found['id']} has no turn {target.turn})"
+            )
+        keep = messages[: places[target.turn - 1]]
+    else:
+        keep = messages
     new = Conversation.start(
         store,
         cwd=str(runtime.workdir),
