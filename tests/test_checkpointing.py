@@ -109,6 +109,11 @@ def agent_in(root: Path, model) -> tuple[Agent, Checkpoints]:
     return agent, checkpoints
 
 
+@pytest.fixture(autouse=True)
+def fresh_unavailable(monkeypatch):
+    monkeypatch.setattr("mdagent.checkpointing._UNAVAILABLE", set())
+
+
 @pytest.fixture
 def root(tmp_path):
     folder = tmp_path / "ws"
@@ -166,5 +171,8 @@ def test_checkpoints_that_cannot_be_made_are_said_once_and_the_turn_goes_on(root
     agent.run("one")
     agent.run("two")
     said = capsys.readouterr().err
-    assert said.count("agent: no checkpoints:") == 1
+    assert said.count("more than 1 files (checkpoints.max_files)") == 1
+    assert "a rewind cannot take back what this run changes" in said
     assert os.path.exists(root / "c.txt")
+    # The next agent in this process (the session's next turn) does not look again.
+    assert turn_checkpoints(runtime_with(root), "s") is None

@@ -15,6 +15,7 @@ on stderr (``agent: no checkpoints: ...``), and the turn goes on unrecorded.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -26,6 +27,8 @@ WRITING_BUILTINS = frozenset({"write_file", "edit_file", "exec"})
 #: Declared implementations that run a process or Python code of their own:
 #: whatever they do in the workspace is the turn's (``http`` changes nothing here).
 WRITING_KINDS = frozenset({"run", "shell", "handler"})
+#: Workspaces where no checkpoint can be made (no git, too many files), found in this process.
+_UNAVAILABLE: set[Path] = set()
 
 
 def plan_mode_in_force(runtime: Runtime) -> bool:
@@ -102,8 +105,10 @@ class TurnCheckpoints:
         try:
             done = self.checkpoints.record(self.session_id, self.turn, self.prompt, phase)
         except CheckpointsUnavailable as exc:
+            # Said once per process: a session's later turns do not look again.
             self.off = True
-            tell(f"no checkpoints: {exc} (a rewind cannot take this session's changes back)")
+            _UNAVAILABLE.add(self.checkpoints.workspace)
+            tell(f"{exc}; a rewind cannot take back what this run changes")
             return False
         except CheckpointError as exc:
             self.off = True
@@ -119,6 +124,8 @@ def turn_checkpoints(runtime: Runtime, session_id: str | None) -> TurnCheckpoint
 
     settings = CheckpointSettings.from_settings(runtime.settings)
     if not settings.enabled or plan_mode_in_force(runtime):
+        return None
+    if Path(runtime.workdir).resolve() in _UNAVAILABLE:
         return None
     try:
         checkpoints = Checkpoints(runtime.workdir, settings)
