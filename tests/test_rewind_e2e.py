@@ -259,3 +259,26 @@ def test_on_a_terminal_agent_rewind_asks_first(workspace, run_agent, tmp_path):
         term.type("y")
         assert term.wait() == 0
     assert files_of(ws) == files
+
+
+def test_a_declared_shell_tool_and_a_tool_calling_it_are_turns_to_rewind(
+    workspace, run_agent, tmp_path
+):
+    from conftest import config
+
+    ws = project(workspace.parent)
+    config(
+        ws,
+        "tools.yaml",
+        "tools:\n"
+        "  stamp:\n    description: Stamp the notes\n    security: safe\n"
+        "    shell: 'echo stamped >> notes.txt && mkdir -p out && echo x > out/made.txt'\n"
+        "  restamp:\n    description: Stamp again\n    security: safe\n    tool: stamp\n",
+    )
+    files = files_of(ws)
+    for name in ("stamp", "restamp"):
+        model_turn(run_agent, tmp_path, calls=[{"name": name, "arguments": {}}], prompt=name)
+        assert (ws / "out" / "made.txt").exists()
+        done = rewind(run_agent)
+        assert done.returncode == 0, done.stderr
+        assert files_of(ws) == files, name
