@@ -177,6 +177,7 @@ def register_builtins(repl: Repl) -> None:
 def rewind(repl: Repl, text: str | None) -> None:
     """``/rewind``: the list of turns, or the files and the conversation back to checkpoint N."""
     from mdagent.rewindcommand import (
+        Request,
         listing,
         open_checkpoints,
         parse_request,
@@ -188,11 +189,13 @@ def rewind(repl: Repl, text: str | None) -> None:
     runtime = repl.runtime
     checkpoints = open_checkpoints(runtime)
     if request.target is None:
+        if request != Request():  # flags without a checkpoint
+            raise UsageError("/rewind: which checkpoint? /rewind N (see /rewind for the list)")
         repl.say(listing(checkpoints).replace("agent rewind N", "/rewind N"))
         return
     target = checkpoints.get(request.target)
     if request.files:
-        result, lines = rewind_files(
+        _, lines = rewind_files(
             runtime, checkpoints, target, force=request.force, session_id=repl.session_id or ""
         )
         for line in lines:
