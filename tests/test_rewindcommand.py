@@ -72,3 +72,71 @@ def test_a_long_turn_names_its_first_files_and_counts_the_rest():
         lines[-1]
         == f"{STAT_FILES + 5} files changed, {STAT_FILES + 5} insertions(+), 0 deletions(-)"
     )
+
+
+def _checkpoint(session_id, turn, phase="before", kind="turn"):
+    from mdagent.checkpoints import Checkpoint
+
+    return Checkpoint(
+        seq=5, commit="", tree="", phase=phase, kind=kind, session_id=session_id,
+        turn=turn, prompt="", time=0.0, files=0, not_covered=(),
+    )  # fmt: skip
+
+
+@pytest.fixture
+def session(tmp_path):
+    import types
+
+    from mdagent.store import Store
+
+    store = Store(tmp_path / "state.db")
+    sid = store.new_session(str(tmp_path), "m", "t")
+    for message in (
+        {"role": "user", "content": "one"},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "two"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "exec"}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "exec", "content": "{}"},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "three"},
+        {"role": "assistant", "content": "c"},
+    ):
+        store.add_message(sid, message)
+    yield types.SimpleNamespace(store=store, workdir=tmp_path), sid
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("turn", "phase", "kept"),
+    [
+        (1, "before", []),
+        (2, "before", ["one", "a"]),
+        (2, "after", ["one", "a", "two", "", "{}", "b"]),
+        (3, "before", ["one", "a", "two", "", "{}", "b"]),
+        (3, "after", ["one", "a", "two", "", "{}", "b", "three", "c"]),
+    ],
+)
+def test_the_conversation_goes_back_to_a_turn_in_a_new_session(session, turn, phase, kept):
+    from mdagent.rewindcommand import rewind_conversation
+
+    runtime, sid = session
+    new, said = rewind_conversation(runtime, _checkpoint(sid, turn, phase))
+    assert new is not None and new.session_id != sid
+    assert [m["content"] for m in runtime.store.messages(new.session_id)] == kept
+    assert len(runtime.store.messages(sid)) == 8  # the old session is whole
+    assert f"the full history stays in session {sid}" in said
+
+
+def test_a_conversation_that_cannot_go_back_is_left_and_said(session):
+    from mdagent.rewindcommand import rewind_conversation
+
+    runtime, sid = session
+    for checkpoint, words in (
+        (_checkpoint(sid, 4), f"session {sid} has no turn 4"),
+        (_checkpoint(sid, 0), "has no turn 0"),
+        (_checkpoint("gone00000000", 1), "session gone00000000 is gone"),
+        (_checkpoint(sid, 1, kind="rewind"), "belongs to no conversation"),
+    ):
+        new, said = rewind_conversation(runtime, checkpoint)
+        assert new is None and said.startswith("conversation: not changed") and words in said
+    assert len(runtime.store.sessions()) == 1

@@ -332,16 +332,12 @@ def rewind_conversation(runtime: Runtime, target: Checkpoint) -> tuple[Conversat
     if found is None:
         return None, f"conversation: not changed (session {target.session_id} is gone)"
     messages = store.messages(found["id"])
-    if target.phase == "before":
-        # Before turn N: the messages before the person's Nth.
-        places = [i for i, m in enumerate(messages) if m.get("role") == "user"]
-        if not 0 < target.turn <= len(places):
-            return None, (
-                f"conversation: not changed (session {found['id']} has no turn {target.turn})"
-            )
-        keep = messages[: places[target.turn - 1]]
-    else:
-        keep = messages
+    # Before turn N: the messages before the person's Nth; after it: before the next one.
+    places = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    if not 0 < target.turn <= len(places):
+        return None, f"conversation: not changed (session {found['id']} has no turn {target.turn})"
+    following = target.turn if target.phase == "before" else target.turn + 1
+    keep = messages[: places[following - 1]] if following <= len(places) else messages
     new = Conversation.start(
         store,
         cwd=str(runtime.workdir),
