@@ -176,3 +176,21 @@ def test_checkpoints_that_cannot_be_made_are_said_once_and_the_turn_goes_on(root
     assert os.path.exists(root / "c.txt")
     # The next agent in this process (the session's next turn) does not look again.
     assert turn_checkpoints(runtime_with(root), "s") is None
+
+
+def test_a_turn_stopped_by_ctrl_c_still_records_its_end(root):
+    from mdagent.errors import Interrupted
+
+    class Stopped(ScriptedModel):
+        def complete(self, *args, **kwargs):
+            if not self.replies:
+                raise KeyboardInterrupt
+            return super().complete(*args, **kwargs)
+
+    model = Stopped(reply("", call("write_file", {"path": "b.txt", "content": "b\n"})))
+    agent, checkpoints = agent_in(root, model)
+    with pytest.raises(Interrupted):
+        agent.run("write, then Ctrl-C")
+    assert [c.phase for c in checkpoints.list()] == ["before", "after"]
+    [turn] = checkpoints.turns()
+    assert turn.finished and [c.path for c in turn.changes] == ["b.txt"]
