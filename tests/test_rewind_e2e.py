@@ -140,6 +140,12 @@ def test_list_diff_and_the_audit_log(workspace, run_agent, tmp_path):
     ):
         assert line in listed.stdout
 
+    [turn] = json.loads(rewind(run_agent, "--list", "--json").stdout)
+    assert (turn["checkpoint"], turn["after"], turn["turn"]) == (1, 2, 1)
+    assert turn["prompt"] == "tidy up the notes" and turn["finished"] and not turn["rewound"]
+    assert {"path": "notes.txt", "status": "modified", "added": 3, "deleted": 3} in turn["changes"]
+    assert {c["path"]: c["status"] for c in turn["changes"]}["old.txt"] == "deleted"
+
     shown = rewind(run_agent, "--diff", "1")
     assert shown.returncode == 0
     assert "remove new.txt" in shown.stdout and "bring back old.txt" in shown.stdout

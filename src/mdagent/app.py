@@ -1205,6 +1205,7 @@ def rewind(
     prune: bool = typer.Option(
         False, "--prune", help="Remove checkpoints beyond checkpoints.keep_days and keep_mib."
     ),
+    json_out: bool = typer.Option(False, "--json", help="With --list: print JSON."),
 ) -> None:
     """Take back what model turns changed: the files (their commands' changes too) and the
     conversation, to before a turn.
@@ -1217,6 +1218,7 @@ def rewind(
         Request,
         checked,
         listing,
+        listing_json,
         open_checkpoints,
         plan_text,
         prune_text,
@@ -1232,7 +1234,10 @@ def rewind(
         typer.echo(prune_text(runtime))
         return
     if list_:
-        typer.echo(listing(open_checkpoints(runtime)))
+        if _wants_json(ctx, json_out):
+            _print_json(listing_json(open_checkpoints(runtime)))
+        else:
+            typer.echo(listing(open_checkpoints(runtime)))
         return
     if diff:
         from mdagent.rewind import diff_text, plan

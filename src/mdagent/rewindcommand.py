@@ -123,6 +123,27 @@ def listing(checkpoints: Checkpoints, session_id: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def listing_json(checkpoints: Checkpoints) -> list[dict[str, Any]]:
+    """``agent rewind --list --json``: each turn (and rewind) as a JSON object, oldest first."""
+    return [
+        {
+            "checkpoint": turn.before.seq,
+            "after": turn.after.seq if turn.after is not None else None,
+            "kind": turn.kind,
+            "time": turn.before.time,
+            "session": turn.session_id or None,
+            "turn": turn.turn if turn.kind == "turn" else None,
+            "prompt": turn.prompt,
+            "target": turn.before.target,
+            "finished": turn.finished,
+            "rewound": turn.rewound,
+            "changes": [c._asdict() for c in turn.changes],
+            "not_covered": [n._asdict() for n in turn.before.not_covered],
+        }
+        for turn in checkpoints.turns()
+    ]
+
+
 def plan_text(plan: RewindPlan) -> str:
     """What a rewind does (or would do): the files, what stops it, what it leaves."""
     lines = [f"rewind to checkpoint {plan.target.seq} ({_before_what(plan.target)}):"]
