@@ -607,10 +607,12 @@ def test_the_state_dir_inside_the_workspace_is_never_recorded(ws, monkeypatch):
     cps = Checkpoints(ws)
     cps.record("s1", 1, "go", "before")
     (ws / "new.txt").write_text("x\n")
+    (ws / "state" / "mdagent.db").write_text("the turn's messages\n")  # the sessions beside
     cps.record("s1", 1, "go", "after")
     assert [c.path for c in cps.turns()[0].changes] == ["new.txt"]
     rewind.apply(cps, rewind.plan(cps, 1))
     assert (ws / "state" / "checkpoints").is_dir()
+    assert (ws / "state" / "mdagent.db").read_text() == "the turn's messages\n"
 
 
 def test_the_store_is_private_and_outside_the_project(ws):

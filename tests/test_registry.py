@@ -85,7 +85,7 @@ def test_yaml_command_and_skill_colliding_in_one_layer(tmp_path):
     assert any("already declared" in m for m in messages(registry, "error"))
 
 
-@pytest.mark.parametrize("name", ["help", "tools", "exit", "sessions"])
+@pytest.mark.parametrize("name", ["help", "tools", "exit", "sessions", "rewind"])
 def test_reserved_names_are_errors(tmp_path, name):
     layer = tmp_path / "l"
     skill(layer, name)

@@ -329,3 +329,44 @@ def test_a_stop_signal_while_the_history_loads_ends_the_session_cleanly(workspac
             assert term.wait() == status
             assert "Traceback" not in term.stream
             assert "Unhandled" not in term.stream
+
+
+def test_rewind_lists_the_turns_and_takes_back_the_files_and_the_conversation(workspace):
+    (workspace / "notes.txt").write_text("alpha\n")
+    script = [
+        {"text": "nothing to change"},
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "new.txt", "content": "x\n"}}
+            ]
+        },
+        {"tool_calls": [{"name": "exec", "arguments": {"command": "sed -i s/a/b/ notes.txt"}}]},
+        {"text": "changed them"},
+        {"text": "after the rewind"},
+    ]
+    with ModelServer(script) as server, session(workspace, server, "--yes") as term:
+        term.expect_stream(PROMPT)
+        term.type("first question")
+        term.expect_stream("nothing to change")
+        term.type("change the files")
+        term.expect_stream("changed them")
+        assert (workspace / "new.txt").exists()
+        term.type("/rewind")
+        term.expect_stream(r"1  [-0-9: ]+session \w+  turn 2: change the files")
+        term.expect_stream(r"new\.txt\s+\| 1 \+ \(new\)")
+        term.expect_stream(r"notes\.txt \| 2 \+-")
+        term.expect_stream(r"/rewind N takes the files back")
+        term.type("/rewind --files-only")
+        term.expect_stream(r"agent: /rewind: which checkpoint\?")
+        term.type("/rewind 9")
+        term.expect_stream(r"agent: no checkpoint 9 in ")
+        assert (workspace / "new.txt").exists()
+        term.type("/rewind 1")
+        term.expect_stream(r"files: rewound to checkpoint 1")
+        term.expect_stream(r"this session goes on from there \(2 messages\)")
+        assert not (workspace / "new.txt").exists()
+        assert (workspace / "notes.txt").read_text() == "alpha\n"
+        term.type("go on")
+        term.expect_stream("after the rewind")
+        leave(term)
+    assert user_messages(server) == ["first question", "go on"]

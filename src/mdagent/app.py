@@ -1166,10 +1166,102 @@ def sessions_rm(
     ),
 ) -> None:
     """Delete sessions and their messages (the audit log keeps their tool calls)."""
+    from mdagent.checkpoints import remove_session
+
     found = [_found_session(ctx, sid) for sid in session_ids]  # all known before any goes
     for store, session in found:
         store.delete_session(session["id"])
-        typer.echo(f"removed {session['id']}")
+        removed = remove_session(session["id"])
+        also = f" and its {_count(removed, 'checkpoint')}" if removed else ""
+        typer.echo(f"removed {session['id']}{also}")
+
+
+@app.command()
+def rewind(
+    ctx: typer.Context,
+    checkpoint: int | None = typer.Argument(
+        None,
+        metavar="[N]",
+        help="The checkpoint to go back to (see --list); default: before the latest "
+        "model turn that changed files.",
+    ),
+    list_: bool = typer.Option(
+        False, "--list", help="List the checkpoints: time, prompt, what each turn changed."
+    ),
+    diff: bool = typer.Option(
+        False, "--diff", help="Show what rewinding to N would do, as a diff; change nothing."
+    ),
+    files_only: bool = typer.Option(
+        False, "--files-only", help="Rewind the files, not the conversation."
+    ),
+    conversation_only: bool = typer.Option(
+        False, "--conversation-only", help="Rewind the conversation, not the files."
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Overwrite files changed after a turn ended (the rewind can be rewound).",
+    ),
+    prune: bool = typer.Option(
+        False, "--prune", help="Remove checkpoints beyond checkpoints.keep_days and keep_mib."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="With --list: print JSON."),
+) -> None:
+    """Take back what model turns changed: the files (their commands' changes too) and the
+    conversation, to before a turn.
+
+    A file someone changed after a turn ended stops the rewind, named, unless --force.
+    Exit status: 0 rewound (or nothing to change), 1 stopped by such a file, nothing to
+    rewind, or a file not rewound, 2 no such checkpoint or options that do not go together.
+    """
+    from mdagent.rewindcommand import (
+        Request,
+        checked,
+        listing,
+        listing_json,
+        open_checkpoints,
+        plan_text,
+        prune_text,
+        run_rewind,
+        target_of,
+    )
+
+    actions = [name for name, on in (("--list", list_), ("--diff", diff), ("--prune", prune)) if on]
+    if len(actions) > 1:
+        raise UsageError(f"{' and '.join(actions)} do not go together")
+    runtime = _runtime(ctx)
+    if prune:
+        typer.echo(prune_text(runtime))
+        return
+    if list_:
+        if _wants_json(ctx, json_out):
+            _print_json(listing_json(open_checkpoints(runtime)))
+        else:
+            typer.echo(listing(open_checkpoints(runtime)))
+        return
+    if diff:
+        from mdagent.rewind import diff_text, plan
+
+        checkpoints = open_checkpoints(runtime)
+        planned = plan(checkpoints, target_of(checkpoints, checkpoint), force=force)
+        typer.echo(plan_text(planned))
+        text = diff_text(checkpoints, planned)
+        if text:
+            typer.echo(text, nl=not text.endswith("\n"))
+        return
+    request = checked(Request(checkpoint, not conversation_only, not files_only, force))
+    confirm = _ask_yes if sys.stdin.isatty() and sys.stderr.isatty() else None
+    lines, ok = run_rewind(runtime, request, confirm=confirm)
+    typer.echo("\n".join(lines))
+    if not ok:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _ask_yes(question: str) -> bool:
+    """Ask ``question [y/N]`` on the terminal; whether the answer is yes."""
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 @app.command()

@@ -141,6 +141,7 @@ def build_agent(
     model loads runs as a sub-conversation of this one; ``fork=False`` (inside
     a forked run) refuses that: forked runs do not nest.
     """
+    from mdagent.checkpointing import turn_checkpoints
     from mdagent.hooks import session_hooks
 
     box = toolbox
@@ -173,6 +174,7 @@ def build_agent(
         context=context,
         display=display or _default_display(runtime),
         hooks=session_hooks(runtime.settings, workdir=str(runtime.workdir), env=runtime.env),
+        checkpoints=turn_checkpoints(runtime, conversation.session_id),
     )
 
 

@@ -242,9 +242,10 @@ class Checkpoints:
         )
         root = store_root(Path(state_dir) if state_dir is not None else None)
         self.store = GitStore(real, root / workspace_key(real))
-        # The state dir inside the workspace (AGENT_STATE_DIR=./state) is never recorded.
+        # The state dir inside the workspace (AGENT_STATE_DIR=./state) is never recorded:
+        # neither the stores nor the sessions and audit log beside them.
         try:
-            inside = root.resolve().relative_to(real).as_posix()
+            inside = root.parent.resolve().relative_to(real).as_posix()
         except ValueError:
             inside = None
         self._exclude = (inside,) if inside and inside != "." else ()

@@ -34,6 +34,7 @@ from mdagent.errors import Interrupted, ProviderError
 from mdagent.toolbox import Result, Toolbox, ToolContext, UnknownTool
 
 if TYPE_CHECKING:
+    from mdagent.checkpointing import TurnCheckpoints
     from mdagent.hooks import SessionHooks
     from mdagent.providers.base import Provider, Reply, ToolCall
 
@@ -147,6 +148,18 @@ class Outcome:
         return data
 
 
+def _prompt_text(message: dict[str, Any]) -> str:
+    """A user message's text (a list of parts: its text parts), for a checkpoint's label."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(
+            str(p.get("text") or "") for p in content if isinstance(p, dict) and p.get("text")
+        )
+    return ""
+
+
 ContextFactory = Callable[[str | None], ToolContext]
 #: A call about to run: its index in the model's reply, the call, the real tool name.
 Planned = tuple[int, "ToolCall", str]
@@ -159,7 +172,8 @@ class Agent:
     "description", "parameters"}``); a call to any other tool fails as
     unknown. ``context(call_id)`` builds the :class:`ToolContext` of one call
     (default: a bare model context). ``display`` is told what happens as it
-    happens; ``hooks`` run around each turn.
+    happens; ``hooks`` run around each turn. ``checkpoints`` records the
+    workspace before a turn's first call that can write, and at its end.
     """
 
     def __init__(
@@ -174,8 +188,10 @@ class Agent:
         max_steps: int = DEFAULT_MAX_STEPS,
         context: ContextFactory | None = None,
         hooks: SessionHooks | None = None,
+        checkpoints: TurnCheckpoints | None = None,
     ) -> None:
         self.provider = provider
+        self.checkpoints = checkpoints
         self.toolbox = toolbox
         self.hooks = hooks  # session_start, prompt and stop
         self.system = system
@@ -220,6 +236,11 @@ class Agent:
         self.steps = 0
         self.records = []
         self._paused_text = ""
+        if self.checkpoints is not None:
+            # Turns are counted by the person's messages: rewinding the conversation to
+            # before turn N keeps the messages before the Nth.
+            number = sum(1 for m in self.conversation.messages if m.get("role") == "user") + 1
+            self.checkpoints.start_turn(number, _prompt_text(message))
         self.conversation.add(message)
         answer, why, short = None, "", None
         try:
@@ -241,6 +262,8 @@ class Agent:
             ) from None
         finally:
             self.display.end_text()
+            if self.checkpoints is not None:
+                self.checkpoints.end_turn()
         outcome = Outcome(
             answer=answer,
             steps=self.steps,
@@ -363,6 +386,8 @@ class Agent:
                 plan.append((index, call, tool_name))
         self._write_ready()
         for batch in self._batches(plan):
+            if self.checkpoints is not None:
+                self.checkpoints.before_calls(name for _, _, name in batch)
             self._run_batch(batch)
             self._write_ready()
 

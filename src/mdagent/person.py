@@ -45,6 +45,7 @@ SUBCOMMANDS = (
     "mcp",
     "new",
     "policy",
+    "rewind",
     "sessions",
     "skills",
     "test",

@@ -75,6 +75,7 @@ RESERVED_NAMES = frozenset(
         "reload",
         "history",
         "resume",
+        "rewind",
         "version",
     }
 )

@@ -155,6 +155,14 @@ def register_builtins(repl: Repl) -> None:
     def _compact(_: str | None) -> None:
         compact(repl)
 
+    @register(
+        "rewind",
+        "Take back model turns: /rewind lists them, /rewind N restores the files and the "
+        "conversation to before turn N (--files-only, --conversation-only, --force)",
+    )
+    def _rewind(text: str | None) -> None:
+        rewind(repl, text)
+
     @register("reload", "Read the declarations and skills again")
     def _reload(_: str | None) -> None:
         repl.reload(force=True)
@@ -164,6 +172,40 @@ def register_builtins(repl: Repl) -> None:
             f"(reloaded: {len(registry.commands)} commands, {len(registry.tools)} tools, "
             f"{len(registry.skills)} skills" + (f", {errors} errors" if errors else "") + ")"
         )
+
+
+def rewind(repl: Repl, text: str | None) -> None:
+    """``/rewind``: the list of turns, or the files and the conversation back to checkpoint N."""
+    from mdagent.rewindcommand import (
+        Request,
+        listing,
+        open_checkpoints,
+        parse_request,
+        rewind_conversation,
+        rewind_files,
+    )
+
+    request = parse_request(text)
+    runtime = repl.runtime
+    checkpoints = open_checkpoints(runtime)
+    if request.target is None:
+        if request != Request():  # flags without a checkpoint
+            raise UsageError("/rewind: which checkpoint? /rewind N (see /rewind for the list)")
+        repl.say(listing(checkpoints).replace("agent rewind N", "/rewind N"))
+        return
+    target = checkpoints.get(request.target)
+    if request.files:
+        _, lines = rewind_files(
+            runtime, checkpoints, target, force=request.force, session_id=repl.session_id or ""
+        )
+        for line in lines:
+            repl.say(line.replace("agent rewind", "/rewind"))
+    if request.conversation:
+        conversation, said = rewind_conversation(runtime, target)
+        if conversation is not None:
+            repl.new_conversation(conversation)
+            said += f"; this session goes on from there ({len(conversation.messages)} messages)"
+        repl.say(said)
 
 
 def _model_tools(repl: Repl) -> list[dict[str, Any]]:
