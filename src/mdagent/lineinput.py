@@ -137,15 +137,12 @@ class TerminalInput:
         )
 
     def toolbar(self) -> str:
-        """``model · session id · tokens``: what the session runs on."""
-        repl = self.repl
+        """``model · session id · tokens``, shortened to the terminal's width."""
         try:
-            model = repl.config().model or "(no model)"
-        except Exception:  # a broken setting is reported when a turn needs it
-            model = "(no model configured)"
-        usage = repl.usage
-        tokens = f"{usage['input_tokens']:,} in / {usage['output_tokens']:,} out"
-        return f" {model} · session {repl.session_id or '(new)'} · tokens {tokens} "
+            width = self.session.app.output.get_size().columns
+        except Exception:  # no size to be had: the usual terminal's
+            width = 80
+        return status_bar(status_parts(self.repl), width)
 
     def read(self) -> str:
         """The next message; EOFError on Ctrl-D, EmptyInterrupt on Ctrl-C at an empty prompt.
@@ -217,6 +214,65 @@ class TerminalInput:
         if interrupts:  # came as the prompt was returning: Ctrl-C wins over the line
             raise EmptyInterrupt()
         return text
+
+
+def status_parts(repl: Repl) -> list[list[str]]:
+    """What the bottom bar shows, left to right; each part's forms, longest first.
+
+    The one place the bar is composed: a new part is one more list here.
+    An empty form drops the part when the terminal is narrow.
+    """
+    from mdagent.console import shorten
+
+    try:
+        model = repl.config().model or "(no model)"
+    except Exception:  # a broken setting is reported when a turn needs it
+        model = "(no model configured)"
+    usage = repl.usage
+    tokens_in, tokens_out = usage["input_tokens"], usage["output_tokens"]
+    session = repl.session_id or "(new)"
+    return [
+        [model, *([short] if (short := shorten(model, 16)) != model else [])],
+        [f"session {session}", session[:6] if repl.session_id else "new", ""],
+        [
+            f"tokens {tokens_in:,} in / {tokens_out:,} out",
+            f"{_count(tokens_in)} in / {_count(tokens_out)} out",
+            f"{_count(tokens_in)}/{_count(tokens_out)}",
+        ],
+    ]
+
+
+def status_bar(parts: list[list[str]], width: int) -> str:
+    """``parts`` joined with `` · `` in ``width`` columns: each part steps to a shorter
+    form, the rightmost first, until the line fits; never cut by the terminal."""
+    from mdagent.console import display_width, shorten
+
+    chosen = [0] * len(parts)
+
+    def line() -> str:
+        shown = [forms[i] for forms, i in zip(parts, chosen, strict=True) if forms[i]]
+        return f" {' · '.join(shown)} "
+
+    while display_width(line()) > width:
+        for index in reversed(range(len(parts))):
+            if chosen[index] + 1 < len(parts[index]):
+                chosen[index] += 1
+                break
+        else:
+            break
+    while display_width(line()) > width and len(parts) > 1:
+        parts, chosen = parts[:-1], chosen[:-1]  # still too wide: the last parts go
+    text = line()
+    return text if display_width(text) <= width else shorten(text, max(width, 1))
+
+
+def _count(n: int) -> str:
+    """``987``, ``12k``, ``3.4M``: a token count in a few characters."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k" if n < 10_000 else f"{n // 1000}k"
+    return f"{n / 1_000_000:.1f}M"
 
 
 def _take_sigint(handler: Any) -> Any:

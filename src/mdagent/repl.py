@@ -33,6 +33,16 @@ if TYPE_CHECKING:
 
 PROMPT = "› "
 BANNER = "mdagent — /help for commands, /exit to leave"
+#: The banner in fewer columns, longest first: a narrow terminal gets the one that fits.
+SHORT_BANNERS = ("mdagent — /help, /exit", "mdagent")
+
+
+def banner(width: int | None) -> str:
+    """The session's first line, in a form that fits ``width`` columns (None: the whole)."""
+    for text in (BANNER, *SHORT_BANNERS):
+        if width is None or len(text) <= width:
+            return text
+    return SHORT_BANNERS[-1]
 
 
 class Exit(Exception):
@@ -135,10 +145,13 @@ class Repl:
         """The unknown-command message: why, the nearest name (built-ins included)."""
         import difflib
 
-        from mdagent.person import SUBCOMMANDS, unknown_command
+        from mdagent.person import SUBCOMMANDS, broken_declaration, unknown_command
         from mdagent.specs import command_key
 
         key = command_key(name)
+        broken = broken_declaration(self.runtime.registry, key)
+        if broken is not None:
+            return broken  # known, and broken: where and why, not "unknown"
         first = unknown_command(self.runtime.registry, key).splitlines()[0]
         names = [n[1:] for n in self.completions()]
         close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
@@ -174,6 +187,32 @@ class Repl:
             require_key(self.config())  # before any request: say how to configure one
             self._provider = get_provider(self.config())
         return self._provider
+
+    def require_hosted_key(self) -> None:
+        """Refuse to open without the key the provider's own endpoint needs (exit 2).
+
+        Only at the provider's default host (api.openai.com, api.anthropic.com):
+        a local or other server may need no key, and is asked on the first turn.
+        """
+        from mdagent.errors import ConfigError
+        from mdagent.init import missing_key
+        from mdagent.providers.base import DEFAULTS
+
+        try:
+            config = self.config()
+        except ConfigError:
+            return  # a broken setting is reported when a turn needs it
+        defaults = DEFAULTS.get(config.provider)
+        if defaults is None:
+            return
+        hosted = (config.base_url or defaults["base_url"]).rstrip("/") == defaults[
+            "base_url"
+        ].rstrip("/")
+        import os
+
+        problem = missing_key(config, os.environ) if hosted else None
+        if problem:
+            raise ConfigError(problem)
 
     def drop_provider(self) -> None:
         """Forget the provider and its configuration (the model or the settings changed)."""
@@ -223,7 +262,9 @@ class Repl:
             if session_id is None:
                 raise UsageError("no earlier session in this workspace")
         conversation = Conversation.resume(store, session_id)
+        usage = self.usage  # the tokens this session spent stay counted
         self.new_conversation(conversation)
+        self.usage = usage
         return conversation
 
     def person_box(self) -> Any:
@@ -393,10 +434,12 @@ class Repl:
         self.runtime.check_settings()
         self.reload()
         if self.interactive:
+            self.require_hosted_key()
+            from mdagent.console import terminal_width
             from mdagent.lineinput import TerminalInput
 
             reader: Any = TerminalInput(self)
-            self.say(BANNER)
+            self.say(banner(terminal_width()))
             if self.session_id:
                 self.say(f"(continuing session {self.session_id}: {len(self.messages)} messages)")
         else:

@@ -50,7 +50,7 @@ def register_builtins(repl: Repl) -> None:
 
         say(f"{own}\n{command_listing(runtime.registry)}\nAnything else is a message to the model.")
         if repl.interactive:
-            say(KEYS)
+            say(wrapped(KEYS))
 
     @register("exit", "Leave the session")
     def _exit(_: str | None) -> None:
@@ -125,7 +125,7 @@ def register_builtins(repl: Repl) -> None:
             ]
             for r in rows
         ]
-        say(table(listing, ["  ID", "UPDATED", "MESSAGES", "TITLE"]))
+        say(table(listing, ["  ID", "UPDATED", "MESSAGES", "TITLE"], fit=True))
 
     @register("resume", "Continue a conversation: /resume [ID] (default: the latest)", session_ids)
     def _resume(id_or_prefix: str | None) -> None:
@@ -164,6 +164,18 @@ def register_builtins(repl: Repl) -> None:
             f"(reloaded: {len(registry.commands)} commands, {len(registry.tools)} tools, "
             f"{len(registry.skills)} skills" + (f", {errors} errors" if errors else "") + ")"
         )
+
+
+def wrapped(text: str) -> str:
+    """``text`` in lines that fit the terminal, broken between words (as it is when piped)."""
+    from mdagent.console import terminal_width
+
+    width = terminal_width()
+    if width is None:
+        return text
+    import textwrap
+
+    return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
 
 
 def _model_tools(repl: Repl) -> list[dict[str, Any]]:
