@@ -56,6 +56,7 @@ class Tmux:
             "-c", str(cwd), "sh", "-c", script,
         )  # fmt: skip
         self._tmux("set-option", "-g", "history-limit", "5000")
+        self._tmux("set-option", "-s", "escape-time", "10")  # Esc reaches agent at once
         self.seen = 0  # where the next expect starts looking
 
     def _tmux(self, *args: str) -> str:
@@ -96,6 +97,13 @@ class Tmux:
                 return match
             if time.monotonic() >= deadline:
                 raise AssertionError(f"no {pattern!r} within {timeout} s; the pane shows:\n{text}")
+            time.sleep(0.05)
+
+    def wait_for(self, holds, what: str, timeout: float = 10.0) -> None:
+        """Wait until ``holds(lines)`` is true of the screen's lines."""
+        deadline = time.monotonic() + timeout
+        while not holds(self.lines()):
+            assert time.monotonic() < deadline, f"never {what}; the pane shows:\n{self.screen()}"
             time.sleep(0.05)
 
     def type(self, line: str) -> None:
@@ -314,3 +322,73 @@ def test_logs_show_this_workspace_by_default_and_all_with_a_workspace_column(
     assert str(workspace.resolve()) in rows.values() and str(other.resolve()) in rows.values()
     there = [line for line in every.stdout.splitlines() if "there-call" in line]
     assert there and str(other.resolve()).replace(str(Path.home()), "~") in there[0]
+
+
+# -- item 1: `!command` ---------------------------------------------------------------------
+
+
+def test_bang_command_runs_live_and_the_next_request_carries_it(workspace, tmp_path):
+    with (
+        ModelServer([{"text": "I see forty-two."}]) as server,
+        Tmux(tmp_path, *model(server), cwd=workspace) as pane,
+    ):
+        pane.expect(PROMPT)
+        pane.type("!echo bang-$((6*7)); echo to-stderr >&2; exit 3")
+        pane.expect(r"agent: exit status 3")
+        shown = pane.lines()
+        assert "bang-42" in shown and "to-stderr" in shown  # the shell ran it: $((6*7)) is 42
+        pane.expect(PROMPT)
+        assert server.requests == []  # nothing went to the model yet
+        pane.type("what did it print?")
+        pane.expect("I see forty-two.")
+        pane.type("/exit")
+        assert pane.exit_status() == 0
+    request = sent(server)
+    assert "echo bang-$((6*7))" in request and "bang-42" in request and "to-stderr" in request
+    assert "exit status 3" in request
+    assert request.index("bang-42") < request.index("what did it print?")
+
+
+def test_bang_alone_is_a_shell_mode_until_esc(workspace, tmp_path):
+    with (
+        ModelServer([{"text": "noted both"}]) as server,
+        Tmux(tmp_path, *model(server), cwd=workspace) as pane,
+    ):
+        pane.expect(PROMPT)
+        pane.type("!")
+        pane.expect(r"shell mode")
+        pane.expect(r"^! $|^!$")  # the prompt says so
+        pane.type("echo first-in-mode")
+        pane.expect(r"^first-in-mode$")
+        pane.type("printf '%s\\n' second-in-mode")
+        pane.expect(r"^second-in-mode$")
+        pane.expect(r"^!")
+        pane.keys("Escape")
+        # The prompt is › again (drawn where ! was).
+        pane.wait_for(lambda lines: [x for x in lines if x][-2] == "›", "back to ›")
+        pane.type("and now a message")
+        pane.expect("noted both")
+        pane.type("/exit")
+        assert pane.exit_status() == 0
+    (request,) = server.requests
+    text = sent(server)
+    assert "first-in-mode" in text and "second-in-mode" in text
+    assert request["json"]["messages"][-1]["content"] == "and now a message"
+
+
+def test_bang_follows_the_persons_policy(workspace, tmp_path):
+    config = workspace / ".agents" / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "agent.yaml").write_text(
+        'policy:\n  deny:\n    - {rule: "exec(rm *)", reason: "use trash instead"}\n'
+    )
+    (workspace / "keep.txt").write_text("kept\n")
+    with ModelServer([]) as server, Tmux(tmp_path, *model(server), cwd=workspace) as pane:
+        pane.expect(PROMPT)
+        pane.type("!rm keep.txt")
+        pane.expect(r"agent: not run: .*use trash instead")
+        pane.type("/context")
+        pane.expect(r"session: \(new, not started\)")  # nothing added to the conversation
+        pane.type("/exit")
+        assert pane.exit_status() == 0
+    assert (workspace / "keep.txt").read_text() == "kept\n"

@@ -83,11 +83,21 @@ def first_line(text: str | None) -> str:
     return first(text, 60)
 
 
-def key_bindings() -> KeyBindings:
-    """Enter sends, Esc Enter and a trailing backslash continue, Ctrl-C as a shell does."""
+def key_bindings(repl: Repl | None = None) -> KeyBindings:
+    """Enter sends, Esc Enter and a trailing backslash continue, Ctrl-C as a shell does;
+    Esc leaves shell mode (``!`` alone entered it)."""
+    from prompt_toolkit.filters import Condition
+
     from mdagent.repl import EmptyInterrupt
 
     keys = KeyBindings()
+
+    # Eager: at once, not after the pause that tells Esc from Esc Enter (a
+    # newline, which shell mode gives up), so the next key typed is not lost.
+    @keys.add("escape", filter=Condition(lambda: repl is not None and repl.shell_mode), eager=True)
+    def _leave_shell_mode(event: Any) -> None:
+        repl.shell_mode = False  # type: ignore[union-attr]
+        event.app.invalidate()  # the prompt is drawn again as ›
 
     @keys.add("enter")
     def _enter(event: Any) -> None:
@@ -120,16 +130,16 @@ class TerminalInput:
     """Reads one message at a time from the person at the terminal."""
 
     def __init__(self, repl: Repl) -> None:
-        from mdagent.repl import PROMPT
+        from mdagent.repl import PROMPT, SHELL_PROMPT
 
         self.repl = repl
         self.interrupted = False  # a Ctrl-C the last read saw after its own
         self.session: PromptSession[str] = PromptSession(
-            PROMPT,
+            lambda: SHELL_PROMPT if repl.shell_mode else PROMPT,
             history=FileHistory(str(history_file(repl.runtime.workdir))),
             completer=SessionCompleter(repl),
             complete_while_typing=True,
-            key_bindings=key_bindings(),
+            key_bindings=key_bindings(repl),
             bottom_toolbar=self.toolbar,
             prompt_continuation=lambda width, line, soft: "… ".rjust(width),
             enable_history_search=False,  # Up walks the history; Ctrl-R searches it

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from mdagent.providers.base import Provider, ProviderConfig
 
 PROMPT = "› "
+#: The prompt in shell mode (``!`` alone): each line runs as a command.
+SHELL_PROMPT = "! "
+#: How much of a ``!command``'s output goes into the conversation (head and tail kept).
+SHELL_CONTEXT_CHARS = 10_000
 BANNER = "mdagent — /help for commands, /exit to leave"
 #: The banner in fewer columns, longest first: a narrow terminal gets the one that fits.
 SHORT_BANNERS = ("mdagent — /help, /exit", "mdagent")
@@ -69,6 +73,7 @@ class Repl:
         self.interactive = False
         self.usage = {"input_tokens": 0, "output_tokens": 0}
         self.skills_used: list[str] = []  # prompt skills run with /name in this conversation
+        self.shell_mode = False  # `!` alone: each line is a command until Esc or `!`
         self._provider: Provider | None = None
         self._config: ProviderConfig | None = None
         self._conversation: Conversation | None = None
@@ -328,6 +333,17 @@ class Repl:
         text = line.strip()
         if not text:
             return
+        if text == "!":
+            self.shell_mode = not self.shell_mode
+            self.say(
+                "(shell mode: each line is a command; Esc leaves)"
+                if self.shell_mode
+                else "(shell mode off)"
+            )
+            return
+        if self.shell_mode or text.startswith("!"):
+            self.shell(text.removeprefix("!").strip())
+            return
         if text.startswith("/") and len(text) > 1 and "\n" not in text.split(" ", 1)[0]:
             name, _, rest = text[1:].partition(" ")
             rest = rest.strip()
@@ -377,6 +393,32 @@ class Repl:
                 self.usage[key] += agent.usage.get(key, 0)
         if outcome.message:
             self.warn(outcome.message)
+
+    def shell(self, command: str) -> None:
+        """``!command``: run it as a command the person typed; its output joins the conversation.
+
+        It runs through the person's toolbox (the person's policy: deny rules
+        and rate limits; the sandbox only with ``sandbox.applies_to: all``),
+        its output shown live. The command, its exit status and its output
+        (capped at :data:`SHELL_CONTEXT_CHARS`) are added to the conversation
+        as the person's message: the model reads them with the next one.
+        """
+        if not command:
+            return
+        self.runtime.check_settings()
+        box = self.person_box()
+        live = sys.stdout if is_terminal(sys.stdout) else _Echo(sys.stdout)
+        ctx = self.runtime.context(box, caller="person", output=live)
+        result = box.run("exec", {"command": command}, ctx)
+        data = result.data
+        code = data.get("exit_code")
+        if not isinstance(code, int):
+            self.warn(f"not run: {result.error or 'refused'}")  # refused, or could not start
+            return
+        if not result.ok:
+            self.warn(str(result.error))  # exit status N, timed out, interrupted
+        self.conversation().add({"role": "user", "content": shell_context(command, data)})
+        self.say(_dim("(the model sees this with your next message)"))
 
     def declared(self, name: str, rest: str) -> None:
         """Run ``/name rest`` from the registry, as the CLI would."""
@@ -490,6 +532,48 @@ class Repl:
         except MdagentError as err:
             self.warn(str(err))
         return True
+
+
+def shell_context(command: str, data: dict[str, Any]) -> str:
+    """What the model reads of a ``!command``: the command, its status, its (capped) output."""
+    from mdagent.conversation import capped
+
+    parts = []
+    for stream in ("stdout", "stderr"):
+        text = str(data.get(stream) or "").rstrip("\n")
+        if text:
+            label = "" if stream == "stdout" else " (stderr)"
+            parts.append(f"Output{label}:\n```\n{text}\n```")
+    status = data.get("exit_code")
+    how = "timed out" if data.get("timed_out") else f"exit status {status}"
+    body = "\n".join(parts) or "(no output)"
+    return capped(
+        f"I ran this command in the shell myself: `{command}` ({how}).\n{body}",
+        SHELL_CONTEXT_CHARS,
+    )
+
+
+class _Echo:
+    """A watcher without a file descriptor: a child's output is captured and echoed as text.
+
+    (Given a pipe or a file, a person's command would write to it directly and
+    keep nothing for the conversation.)
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def _dim(text: str) -> str:
+    from mdagent.console import paint
+
+    return paint(text, "dim")
 
 
 class PipedInput:

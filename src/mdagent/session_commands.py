@@ -27,7 +27,8 @@ COMPACT_REQUEST = (
 KEYS = (
     "Keys: Enter sends · Esc Enter or a trailing \\ starts a new line (a paste stays one "
     "message) · Tab completes · Up/Down and Ctrl-R search the history · Ctrl-C cancels "
-    "the running call, twice at an empty prompt leaves · Ctrl-D leaves"
+    "the running call, twice at an empty prompt leaves · Ctrl-D leaves · !cmd runs a command "
+    "and the model sees its output with the next message · ! alone: shell mode, Esc leaves"
 )
 
 
