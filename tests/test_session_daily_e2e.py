@@ -392,3 +392,33 @@ def test_bang_follows_the_persons_policy(workspace, tmp_path):
         pane.type("/exit")
         assert pane.exit_status() == 0
     assert (workspace / "keep.txt").read_text() == "kept\n"
+
+
+# -- item 3: live output, nothing hidden ----------------------------------------------------
+
+
+def test_a_running_commands_first_lines_show_while_it_runs(workspace, tmp_path):
+    flag = workspace / "done.flag"
+    command = "echo early-line; while [ ! -e done.flag ]; do sleep 0.05; done; echo late-line"
+    script = [
+        {"tool_calls": [{"name": "exec", "arguments": {"command": command}}]},
+        {"text": "finished"},
+    ]
+    with (
+        ModelServer(script) as server,
+        Tmux(tmp_path, "--yes", *model(server), cwd=workspace) as pane,
+    ):
+        pane.expect(PROMPT)
+        pane.type("run it")
+        pane.expect(r"running exec")  # the spinner, once the call takes a moment
+        pane.expect(r"^  early-line$")  # under it, while the command still waits for the flag
+        assert not flag.exists() and "late-line" not in pane.screen()
+        flag.write_text("")
+        # The spinner's lines are drawn over: look at the whole screen, not after a match.
+        pane.wait_for(lambda lines: "finished" in lines, "the answer")
+        lines = pane.lines()
+        assert any(line.startswith("  ✓ exec · exit 0") for line in lines)
+        assert not any("running exec" in line for line in lines)  # the spinner is gone
+        assert_fits(lines, 60)
+        pane.type("/exit")
+        assert pane.exit_status() == 0

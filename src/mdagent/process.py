@@ -317,6 +317,8 @@ def run_tool_process(
             timeout=limit,
             max_output=int(setting(settings, "exec", "max_output", defaults["max_output"])),
             output=output,
+            # A watcher may take stderr itself (the spinner's tail of a model's call).
+            error_output=getattr(output, "error_output", None),
             cancel=getattr(ctx, "cancel", None),
             # Landlock alone: runs in the child between fork and exec, the rules built above.
             preexec=box.preexec_fn if box is not None else None,
