@@ -149,7 +149,7 @@ def test_context_history_sessions_and_resume(declared, monkeypatch, capsys, serv
     repl_session(declared, monkeypatch, lines, provider="openai", base_url=server.url)
     out = capsys.readouterr().out
     assert "messages: 2 (1 user, 1 assistant)" in out
-    assert "[user] a question\n[assistant] First answer." in out
+    assert "You: a question\n\nAssistant: First answer." in out
     assert "(resumed session " in out and ": 2 messages)" in out
     # /resume picked the conversation up: the model sees the first exchange again.
     assert "a question" in json.dumps(server.requests[1]["json"]["messages"])

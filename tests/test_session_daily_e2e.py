@@ -422,3 +422,38 @@ def test_a_running_commands_first_lines_show_while_it_runs(workspace, tmp_path):
         assert_fits(lines, 60)
         pane.type("/exit")
         assert pane.exit_status() == 0
+
+
+def test_ctrl_o_shows_a_folded_result_whole_and_history_reads_as_a_conversation(
+    workspace, tmp_path
+):
+    command = "for i in $(seq 1 20); do echo row-$i; done"
+    script = [
+        {"tool_calls": [{"name": "exec", "arguments": {"command": command}}]},
+        {"text": "Twenty rows."},
+    ]
+    with (
+        ModelServer(script) as server,
+        Tmux(tmp_path, "--yes", *model(server), cwd=workspace, env={"PAGER": ""}) as pane,
+    ):
+        pane.expect(PROMPT)
+        pane.type("count to twenty")
+        pane.expect(r"… 17 more lines")  # folded: three rows shown
+        pane.expect("Twenty rows.")
+        pane.expect(PROMPT)
+        assert "row-17" not in pane.screen()
+        pane.keys("C-o")  # the pager, on the whole screen
+        pane.wait_for(lambda lines: "  row-20" in lines, "row-20 in the pager")
+        shown = pane.lines()
+        assert [f"  row-{i}" for i in range(1, 21)] == [x for x in shown if x.startswith("  row-")]
+        pane.keys("q")
+        pane.wait_for(lambda lines: "  row-17" not in lines, "the pager gone")
+        pane.type("/history")
+        pane.expect(r"^You: count to twenty$")
+        pane.expect(r"^→ exec  for i in")
+        pane.expect(r"^  ✓ exec · exit 0$")
+        pane.expect(r"^    row-1$")
+        pane.expect(r"^    … 17 more lines$")
+        pane.expect(r"^Assistant: Twenty rows\.$")
+        pane.type("/exit")
+        assert pane.exit_status() == 0

@@ -111,6 +111,13 @@ def key_bindings(repl: Repl | None = None) -> KeyBindings:
             return
         buffer.validate_and_handle()
 
+    @keys.add("c-o", filter=Condition(lambda: repl is not None))
+    def _open_last(event: Any) -> None:
+        from prompt_toolkit.application import run_in_terminal
+
+        # Above the prompt, in the terminal's normal mode (the pager reads keys).
+        run_in_terminal(repl.open_last)  # type: ignore[union-attr]
+
     @keys.add("escape", "enter")
     def _newline(event: Any) -> None:
         event.current_buffer.insert_text("\n")

@@ -420,6 +420,19 @@ class Repl:
         self.conversation().add({"role": "user", "content": shell_context(command, data)})
         self.say(_dim("(the model sees this with your next message)"))
 
+    def open_last(self) -> None:
+        """Ctrl-O: the last call's whole result, then the conversation, in the pager."""
+        from mdagent.transcript import conversation_text, last_call_text
+
+        messages = self.messages
+        if not messages:
+            self.say("(nothing to show yet)")
+            return
+        last = last_call_text(messages)
+        parts = [f"Last call:\n{last}"] if last else ["(no tool call yet)"]
+        parts.append(f"Conversation (session {self.session_id}):\n\n{conversation_text(messages)}")
+        page("\n\n".join(parts) + "\n")
+
     def declared(self, name: str, rest: str) -> None:
         """Run ``/name rest`` from the registry, as the CLI would."""
         from mdagent.person import HELP_WORDS, command_help, resolve_command, run_tool_command
@@ -532,6 +545,26 @@ class Repl:
         except MdagentError as err:
             self.warn(str(err))
         return True
+
+
+def page(text: str) -> None:
+    """Show ``text`` in the person's pager (``$PAGER``, else ``less -R``), or print it."""
+    import os
+    import shlex
+    import shutil
+    import subprocess
+
+    argv = shlex.split(os.environ.get("PAGER") or "") or (
+        ["less", "-R"] if shutil.which("less") else []
+    )
+    if not argv or not is_terminal(sys.stdout):
+        print(text, end="", flush=True)
+        return
+    try:
+        subprocess.run(argv, input=text.encode("utf-8", errors="replace"), check=False)
+    except OSError as err:
+        print(f"agent: cannot start the pager {argv[0]}: {err.strerror or err}", file=sys.stderr)
+        print(text, end="", flush=True)
 
 
 def shell_context(command: str, data: dict[str, Any]) -> str:

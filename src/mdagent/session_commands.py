@@ -28,7 +28,8 @@ KEYS = (
     "Keys: Enter sends · Esc Enter or a trailing \\ starts a new line (a paste stays one "
     "message) · Tab completes · Up/Down and Ctrl-R search the history · Ctrl-C cancels "
     "the running call, twice at an empty prompt leaves · Ctrl-D leaves · !cmd runs a command "
-    "and the model sees its output with the next message · ! alone: shell mode, Esc leaves"
+    "and the model sees its output with the next message · ! alone: shell mode, Esc leaves · "
+    "Ctrl-O opens the last call's whole output and the conversation in a pager"
 )
 
 
@@ -138,15 +139,14 @@ def register_builtins(repl: Repl) -> None:
         for message in last[-2:]:
             say(first_line(message_line(message), 200))
 
-    @register("history", "Show this conversation's messages")
+    @register("history", "Show this conversation as it went (Ctrl-O: whole outputs)")
     def _history(_: str | None) -> None:
-        from mdagent.transcript import message_line
+        from mdagent.transcript import conversation_text
 
         if not repl.messages:
             say("(no messages yet)")
             return
-        for message in repl.messages:
-            say(message_line(message))
+        say(conversation_text(repl.messages))
 
     @register("context", "What the conversation holds: messages, tokens, skills")
     def _context(_: str | None) -> None:
