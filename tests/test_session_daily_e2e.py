@@ -457,3 +457,19 @@ def test_ctrl_o_shows_a_folded_result_whole_and_history_reads_as_a_conversation(
         pane.expect(r"^Assistant: Twenty rows\.$")
         pane.type("/exit")
         assert pane.exit_status() == 0
+
+
+def test_logs_of_a_session_are_shown_from_another_workspace(workspace, tmp_path, run_agent):
+    script = [
+        {"tool_calls": [{"name": "exec", "arguments": {"command": "echo in-a-session"}}]},
+        {"text": "ok"},
+    ]
+    with ModelServer(script) as server:
+        assert run_agent(*model(server), "--yes", "ask", "run it").returncode == 0
+    (session,) = json.loads(run_agent("sessions", "--json").stdout)
+    other = tmp_path / "elsewhere"
+    (other / ".agents").mkdir(parents=True)
+    trust_as_is(other)
+    assert "in-a-session" not in run_agent("logs", cwd=other).stdout
+    shown = run_agent("logs", "--session", session["id"], cwd=other)
+    assert "in-a-session" in shown.stdout, shown.stdout + shown.stderr

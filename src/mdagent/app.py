@@ -1194,7 +1194,8 @@ def logs(
         if found is None:
             raise UsageError(f"no session {session!r} (see: agent sessions)")
         session_id = found["id"]
-    workspace = None if every else str(runtime.workdir)
+    # A session names its workspace itself: --session shows its calls from anywhere.
+    workspace = None if every or session_id else str(runtime.workdir)
     rows = store.calls(tool=tool, limit=limit, session_id=session_id, workspace=workspace)
     if _wants_json(ctx, json_out):
         _print_json(rows)
