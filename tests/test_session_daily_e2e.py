@@ -213,7 +213,10 @@ def test_the_shell_tables_fit_60_columns_and_cut_at_a_word_with_an_ellipsis(
         assert run_agent(*model(server), "ask", "a title for the sessions table").returncode == 0
     assert run_agent("/term", "echo", "something logged").returncode == 0
     whole = run_agent(*command).stdout  # piped: nothing shortened
-    vocabulary = set(whole.split())
+    vocabulary = set(whole.split()) | {workspace.name}  # logs: a long path by its name
+    # logs: on a terminal the time is MM-DD HH:MM (the ISO form piped)
+    vocabulary |= {w[5:16].replace("T", " ") for w in whole.split() if w[:2] == "20"}
+    vocabulary |= {part for w in list(vocabulary) for part in w.split()}
     with Tmux(tmp_path, *command, cwd=workspace) as pane:
         assert pane.exit_status() == 0
         lines = pane.lines()

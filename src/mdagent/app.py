@@ -1204,9 +1204,13 @@ def logs(
         where = "" if every else " in this workspace (--all: every workspace)"
         typer.echo(f"(no calls logged{where})")
         return
+    from mdagent.console import terminal_width
+
+    # On a terminal the time drops its year and seconds (the columns are few at 60 wide).
+    time_of = (lambda t: t[5:16].replace("T", " ")) if terminal_width() else (lambda t: t[:19])
     listing = [
         [
-            str(r.get("time", ""))[:19],
+            time_of(str(r.get("time", ""))),
             _short_workspace(r.get("workspace")),
             str(r.get("caller", "")),
             str(r.get("tool", "")),
@@ -1222,11 +1226,20 @@ def logs(
 
 
 def _short_workspace(path: str | None) -> str:
-    """A workspace for the logs' column: ``~/…`` for the home folder; ``?`` for an old row."""
+    """A workspace for the logs' column: ``~/…`` for the home folder; ``?`` for an old row.
+
+    On a terminal a long path is shown by its folder's name, the part that
+    tells workspaces apart; piped, it is whole.
+    """
+    from mdagent.console import terminal_width
+
     if not path:
         return "?"  # logged before calls carried their workspace
     home = str(Path.home())
-    return "~" + path[len(home) :] if path == home or path.startswith(home + "/") else path
+    shown = "~" + path[len(home) :] if path == home or path.startswith(home + "/") else path
+    if terminal_width() is not None and len(shown) > 16:
+        shown = Path(shown).name or shown
+    return shown
 
 
 def _outcome(row: dict[str, Any]) -> str:

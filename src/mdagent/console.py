@@ -238,9 +238,9 @@ def _fit_widths(widths: list[int], width: int) -> list[int]:
 
     What gives first: the last column (a description) down to
     :data:`MIN_LAST_COLUMN`, then the middle ones (a long SOURCE path), widest
-    first, to the same, then to :data:`FLOOR`; then the first column (the
-    name) to :data:`MIN_LAST_COLUMN`; then the last and the first to
-    :data:`FLOOR`.
+    first, to the same; then the middle ones and the last, widest first, to
+    :data:`FLOOR`; then the first column (the name) to
+    :data:`MIN_LAST_COLUMN`; then the last and the first to :data:`FLOOR`.
     """
     widths = list(widths)
     excess = sum(widths) + 2 * (len(widths) - 1) - width
@@ -249,7 +249,7 @@ def _fit_widths(widths: list[int], width: int) -> list[int]:
     for candidates, floor in (
         ([last], MIN_LAST_COLUMN),
         (middle, MIN_LAST_COLUMN),
-        (middle, FLOOR),
+        ([*middle, last] if middle else [], FLOOR),
         ([0], MIN_LAST_COLUMN),
         ([last], FLOOR),
         ([0], FLOOR),
