@@ -476,3 +476,25 @@ def test_logs_of_a_session_are_shown_from_another_workspace(workspace, tmp_path,
     assert "in-a-session" not in run_agent("logs", cwd=other).stdout
     shown = run_agent("logs", "--session", session["id"], cwd=other)
     assert "in-a-session" in shown.stdout, shown.stdout + shown.stderr
+
+
+def test_the_model_gets_the_whole_output_of_a_call_whose_tail_was_shown(workspace, tmp_path):
+    command = "seq 1 500; echo done-on-stderr >&2"
+    script = [
+        {"tool_calls": [{"name": "exec", "arguments": {"command": command}}]},
+        {"text": "read it"},
+    ]
+    with (
+        ModelServer(script) as server,
+        Tmux(tmp_path, "--yes", *model(server), cwd=workspace) as pane,
+    ):
+        pane.expect(PROMPT)
+        pane.type("go")
+        pane.expect("read it")
+        pane.type("/exit")
+        assert pane.exit_status() == 0
+    (result,) = [m for m in server.requests[1]["json"]["messages"] if m["role"] == "tool"]
+    data = json.loads(result["content"])
+    assert data["stdout"].splitlines() == [str(i) for i in range(1, 501)]
+    assert data["stderr"] == "done-on-stderr\n"
+    assert "streamed" not in data  # the person saw a tail, not all of it

@@ -292,6 +292,7 @@ class LiveTail:
         self._partial = ""
         self._lock = threading.Lock()
         self.error_output = self  # a process's stderr comes here too
+        self.shows_all = False  # the result is not "streamed": nobody saw all of it
 
     def write(self, text: str) -> int:
         with self._lock:

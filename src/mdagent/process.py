@@ -345,7 +345,9 @@ def run_tool_process(
         if box is not None:
             box.close()
     # streamed: the person already saw the output; the CLI must not print it twice.
-    data = result_dict(result, streamed=output is not None, timeout=limit)
+    # (Not a watcher that shows only a tail: the spinner's, for a model's call.)
+    streamed = output is not None and getattr(output, "shows_all", True)
+    data = result_dict(result, streamed=streamed, timeout=limit)
     if note:
         # The child's own error text is in stderr; this says the sandbox may be why.
         data["sandbox"] = note
