@@ -205,13 +205,13 @@ def table(
             columns -= 1
             widths = widths[:columns]
             lines = [r[:columns] for r in lines]
+        natural = widths
         widths = _fit_widths(widths, max(width, 1))
-        lines = [
-            [shorten(cell, w) for cell, w in zip(r, widths, strict=True)]
-            if len(r) == columns
-            else r
-            for r in lines
-        ]
+        for i in [i for i in range(columns) if widths[i] < natural[i]]:  # the narrowed ones
+            w = widths[i]
+            lines = [
+                [*r[:i], shorten(r[i], w), *r[i + 1 :]] if len(r) == columns else r for r in lines
+            ]
     # The columns before the last padded to their width; the last needs no
     # padding: a line's trailing spaces go anyway.
     if columns <= 2:
