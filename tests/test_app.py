@@ -108,7 +108,10 @@ def test_new_prompt_skill_and_bad_input(workspace, run_agent):
 
 
 def test_logs_and_sessions_on_an_empty_state_dir(workspace, run_agent):
-    assert run_agent("logs").stdout.strip() == "(no calls logged)"
+    assert run_agent("logs").stdout.strip() == (
+        "(no calls logged in this workspace (--all: every workspace))"
+    )
+    assert run_agent("logs", "--all").stdout.strip() == "(no calls logged)"
     assert run_agent("sessions").stdout.strip() == "(no sessions)"
     missing = run_agent("sessions", "show", "zzz")
     assert missing.returncode == 2 and "no session" in missing.stderr

@@ -60,10 +60,28 @@ def test_a_word_longer_than_the_room_is_cut_inside_it():
     assert console.table([("a", "x" * 30)], width=20) == "a  " + "x" * 16 + "…"
 
 
-def test_the_last_column_keeps_a_minimum_when_the_others_fill_the_width():
+def test_the_last_column_keeps_a_minimum_and_the_first_gives_way_after_it():
     line = console.table([("n" * 30, "a fairly long description here")], width=20)
-    assert line == "n" * 30 + "  a fairly…"
-    assert len(line.split("  ", 1)[1]) <= console.MIN_LAST_COLUMN
+    assert line == "n" * 11 + "…  a fai…"  # fits exactly: never wider than asked
+    assert len(line) <= 20
+
+
+@pytest.mark.parametrize("width", [60, 45, 30, 20, 12, 8])
+def test_every_line_of_a_wide_table_fits_exactly_and_cuts_at_a_word(width):
+    rows = [
+        ["/term", "exec", "raw", "bundled:skills/term/SKILL.md", "Run a shell command line"],
+        ["/commit-message", "(prompt)", "", "bundled:skills/commit/SKILL.md", "Draft a message"],
+    ]
+    header = ["COMMAND", "TOOL", "ARGS", "SOURCE", "DESCRIPTION"]
+    text = console.table(rows, header, width=width)
+    words = {w for row in [*rows, header] for cell in row for w in cell.split()}
+    for line in text.splitlines():
+        assert len(line) <= width, line
+        for cell in line.split("  "):
+            for word in cell.strip().split():
+                # Every word is whole, or a cut one ends in "…".
+                assert word in words or word.endswith("…"), line
+    assert text.splitlines()[1].startswith("/te")  # the name is the last to go
 
 
 def test_the_width_comes_from_the_terminal_and_columns(monkeypatch):

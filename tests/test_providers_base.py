@@ -138,3 +138,28 @@ def test_a_failure_that_forgot_the_endpoint_still_names_it():
     with pytest.raises(ProviderError) as err:
         provider.complete("", [{"role": "user", "content": "hi"}], [])
     assert str(err.value) == "something odd — http://127.0.0.1:9/v1/chat/completions (openai)"
+
+
+@pytest.mark.parametrize(
+    ("url", "local"),
+    [
+        ("http://127.0.0.1:9/v1", True),
+        ("http://127.0.0.2:9/v1", True),
+        ("http://localhost:11434/v1", True),
+        ("http://LOCALHOST:11434/v1", True),
+        ("http://[::1]:9/v1", True),
+        ("https://api.openai.com/v1", False),
+        ("http://10.0.0.5:8000/v1", False),
+        ("http://localhost.example.com/v1", False),
+    ],
+)
+def test_only_a_refused_connection_to_this_machine_is_not_retried(url, local):
+    import httpx
+
+    from mdagent.providers.base import refused_here
+
+    refused = httpx.ConnectError("[Errno 111] Connection refused")
+    assert refused_here(refused, url) is local
+    # Another failure to connect (a name that does not resolve) is retried as before.
+    assert not refused_here(httpx.ConnectError("[Errno -2] Name or service not known"), url)
+    assert not refused_here(httpx.ReadError("Connection refused"), url)

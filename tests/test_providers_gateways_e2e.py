@@ -750,6 +750,8 @@ def test_a_server_that_is_not_there_is_named_with_its_provider(api, run_agent):
     path = "/chat/completions" if api == "openai" else "/v1/messages"
     assert result.returncode == 1
     assert re.fullmatch(
-        rf"agent: cannot connect to {re.escape(url + path)} \({api}\): is the server running\? \(.+\)",
+        rf"agent: cannot connect to {re.escape(url + path)} \({api}\): connection refused, "
+        r"nothing listens at that port on this machine; start the model server \(or set "
+        r"model\.base_url\)",
         last_line(result.stderr),
     )

@@ -149,7 +149,7 @@ def test_context_history_sessions_and_resume(declared, monkeypatch, capsys, serv
     repl_session(declared, monkeypatch, lines, provider="openai", base_url=server.url)
     out = capsys.readouterr().out
     assert "messages: 2 (1 user, 1 assistant)" in out
-    assert "[user] a question\n[assistant] First answer." in out
+    assert "You: a question\n\nAssistant: First answer." in out
     assert "(resumed session " in out and ": 2 messages)" in out
     # /resume picked the conversation up: the model sees the first exchange again.
     assert "a question" in json.dumps(server.requests[1]["json"]["messages"])
@@ -171,3 +171,29 @@ def test_a_declaration_changed_on_disk_is_picked_up_before_the_next_line(
     assert f"{tools}:2:1: error: invalid YAML" in captured.err  # the file at its line, once
     repl.step("/help")
     assert str(tools) not in capsys.readouterr().err
+
+
+def test_a_bang_line_runs_piped_and_its_capped_output_is_context(
+    declared, monkeypatch, capsys, server
+):
+    from mdagent.repl import SHELL_CONTEXT_CHARS
+
+    server.add({"text": "Seen."})
+    lines = [
+        "!echo piped-bang",
+        "!",
+        "python3 -c 'print(\"x\" * 50000)'",
+        "!",
+        "what was it?",
+    ]
+    repl_session(declared, monkeypatch, lines, provider="openai", base_url=server.url)
+    out = capsys.readouterr().out
+    assert "piped-bang\n" in out  # echoed as it ran, though stdout is a pipe
+    assert "x" * 1000 in out  # shown whole; only the conversation's copy is capped
+    (request,) = server.requests
+    messages = request["json"]["messages"]
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    assert users[-1] == "what was it?"
+    assert "`echo piped-bang` (exit status 0)" in users[0] and "piped-bang" in users[0]
+    assert "x" * 1000 in users[1] and len(users[1]) <= SHELL_CONTEXT_CHARS + 300
+    assert "truncated" in users[1]

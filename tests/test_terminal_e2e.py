@@ -361,7 +361,8 @@ def test_ctrl_c_at_the_approval_prompt_ends_ask_at_once(workspace):
 
 
 def test_interactive_session_help_a_declared_command_and_exit(workspace):
-    with Terminal(cwd=workspace) as term:
+    # A key is set (the session opens only then at the provider's own host); no turn uses it.
+    with Terminal(cwd=workspace, env={"OPENAI_API_KEY": "sk-unused-by-this-test"}) as term:
         term.expect_stream(re.escape(BANNER))
         term.expect_stream(SESSION_PROMPT)
         term.type("/help")

@@ -1275,25 +1275,35 @@ def logs(
     ),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     limit: int = typer.Option(20, "-n", metavar="N", help="How many, newest first."),
+    every: bool = typer.Option(False, "--all", help="Calls of every workspace."),
 ) -> None:
-    """The audit log: every tool call, who made it, its outcome and who approved it."""
-    store = _runtime(ctx).store
+    """The audit log: this workspace's tool calls (--all: every workspace's), outcome, approver."""
+    runtime = _runtime(ctx)
+    store = runtime.store
     session_id = None
     if session is not None:
         found = store.session(session)  # a prefix, as `agent ask --session` takes
         if found is None:
             raise UsageError(f"no session {session!r} (see: agent sessions)")
         session_id = found["id"]
-    rows = store.calls(tool=tool, limit=limit, session_id=session_id)
+    # A session names its workspace itself: --session shows its calls from anywhere.
+    workspace = None if every or session_id else str(runtime.workdir)
+    rows = store.calls(tool=tool, limit=limit, session_id=session_id, workspace=workspace)
     if _wants_json(ctx, json_out):
         _print_json(rows)
         return
     if not rows:
-        typer.echo("(no calls logged)")
+        where = "" if every else " in this workspace (--all: every workspace)"
+        typer.echo(f"(no calls logged{where})")
         return
+    from mdagent.console import terminal_width
+
+    # On a terminal the time drops its year and seconds (the columns are few at 60 wide).
+    time_of = (lambda t: t[5:16].replace("T", " ")) if terminal_width() else (lambda t: t[:19])
     listing = [
         [
-            str(r.get("time", ""))[:19],
+            time_of(str(r.get("time", ""))),
+            _short_workspace(r.get("workspace")),
             str(r.get("caller", "")),
             str(r.get("tool", "")),
             _outcome(r),
@@ -1303,7 +1313,25 @@ def logs(
         ]
         for r in rows
     ]
-    typer.echo(table(listing, ["TIME", "CALLER", "TOOL", "OUTCOME", "TOOK", "APPROVED BY", "ARGS"]))
+    header = ["TIME", "WORKSPACE", "CALLER", "TOOL", "OUTCOME", "TOOK", "APPROVED BY", "ARGS"]
+    typer.echo(table(listing, header, fit=True))
+
+
+def _short_workspace(path: str | None) -> str:
+    """A workspace for the logs' column: ``~/…`` for the home folder; ``?`` for an old row.
+
+    On a terminal a long path is shown by its folder's name, the part that
+    tells workspaces apart; piped, it is whole.
+    """
+    from mdagent.console import terminal_width
+
+    if not path:
+        return "?"  # logged before calls carried their workspace
+    home = str(Path.home())
+    shown = "~" + path[len(home) :] if path == home or path.startswith(home + "/") else path
+    if terminal_width() is not None and len(shown) > 16:
+        shown = Path(shown).name or shown
+    return shown
 
 
 def _outcome(row: dict[str, Any]) -> str:
@@ -1642,6 +1670,7 @@ def doctor(
     """Check the installation: Python, layers, declarations, ripgrep, state, model endpoint.
 
     Exits 1 when a check fails. The model endpoint gets one 2 s probe.
+    Something optional that is missing is marked ``-`` (``"ok": null``).
     """
     from mdagent.configshow import doctor_checks
 
@@ -1654,8 +1683,8 @@ def doctor(
         from mdagent.console import mark
 
         for ok, what, detail in checks:
-            typer.echo(f"{mark(ok)} {what:<8} {detail}")
-    raise typer.Exit(0 if all(ok for ok, _, _ in checks) else 1)
+            typer.echo(f"{'-' if ok is None else mark(ok)} {what:<8} {detail}")
+    raise typer.Exit(0 if all(ok is not False for ok, _, _ in checks) else 1)
 
 
 @config_app.command("env")

@@ -157,9 +157,17 @@ def build_agent(
         tool_names=[t["name"] for t in tools],
     )
 
+    shown = display or _default_display(runtime)
+    live = getattr(shown, "live_output", None)
+
     def context(call_id: str | None) -> ToolContext:
         return runtime.context(
-            box, caller="model", conversation_id=conversation.session_id, tool_call_id=call_id
+            box,
+            caller="model",
+            conversation_id=conversation.session_id,
+            tool_call_id=call_id,
+            # On a terminal a command's last lines show under the spinner as it runs.
+            output=live() if callable(live) else None,
         )
 
     _register_fork(runtime, conversation, enabled=fork)
@@ -172,7 +180,7 @@ def build_agent(
         conversation=conversation,
         max_steps=steps,
         context=context,
-        display=display or _default_display(runtime),
+        display=shown,
         hooks=session_hooks(runtime.settings, workdir=str(runtime.workdir), env=runtime.env),
         checkpoints=turn_checkpoints(runtime, conversation.session_id),
     )

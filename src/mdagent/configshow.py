@@ -207,11 +207,15 @@ def probe(url: str, timeout: float = 2.0) -> str | None:
     return None
 
 
-def doctor_checks(runtime: Runtime) -> list[tuple[bool, str, str]]:
-    """``(ok, what, detail)`` of each check ``agent doctor`` makes."""
+def doctor_checks(runtime: Runtime) -> list[tuple[bool | None, str, str]]:
+    """``(ok, what, detail)`` of each check ``agent doctor`` makes.
+
+    ``ok`` is None for something optional that is not there (ripgrep): not a
+    failure, and not a pass either (shown with ``-``, never ``✓ … not found``).
+    """
     import shutil
 
-    checks: list[tuple[bool, str, str]] = []
+    checks: list[tuple[bool | None, str, str]] = []
     version = ".".join(map(str, sys.version_info[:3]))
     checks.append((sys.version_info >= (3, 11), "python", f"{version} ({sys.executable})"))
     checks.append((True, "install", install_kind()))
@@ -230,7 +234,12 @@ def doctor_checks(runtime: Runtime) -> list[tuple[bool, str, str]]:
         )
     )
     rg = shutil.which("rg")
-    checks.append((True, "ripgrep", rg or "not found: grep uses its slower Python search"))
+    if rg:
+        checks.append((True, "ripgrep", rg))
+    else:
+        checks.append(
+            (None, "ripgrep", "not installed (optional): grep uses its slower Python search")
+        )
     checks.append(_state_check())
     checks.append((True, "trust", trust_line(trust_summary(runtime))))
     checks.append(_model_check(runtime))

@@ -17,8 +17,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 _CODES = {"red": "31", "green": "32", "yellow": "33", "bold": "1", "dim": "2"}
-#: The last column never gets narrower than this: below it, the line overflows instead.
+#: The last column gives way to this first; below it the other columns are narrowed.
 MIN_LAST_COLUMN = 12
+#: No column is cut narrower than this (three characters and ``…``).
+FLOOR = 4
 
 
 def is_terminal(stream: Any) -> bool:
@@ -177,9 +179,10 @@ def table(
 ) -> str:
     """Rows as left-aligned columns two spaces apart, with an optional header line.
 
-    With ``fit`` (or a ``width``) the last column is shortened with ``…`` so
-    each line fits ``width`` (default: the terminal's, when ``stream``,
-    stdout by default, is one), never wrapped. Without a terminal nothing is
+    With ``fit`` (or a ``width``) the columns are shortened with ``…``, at a
+    word's end when one is near, so each line fits ``width`` (default: the
+    terminal's, when ``stream``, stdout by default, is one), never wrapped
+    (see :func:`_fit_widths` for which column gives first). Without a terminal nothing is
     shortened. Opt-in: a table whose last column must be copied whole (a
     rule to paste) stays as it is.
     """
@@ -197,26 +200,18 @@ def table(
     else:
         widths = [max((len(r[i]) for r in lines if i < len(r)), default=0) for i in range(columns)]
     if width is not None:
-        # Too wide even with the last column at its minimum: narrow the widest
-        # middle column (a long SOURCE path) too, never the first (the name).
-        excess = sum(w + 2 for w in widths[:-1]) + MIN_LAST_COLUMN - width
-        while excess > 0 and columns > 2:
-            widest = max(range(1, columns - 1), key=lambda i: widths[i])
-            if widths[widest] <= MIN_LAST_COLUMN:
-                break
-            cut = min(excess, widths[widest] - MIN_LAST_COLUMN)
-            widths[widest] -= cut
-            excess -= cut
+        # Too narrow for a few characters of each column: the last ones go.
+        while columns > 1 and columns * (FLOOR + 2) - 2 > width:
+            columns -= 1
+            widths = widths[:columns]
+            lines = [r[:columns] for r in lines]
+        natural = widths
+        widths = _fit_widths(widths, max(width, 1))
+        for i in [i for i in range(columns) if widths[i] < natural[i]]:  # the narrowed ones
+            w = widths[i]
             lines = [
-                [*r[:widest], shorten(r[widest], widths[widest]), *r[widest + 1 :]]
-                if len(r) == columns
-                else r
-                for r in lines
+                [*r[:i], shorten(r[i], w), *r[i + 1 :]] if len(r) == columns else r for r in lines
             ]
-        # The columns before the last, each with two spaces after it.
-        before = sum(w + 2 for w in widths[:-1])
-        room = max(width - before, MIN_LAST_COLUMN)
-        lines = [[*r[:-1], shorten(r[-1], room)] if len(r) == columns else r for r in lines]
     # The columns before the last padded to their width; the last needs no
     # padding: a line's trailing spaces go anyway.
     if columns <= 2:
@@ -229,12 +224,46 @@ def table(
         )
     last = columns - 1
     form = ("".join(f"{{{i}:<{w}}}  " for i, w in enumerate(widths[:last])) + f"{{{last}}}").format
-    return "\n".join(
+    text = "\n".join(
         form(*r).rstrip()
         if len(r) == columns
         else "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()
         for r in lines
     )
+    return text
+
+
+def _fit_widths(widths: list[int], width: int) -> list[int]:
+    """Column widths whose lines (two spaces between columns) fit ``width`` exactly.
+
+    What gives first: the last column (a description) down to
+    :data:`MIN_LAST_COLUMN`, then the middle ones (a long SOURCE path), widest
+    first, to the same; then the middle ones and the last, widest first, to
+    :data:`FLOOR`; then the first column (the name) to
+    :data:`MIN_LAST_COLUMN`; then the last and the first to :data:`FLOOR`.
+    """
+    widths = list(widths)
+    excess = sum(widths) + 2 * (len(widths) - 1) - width
+    last = len(widths) - 1
+    middle = list(range(1, last))
+    for candidates, floor in (
+        ([last], MIN_LAST_COLUMN),
+        (middle, MIN_LAST_COLUMN),
+        ([*middle, last] if middle else [], FLOOR),
+        ([0], MIN_LAST_COLUMN),
+        ([last], FLOOR),
+        ([0], FLOOR),
+    ):
+        while excess > 0:
+            wide = [i for i in candidates if widths[i] > floor]
+            if not wide:
+                break
+            widest = max(wide, key=lambda i: widths[i])
+            second = max([widths[i] for i in wide if i != widest] + [floor])
+            cut = min(excess, max(1, widths[widest] - second))
+            widths[widest] -= cut
+            excess -= cut
+    return widths
 
 
 def described(pairs: Iterable[tuple[Any, Any]], width: int | None = None) -> str:

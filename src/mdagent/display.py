@@ -59,6 +59,7 @@ class Display:
         self._spin_stop: threading.Event | None = None
         self._spin_thread: threading.Thread | None = None
         self._spin_label: Callable[[float], str | None] | None = None
+        self._tail: LiveTail | None = None
 
     @property
     def out(self) -> TextIO:
@@ -106,12 +107,23 @@ class Display:
     def tool_call(self, name: str, arguments: Any) -> None:
         """One line on stderr for a call: ``→ exec  git status``."""
         self.end_text()
-        self.err.write(f"→ {name}  {short_arguments(arguments)}".rstrip() + "\n")
+        line = f"→ {name}  {short_arguments(arguments)}".rstrip()
+        self.err.write(self.fitted(line) + "\n")
         self.err.flush()
+
+    def fitted(self, line: str) -> str:
+        """``line`` cut with ``…`` to the terminal's width when stderr is one (never wrapped)."""
+        if not self.spinner:
+            return line
+        import shutil
+
+        from mdagent.console import shorten
+
+        return shorten(line, shutil.get_terminal_size().columns)
 
     def tool_outcome(self, name: str, result: Result, seconds: float | None = None) -> None:
         """One line on stderr for how a call ended: ``  ✓ exec · exit 0 · 0.3 s``."""
-        self.note("  " + outcome_line(name, result, seconds))
+        self.note(self.fitted("  " + outcome_line(name, result, seconds)))
 
     def retrying(self, message: str) -> None:
         """Tell a person watching that a failed model request is tried again.
@@ -143,14 +155,28 @@ class Display:
         finally:
             self._stop_spinner()
 
+    def live_output(self) -> LiveTail | None:
+        """Where the calls about to run write their output as it comes (None: nobody watches).
+
+        On a terminal, the last lines of it show under the spinner while they
+        run (:meth:`running`); the result keeps all of it, as without.
+        """
+        if not self.spinner:
+            return None
+        if self._tail is None:
+            self._tail = LiveTail()
+        return self._tail
+
     @contextmanager
     def running(self, names: list[str]) -> Iterator[None]:
-        """Spin with the time taken while tool calls run, once they take a moment.
+        """Spin with the time taken while tool calls run, once they take a moment,
+        and the last lines of their output (:meth:`live_output`) under it.
 
-        The spinner holds the approval prompt's lock while its line is on the
+        The spinner holds the approval prompt's lock while its lines are on the
         screen and lets go of it twice a second, so a question to the person
         (:func:`mdagent.approval.ask_terminal`) never lands on a spinner line.
         """
+        tail, self._tail = self._tail, None  # the next calls get a tail of their own
         if not self.spinner:
             yield
             return
@@ -163,23 +189,49 @@ class Display:
                 return None
             return f"running {what} · {format_seconds(spent)}"
 
-        self._start_spinner(label, lock=prompt_lock)
+        self._start_spinner(label, lock=prompt_lock, below=tail.last if tail else None)
         try:
             yield
         finally:
             self._stop_spinner()
 
     def _start_spinner(
-        self, label: Callable[[float], str | None], lock: threading.Lock | None = None
+        self,
+        label: Callable[[float], str | None],
+        lock: threading.Lock | None = None,
+        below: Callable[[], list[str]] | None = None,
     ) -> None:
         """Spin on stderr with ``label(seconds)`` (None: not yet) until stopped.
 
         The seconds count from the start, or from the last time ``lock`` was
         held by someone else (a question was asked: the time after it is what
         the call itself takes, and "agent: added allow rule" may follow it).
+        ``below()``: lines to show under the spinner's (a running command's
+        last lines), each cut to the terminal's width so none wraps.
         """
         stop = threading.Event()
         err = self.err
+        drawn = [0]  # lines shown under the spinner's own
+
+        def frame(mark: str, text: str) -> str:
+            lines = below() if below is not None else []
+            if not lines and not drawn[0]:
+                return f"\r{mark} {text}\033[K"
+            import shutil
+
+            from mdagent.console import shorten
+
+            width = shutil.get_terminal_size().columns
+            shown = "".join(f"\n  {shorten(line, max(width - 3, 1))}" for line in lines)
+            drawn[0] = len(lines)
+            up = f"\033[{len(lines)}A\r" if lines else "\r"
+            return f"\r\033[J{mark} {text}{shown}{up}"
+
+        def clear() -> None:
+            # Erase below too when lines were shown there.
+            err.write("\r\033[J" if drawn[0] else "\r\033[K")
+            err.flush()
+            drawn[0] = 0
 
         def spin() -> None:
             frames = self.SPINNER
@@ -196,21 +248,19 @@ class Display:
                         text = label(time.monotonic() - since)
                         if text is None:
                             break
-                        err.write(f"\r{frames[i % len(frames)]} {text}\033[K")
+                        err.write(frame(frames[i % len(frames)], text))
                         err.flush()
                         shown = True
                         i += 1
                         if lock is None or stop.wait(0.1):
                             break
                     if shown and (lock is not None or stop.is_set()):
-                        err.write("\r\033[K")
-                        err.flush()
+                        clear()
                 finally:
                     if lock is not None:
                         lock.release()
             if lock is None and i:
-                err.write("\r\033[K")
-                err.flush()
+                clear()
 
         self._spin_stop = stop
         self._spin_label = label
@@ -223,6 +273,59 @@ class Display:
             if self._spin_thread is not None:
                 self._spin_thread.join()
             self._spin_stop = self._spin_thread = self._spin_label = None
+
+
+class LiveTail:
+    """A running call's output as it comes: the last few lines kept, to show under the spinner.
+
+    Written to by the process runner (a watcher without a file descriptor:
+    it gets decoded text), stdout and stderr alike (``error_output``), from
+    the call's thread; read by the spinner's. Escapes and carriage-return
+    progress are reduced to what the line finally says.
+    """
+
+    def __init__(self, keep: int = 3) -> None:
+        from collections import deque
+
+        self.keep = keep
+        self._lines: deque[str] = deque(maxlen=keep)
+        self._partial = ""
+        self._lock = threading.Lock()
+        self.error_output = self  # a process's stderr comes here too
+        self.shows_all = False  # the result is not "streamed": nobody saw all of it
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            pieces = (self._partial + text).split("\n")
+            self._partial = pieces.pop()[-4096:]
+            for piece in pieces:
+                line = _visible(piece)
+                if line.strip():
+                    self._lines.append(line)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def last(self) -> list[str]:
+        """The last lines (the one still being written included)."""
+        with self._lock:
+            lines = list(self._lines)
+            partial = _visible(self._partial)
+        if partial.strip():
+            lines.append(partial)
+        return lines[-self.keep :]
+
+
+def _visible(line: str) -> str:
+    """What a terminal line shows in the end: after its last ``\r``, escapes and controls gone."""
+    import re
+
+    line = line.rsplit("\r", 1)[-1] if "\r" in line.rstrip("\r") else line.rstrip("\r")
+    line = re.sub(
+        r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[ -/]*[0-~])", "", line
+    )
+    return "".join(c if c.isprintable() else " " for c in line.expandtabs(4)).rstrip()
 
 
 def format_seconds(seconds: float) -> str:

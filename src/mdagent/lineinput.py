@@ -83,11 +83,21 @@ def first_line(text: str | None) -> str:
     return first(text, 60)
 
 
-def key_bindings() -> KeyBindings:
-    """Enter sends, Esc Enter and a trailing backslash continue, Ctrl-C as a shell does."""
+def key_bindings(repl: Repl | None = None) -> KeyBindings:
+    """Enter sends, Esc Enter and a trailing backslash continue, Ctrl-C as a shell does;
+    Esc leaves shell mode (``!`` alone entered it)."""
+    from prompt_toolkit.filters import Condition
+
     from mdagent.repl import EmptyInterrupt
 
     keys = KeyBindings()
+
+    # Eager: at once, not after the pause that tells Esc from Esc Enter (a
+    # newline, which shell mode gives up), so the next key typed is not lost.
+    @keys.add("escape", filter=Condition(lambda: repl is not None and repl.shell_mode), eager=True)
+    def _leave_shell_mode(event: Any) -> None:
+        repl.shell_mode = False  # type: ignore[union-attr]
+        event.app.invalidate()  # the prompt is drawn again as ›
 
     @keys.add("enter")
     def _enter(event: Any) -> None:
@@ -100,6 +110,13 @@ def key_bindings() -> KeyBindings:
             buffer.insert_text("\n")
             return
         buffer.validate_and_handle()
+
+    @keys.add("c-o", filter=Condition(lambda: repl is not None))
+    def _open_last(event: Any) -> None:
+        from prompt_toolkit.application import run_in_terminal
+
+        # Above the prompt, in the terminal's normal mode (the pager reads keys).
+        run_in_terminal(repl.open_last)  # type: ignore[union-attr]
 
     @keys.add("escape", "enter")
     def _newline(event: Any) -> None:
@@ -120,16 +137,16 @@ class TerminalInput:
     """Reads one message at a time from the person at the terminal."""
 
     def __init__(self, repl: Repl) -> None:
-        from mdagent.repl import PROMPT
+        from mdagent.repl import PROMPT, SHELL_PROMPT
 
         self.repl = repl
         self.interrupted = False  # a Ctrl-C the last read saw after its own
         self.session: PromptSession[str] = PromptSession(
-            PROMPT,
+            lambda: SHELL_PROMPT if repl.shell_mode else PROMPT,
             history=FileHistory(str(history_file(repl.runtime.workdir))),
             completer=SessionCompleter(repl),
             complete_while_typing=True,
-            key_bindings=key_bindings(),
+            key_bindings=key_bindings(repl),
             bottom_toolbar=self.toolbar,
             prompt_continuation=lambda width, line, soft: "… ".rjust(width),
             enable_history_search=False,  # Up walks the history; Ctrl-R searches it
@@ -137,15 +154,12 @@ class TerminalInput:
         )
 
     def toolbar(self) -> str:
-        """``model · session id · tokens``: what the session runs on."""
-        repl = self.repl
+        """``model · session id · tokens``, shortened to the terminal's width."""
         try:
-            model = repl.config().model or "(no model)"
-        except Exception:  # a broken setting is reported when a turn needs it
-            model = "(no model configured)"
-        usage = repl.usage
-        tokens = f"{usage['input_tokens']:,} in / {usage['output_tokens']:,} out"
-        return f" {model} · session {repl.session_id or '(new)'} · tokens {tokens} "
+            width = self.session.app.output.get_size().columns
+        except Exception:  # no size to be had: the usual terminal's
+            width = 80
+        return status_bar(status_parts(self.repl), width)
 
     def read(self) -> str:
         """The next message; EOFError on Ctrl-D, EmptyInterrupt on Ctrl-C at an empty prompt.
@@ -217,6 +231,65 @@ class TerminalInput:
         if interrupts:  # came as the prompt was returning: Ctrl-C wins over the line
             raise EmptyInterrupt()
         return text
+
+
+def status_parts(repl: Repl) -> list[list[str]]:
+    """What the bottom bar shows, left to right; each part's forms, longest first.
+
+    The one place the bar is composed: a new part is one more list here.
+    An empty form drops the part when the terminal is narrow.
+    """
+    from mdagent.console import shorten
+
+    try:
+        model = repl.config().model or "(no model)"
+    except Exception:  # a broken setting is reported when a turn needs it
+        model = "(no model configured)"
+    usage = repl.usage
+    tokens_in, tokens_out = usage["input_tokens"], usage["output_tokens"]
+    session = repl.session_id or "(new)"
+    return [
+        [model, *([short] if (short := shorten(model, 16)) != model else [])],
+        [f"session {session}", session[:6] if repl.session_id else "new", ""],
+        [
+            f"tokens {tokens_in:,} in / {tokens_out:,} out",
+            f"{_count(tokens_in)} in / {_count(tokens_out)} out",
+            f"{_count(tokens_in)}/{_count(tokens_out)}",
+        ],
+    ]
+
+
+def status_bar(parts: list[list[str]], width: int) -> str:
+    """``parts`` joined with `` · `` in ``width`` columns: each part steps to a shorter
+    form, the rightmost first, until the line fits; never cut by the terminal."""
+    from mdagent.console import display_width, shorten
+
+    chosen = [0] * len(parts)
+
+    def line() -> str:
+        shown = [forms[i] for forms, i in zip(parts, chosen, strict=True) if forms[i]]
+        return f" {' · '.join(shown)} "
+
+    while display_width(line()) > width:
+        for index in reversed(range(len(parts))):
+            if chosen[index] + 1 < len(parts[index]):
+                chosen[index] += 1
+                break
+        else:
+            break
+    while display_width(line()) > width and len(parts) > 1:
+        parts, chosen = parts[:-1], chosen[:-1]  # still too wide: the last parts go
+    text = line()
+    return text if display_width(text) <= width else shorten(text, max(width, 1))
+
+
+def _count(n: int) -> str:
+    """``987``, ``12k``, ``3.4M``: a token count in a few characters."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k" if n < 10_000 else f"{n // 1000}k"
+    return f"{n / 1_000_000:.1f}M"
 
 
 def _take_sigint(handler: Any) -> Any:

@@ -227,18 +227,45 @@ def nearest_name(registry, typed: str, *, slash: bool) -> str | None:
     )
 
 
+def broken_declaration(registry, key: str) -> str | None:
+    """``/key is broken: path:line:col: why`` when a file that did not load declares it.
+
+    A command is known to be in a broken file when the file is its skill's
+    (``skills/key/SKILL.md``), the problem names it (``/key: ...``), or the
+    file's text has it as a key (``key:`` in a commands file that did not
+    parse); None otherwise: the command is unknown.
+    """
+    import re
+
+    def said(problem) -> str:
+        return f"/{key} is broken: {problem.path}:{problem.line}:{problem.col}: {problem.message}"
+
+    errors = list(registry.errors)
+    for problem in errors:
+        path = problem.path.replace(os.sep, "/")
+        if f"/{key}/" in path or problem.message.startswith(f"/{key}:"):
+            return said(problem)
+    declared = re.compile(rf"""^\s*["']?/?{re.escape(key)}["']?\s*:""", re.MULTILINE)
+    for problem in errors:
+        try:
+            with open(problem.path, encoding="utf-8", errors="replace") as file:
+                text = file.read(1_000_000)
+        except OSError:
+            continue
+        if declared.search(text):
+            return said(problem)
+    return None
+
+
 def unknown_command(registry, name: str) -> str:
     """The unknown-command message: did you mean (either world), and the list."""
     from mdagent.specs import command_key
 
     key = command_key(name)
+    broken = broken_declaration(registry, key)
+    if broken is not None:
+        return broken
     lines = [f"unknown command /{key}"]
-    for problem in registry.errors:
-        if f"/{key}/" in problem.path.replace(os.sep, "/") or problem.message.startswith(
-            f"/{key}:"
-        ):
-            lines[0] += f" (it did not load: {problem})"
-            break
     near = nearest_name(registry, key, slash=True)
     if near is not None:
         # A slash command reads as typed in the session too (/count); a

@@ -317,6 +317,8 @@ def run_tool_process(
             timeout=limit,
             max_output=int(setting(settings, "exec", "max_output", defaults["max_output"])),
             output=output,
+            # A watcher may take stderr itself (the spinner's tail of a model's call).
+            error_output=getattr(output, "error_output", None),
             cancel=getattr(ctx, "cancel", None),
             # Landlock alone: runs in the child between fork and exec, the rules built above.
             preexec=box.preexec_fn if box is not None else None,
@@ -343,7 +345,9 @@ def run_tool_process(
         if box is not None:
             box.close()
     # streamed: the person already saw the output; the CLI must not print it twice.
-    data = result_dict(result, streamed=output is not None, timeout=limit)
+    # (Not a watcher that shows only a tail: the spinner's, for a model's call.)
+    streamed = output is not None and getattr(output, "shows_all", True)
+    data = result_dict(result, streamed=streamed, timeout=limit)
     if note:
         # The child's own error text is in stderr; this says the sandbox may be why.
         data["sandbox"] = note

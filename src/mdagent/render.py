@@ -69,7 +69,7 @@ class MarkdownDisplay(Display):
     def tool_outcome(self, name: str, result: Result, seconds: float | None = None) -> None:
         super().tool_outcome(name, result, seconds)
         for line in preview(result):
-            self.note(f"    {line}")
+            self.note(self.fitted(f"    {line}"))
 
 
 class Unpadded:

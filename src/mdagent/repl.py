@@ -32,7 +32,21 @@ if TYPE_CHECKING:
     from mdagent.providers.base import Provider, ProviderConfig
 
 PROMPT = "› "
+#: The prompt in shell mode (``!`` alone): each line runs as a command.
+SHELL_PROMPT = "! "
+#: How much of a ``!command``'s output goes into the conversation (head and tail kept).
+SHELL_CONTEXT_CHARS = 10_000
 BANNER = "mdagent — /help for commands, /exit to leave"
+#: The banner in fewer columns, longest first: a narrow terminal gets the one that fits.
+SHORT_BANNERS = ("mdagent — /help, /exit", "mdagent")
+
+
+def banner(width: int | None) -> str:
+    """The session's first line, in a form that fits ``width`` columns (None: the whole)."""
+    for text in (BANNER, *SHORT_BANNERS):
+        if width is None or len(text) <= width:
+            return text
+    return SHORT_BANNERS[-1]
 
 
 class Exit(Exception):
@@ -59,6 +73,7 @@ class Repl:
         self.interactive = False
         self.usage = {"input_tokens": 0, "output_tokens": 0}
         self.skills_used: list[str] = []  # prompt skills run with /name in this conversation
+        self.shell_mode = False  # `!` alone: each line is a command until Esc or `!`
         self._provider: Provider | None = None
         self._config: ProviderConfig | None = None
         self._conversation: Conversation | None = None
@@ -135,10 +150,13 @@ class Repl:
         """The unknown-command message: why, the nearest name (built-ins included)."""
         import difflib
 
-        from mdagent.person import SUBCOMMANDS, unknown_command
+        from mdagent.person import SUBCOMMANDS, broken_declaration, unknown_command
         from mdagent.specs import command_key
 
         key = command_key(name)
+        broken = broken_declaration(self.runtime.registry, key)
+        if broken is not None:
+            return broken  # known, and broken: where and why, not "unknown"
         first = unknown_command(self.runtime.registry, key).splitlines()[0]
         names = [n[1:] for n in self.completions()]
         close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
@@ -174,6 +192,32 @@ class Repl:
             require_key(self.config())  # before any request: say how to configure one
             self._provider = get_provider(self.config())
         return self._provider
+
+    def require_hosted_key(self) -> None:
+        """Refuse to open without the key the provider's own endpoint needs (exit 2).
+
+        Only at the provider's default host (api.openai.com, api.anthropic.com):
+        a local or other server may need no key, and is asked on the first turn.
+        """
+        from mdagent.errors import ConfigError
+        from mdagent.init import missing_key
+        from mdagent.providers.base import DEFAULTS
+
+        try:
+            config = self.config()
+        except ConfigError:
+            return  # a broken setting is reported when a turn needs it
+        defaults = DEFAULTS.get(config.provider)
+        if defaults is None:
+            return
+        hosted = (config.base_url or defaults["base_url"]).rstrip("/") == defaults[
+            "base_url"
+        ].rstrip("/")
+        import os
+
+        problem = missing_key(config, os.environ) if hosted else None
+        if problem:
+            raise ConfigError(problem)
 
     def drop_provider(self) -> None:
         """Forget the provider and its configuration (the model or the settings changed)."""
@@ -223,7 +267,9 @@ class Repl:
             if session_id is None:
                 raise UsageError("no earlier session in this workspace")
         conversation = Conversation.resume(store, session_id)
+        usage = self.usage  # the tokens this session spent stay counted
         self.new_conversation(conversation)
+        self.usage = usage
         return conversation
 
     def person_box(self) -> Any:
@@ -287,6 +333,17 @@ class Repl:
         text = line.strip()
         if not text:
             return
+        if text == "!":
+            self.shell_mode = not self.shell_mode
+            self.say(
+                "(shell mode: each line is a command; Esc leaves)"
+                if self.shell_mode
+                else "(shell mode off)"
+            )
+            return
+        if self.shell_mode or text.startswith("!"):
+            self.shell(text.removeprefix("!").strip())
+            return
         if text.startswith("/") and len(text) > 1 and "\n" not in text.split(" ", 1)[0]:
             name, _, rest = text[1:].partition(" ")
             rest = rest.strip()
@@ -336,6 +393,45 @@ class Repl:
                 self.usage[key] += agent.usage.get(key, 0)
         if outcome.message:
             self.warn(outcome.message)
+
+    def shell(self, command: str) -> None:
+        """``!command``: run it as a command the person typed; its output joins the conversation.
+
+        It runs through the person's toolbox (the person's policy: deny rules
+        and rate limits; the sandbox only with ``sandbox.applies_to: all``),
+        its output shown live. The command, its exit status and its output
+        (capped at :data:`SHELL_CONTEXT_CHARS`) are added to the conversation
+        as the person's message: the model reads them with the next one.
+        """
+        if not command:
+            return
+        self.runtime.check_settings()
+        box = self.person_box()
+        live = sys.stdout if is_terminal(sys.stdout) else _Echo(sys.stdout)
+        ctx = self.runtime.context(box, caller="person", output=live)
+        result = box.run("exec", {"command": command}, ctx)
+        data = result.data
+        code = data.get("exit_code")
+        if not isinstance(code, int):
+            self.warn(f"not run: {result.error or 'refused'}")  # refused, or could not start
+            return
+        if not result.ok:
+            self.warn(str(result.error))  # exit status N, timed out, interrupted
+        self.conversation().add({"role": "user", "content": shell_context(command, data)})
+        self.say(_dim("(the model sees this with your next message)"))
+
+    def open_last(self) -> None:
+        """Ctrl-O: the last call's whole result, then the conversation, in the pager."""
+        from mdagent.transcript import conversation_text, last_call_text
+
+        messages = self.messages
+        if not messages:
+            self.say("(nothing to show yet)")
+            return
+        last = last_call_text(messages)
+        parts = [f"Last call:\n{last}"] if last else ["(no tool call yet)"]
+        parts.append(f"Conversation (session {self.session_id}):\n\n{conversation_text(messages)}")
+        page("\n\n".join(parts) + "\n")
 
     def declared(self, name: str, rest: str) -> None:
         """Run ``/name rest`` from the registry, as the CLI would."""
@@ -393,10 +489,12 @@ class Repl:
         self.runtime.check_settings()
         self.reload()
         if self.interactive:
+            self.require_hosted_key()
+            from mdagent.console import terminal_width
             from mdagent.lineinput import TerminalInput
 
             reader: Any = TerminalInput(self)
-            self.say(BANNER)
+            self.say(banner(terminal_width()))
             if self.session_id:
                 self.say(f"(continuing session {self.session_id}: {len(self.messages)} messages)")
         else:
@@ -447,6 +545,68 @@ class Repl:
         except MdagentError as err:
             self.warn(str(err))
         return True
+
+
+def page(text: str) -> None:
+    """Show ``text`` in the person's pager (``$PAGER``, else ``less -R``), or print it."""
+    import os
+    import shlex
+    import shutil
+    import subprocess
+
+    argv = shlex.split(os.environ.get("PAGER") or "") or (
+        ["less", "-R"] if shutil.which("less") else []
+    )
+    if not argv or not is_terminal(sys.stdout):
+        print(text, end="", flush=True)
+        return
+    try:
+        subprocess.run(argv, input=text.encode("utf-8", errors="replace"), check=False)
+    except OSError as err:
+        print(f"agent: cannot start the pager {argv[0]}: {err.strerror or err}", file=sys.stderr)
+        print(text, end="", flush=True)
+
+
+def shell_context(command: str, data: dict[str, Any]) -> str:
+    """What the model reads of a ``!command``: the command, its status, its (capped) output."""
+    from mdagent.conversation import capped
+
+    parts = []
+    for stream in ("stdout", "stderr"):
+        text = str(data.get(stream) or "").rstrip("\n")
+        if text:
+            label = "" if stream == "stdout" else " (stderr)"
+            parts.append(f"Output{label}:\n```\n{text}\n```")
+    status = data.get("exit_code")
+    how = "timed out" if data.get("timed_out") else f"exit status {status}"
+    body = "\n".join(parts) or "(no output)"
+    return capped(
+        f"I ran this command in the shell myself: `{command}` ({how}).\n{body}",
+        SHELL_CONTEXT_CHARS,
+    )
+
+
+class _Echo:
+    """A watcher without a file descriptor: a child's output is captured and echoed as text.
+
+    (Given a pipe or a file, a person's command would write to it directly and
+    keep nothing for the conversation.)
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def _dim(text: str) -> str:
+    from mdagent.console import paint
+
+    return paint(text, "dim")
 
 
 class PipedInput:

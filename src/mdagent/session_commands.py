@@ -27,7 +27,9 @@ COMPACT_REQUEST = (
 KEYS = (
     "Keys: Enter sends · Esc Enter or a trailing \\ starts a new line (a paste stays one "
     "message) · Tab completes · Up/Down and Ctrl-R search the history · Ctrl-C cancels "
-    "the running call, twice at an empty prompt leaves · Ctrl-D leaves"
+    "the running call, twice at an empty prompt leaves · Ctrl-D leaves · !cmd runs a command "
+    "and the model sees its output with the next message · ! alone: shell mode, Esc leaves · "
+    "Ctrl-O opens the last call's whole output and the conversation in a pager"
 )
 
 
@@ -50,7 +52,7 @@ def register_builtins(repl: Repl) -> None:
 
         say(f"{own}\n{command_listing(runtime.registry)}\nAnything else is a message to the model.")
         if repl.interactive:
-            say(KEYS)
+            say(wrapped(KEYS))
 
     @register("exit", "Leave the session")
     def _exit(_: str | None) -> None:
@@ -125,7 +127,7 @@ def register_builtins(repl: Repl) -> None:
             ]
             for r in rows
         ]
-        say(table(listing, ["  ID", "UPDATED", "MESSAGES", "TITLE"]))
+        say(table(listing, ["  ID", "UPDATED", "MESSAGES", "TITLE"], fit=True))
 
     @register("resume", "Continue a conversation: /resume [ID] (default: the latest)", session_ids)
     def _resume(id_or_prefix: str | None) -> None:
@@ -137,15 +139,14 @@ def register_builtins(repl: Repl) -> None:
         for message in last[-2:]:
             say(first_line(message_line(message), 200))
 
-    @register("history", "Show this conversation's messages")
+    @register("history", "Show this conversation as it went (Ctrl-O: whole outputs)")
     def _history(_: str | None) -> None:
-        from mdagent.transcript import message_line
+        from mdagent.transcript import conversation_text
 
         if not repl.messages:
             say("(no messages yet)")
             return
-        for message in repl.messages:
-            say(message_line(message))
+        say(conversation_text(repl.messages))
 
     @register("context", "What the conversation holds: messages, tokens, skills")
     def _context(_: str | None) -> None:
@@ -206,6 +207,18 @@ def rewind(repl: Repl, text: str | None) -> None:
             repl.new_conversation(conversation)
             said += f"; this session goes on from there ({len(conversation.messages)} messages)"
         repl.say(said)
+
+
+def wrapped(text: str) -> str:
+    """``text`` in lines that fit the terminal, broken between words (as it is when piped)."""
+    from mdagent.console import terminal_width
+
+    width = terminal_width()
+    if width is None:
+        return text
+    import textwrap
+
+    return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
 
 
 def _model_tools(repl: Repl) -> list[dict[str, Any]]:

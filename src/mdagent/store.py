@@ -123,6 +123,13 @@ def _session_parent(db: Any) -> None:
     db.execute("ALTER TABLE sessions ADD COLUMN parent TEXT")
 
 
+@migration
+def _audit_workspace(db: Any) -> None:
+    # The workspace a call ran for: `agent logs` shows this workspace's calls
+    # (rows from before this column have none: only `agent logs --all` shows them).
+    db.execute("ALTER TABLE audit ADD COLUMN workspace TEXT")
+
+
 def default_path() -> Path:
     """``mdagent.db`` in the state dir (``$AGENT_STATE_DIR``, default ``~/.local/state/mdagent``)."""
     from mdagent.layers import state_dir
@@ -499,15 +506,17 @@ class Store:
         duration_ms: int | None,
         approved_by: str | None,
         session_id: str | None = None,
+        workspace: str | None = None,
     ) -> int:
         """Add one finished tool call (or one that never ran) to the audit log; its id.
 
-        Secrets in ``args`` and ``error`` are redacted.
+        Secrets in ``args`` and ``error`` are redacted. ``workspace``: the
+        workspace root the call ran for.
         """
         with self._write() as db:
             cursor = db.execute(
                 "INSERT INTO audit (time, caller, tool, args, ok, error, code, duration_ms,"
-                " approved_by, session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " approved_by, session_id, workspace) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     _now_iso(),
                     caller,
@@ -519,6 +528,7 @@ class Store:
                     duration_ms,
                     approved_by,
                     session_id,
+                    workspace,
                 ),
             )
             return int(cursor.lastrowid)
@@ -530,6 +540,7 @@ class Store:
         args: Mapping[str, Any] | None,
         approved_by: str | None,
         session_id: str | None = None,
+        workspace: str | None = None,
     ) -> int:
         """Put a call on the record before it runs (status ``started``); the row's id.
 
@@ -538,9 +549,17 @@ class Store:
         """
         with self._write() as db:
             cursor = db.execute(
-                "INSERT INTO audit (time, caller, tool, args, ok, approved_by, session_id, status)"
-                " VALUES (?, ?, ?, ?, 0, ?, ?, 'started')",
-                (_now_iso(), caller, tool, self._args_json(args), approved_by, session_id),
+                "INSERT INTO audit (time, caller, tool, args, ok, approved_by, session_id,"
+                " workspace, status) VALUES (?, ?, ?, ?, 0, ?, ?, ?, 'started')",
+                (
+                    _now_iso(),
+                    caller,
+                    tool,
+                    self._args_json(args),
+                    approved_by,
+                    session_id,
+                    workspace,
+                ),
             )
             return int(cursor.lastrowid)
 
@@ -572,14 +591,22 @@ class Store:
         return json.dumps(self.redacted(dict(args or {})), ensure_ascii=False, default=str)
 
     def calls(
-        self, tool: str | None = None, limit: int = 20, session_id: str | None = None
+        self,
+        tool: str | None = None,
+        limit: int = 20,
+        session_id: str | None = None,
+        workspace: str | os.PathLike[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Audit rows, newest first; ``args`` decoded, ``ok`` a bool.
+        """Audit rows (of workspace ``workspace`` when given), newest first.
 
-        ``status`` is ``done``, ``interrupted``, or ``started`` for a call
-        still running or whose process ended before its outcome was written.
+        ``args`` decoded, ``ok`` a bool. ``status`` is ``done``,
+        ``interrupted``, or ``started`` for a call still running or whose
+        process ended before its outcome was written.
         """
         where, params = [], []
+        if workspace is not None:
+            where.append("workspace = ?")
+            params.append(os.fspath(workspace))
         if tool is not None:
             where.append("tool = ?")
             params.append(tool)
@@ -726,6 +753,7 @@ class AuditLog:
             args=args,
             approved_by=_approved_by(decision, ctx),
             session_id=self.session_id or getattr(ctx, "conversation_id", None),
+            workspace=getattr(ctx, "workdir", None),
         )
 
     def finish(
@@ -759,6 +787,7 @@ class AuditLog:
             duration_ms=duration_ms,
             approved_by=_approved_by(decision, ctx),
             session_id=self.session_id or getattr(ctx, "conversation_id", None),
+            workspace=getattr(ctx, "workdir", None),
         )
 
 

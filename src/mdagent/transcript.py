@@ -33,6 +33,100 @@ def message_line(message: Mapping[str, Any]) -> str:
     return f"[{role}] {text}"
 
 
+def conversation_text(messages: Iterable[Mapping[str, Any]], preview: int | None = 3) -> str:
+    """The messages as a person reads a conversation (``/history``, Ctrl-O's transcript).
+
+    ``You:`` and ``Assistant:`` paragraphs; each tool call as the session
+    showed it (``→ exec  git status``), its outcome (``✓ exec · exit 0``) and
+    the first ``preview`` lines of its output (None: all of it).
+    """
+    from mdagent.display import short_arguments
+
+    blocks: list[str] = []
+    for message in messages:
+        role = str(message.get("role", "?"))
+        text = content_text(message.get("content")).strip()
+        if role == "tool":
+            blocks.append(_indent(result_text(message, preview), "  "))
+            continue
+        lines = []
+        if text:
+            lines.append(_indent(f"{_SPEAKERS.get(role, role.capitalize())}: {text}", "", "  "))
+        for call in message.get("tool_calls") or ():
+            lines.append(f"→ {call.get('name')}  {short_arguments(call.get('arguments'))}".rstrip())
+        if lines:
+            blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+_SPEAKERS = {"user": "You", "assistant": "Assistant", "system": "System"}
+
+
+def result_text(message: Mapping[str, Any], preview: int | None = None) -> str:
+    """A tool message as the session shows a call's end: the outcome line, then its output.
+
+    ``preview``: that many lines of output and how many more there are
+    (None: the whole output, stderr after stdout).
+    """
+    from mdagent.display import outcome_line
+    from mdagent.toolbox import Result
+
+    name = str(message.get("name") or "tool")
+    text = content_text(message.get("content"))
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return text
+    ok = bool(data.pop("ok", not message.get("is_error")))
+    lines = [outcome_line(name, Result(data, ok))]
+    shown = []
+    for key in ("output", "stdout", "content", "stderr"):
+        value = data.get(key)
+        if isinstance(value, str) and value.strip():
+            shown.append(value.rstrip("\n"))
+            if preview is not None:
+                break
+    if not shown and preview is None:
+        rest = {k: v for k, v in data.items() if k not in ("streamed", "duration_ms")}
+        shown.append(json.dumps(rest, ensure_ascii=False, indent=2, default=str))
+    output = "\n".join(shown).splitlines()
+    if preview is not None and len(output) > preview:
+        more = len(output) - preview
+        output = [*output[:preview], f"… {more} more line{'s' if more != 1 else ''}"]
+    lines += [f"  {line}" for line in output]
+    return "\n".join(lines)
+
+
+def last_call_text(messages: list[Mapping[str, Any]]) -> str | None:
+    """The last tool call of ``messages`` and its whole result (None: no call yet)."""
+    from mdagent.display import short_arguments
+
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.get("role") != "tool":
+            continue
+        call_id = message.get("tool_call_id")
+        arguments: Any = None
+        for earlier in reversed(messages[:index]):
+            for call in earlier.get("tool_calls") or ():
+                if call.get("id") == call_id:
+                    arguments = call.get("arguments")
+            if arguments is not None:
+                break
+        head = f"→ {message.get('name')}  {short_arguments(arguments, limit=10_000)}".rstrip()
+        return f"{head}\n{result_text(message)}"
+    return None
+
+
+def _indent(text: str, prefix: str, rest: str | None = None) -> str:
+    """``text`` with ``prefix`` before its first line and ``rest`` (default: the same) before the others."""
+    rest = prefix if rest is None else rest
+    first, *others = text.splitlines() or [""]
+    return "\n".join([prefix + first, *(rest + line if line else line for line in others)])
+
+
 def content_text(content: Any) -> str:
     """The text of a message's content (a string, or the text parts of a list)."""
     if isinstance(content, str):

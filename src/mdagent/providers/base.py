@@ -777,7 +777,7 @@ class HTTPProvider:
             except (httpx.NetworkError, httpx.RemoteProtocolError) as err:
                 if response is not None:
                     response.close()
-                if retries < self.config.max_retries:
+                if retries < self.config.max_retries and not refused_here(err, url):
                     wait = BACKOFF_BASE * 2**retries
                     self._before_retry(url, wait, retries, _failure(err, url), on_retry)
                     retries += 1
@@ -877,6 +877,11 @@ class HTTPProvider:
 
         detail = str(err) or type(err).__name__
         where = self.where(url)
+        if refused_here(err, url):
+            return ProviderError(
+                f"cannot connect to {where}: connection refused, nothing listens at that "
+                "port on this machine; start the model server (or set model.base_url)"
+            )
         if isinstance(err, httpx.ConnectError):
             return ProviderError(f"cannot connect to {where}: is the server running? ({detail})")
         return ProviderError(
@@ -1020,6 +1025,31 @@ def _decode(data: str) -> dict | str:
     except ValueError:
         return data  # "[DONE]", or garbage the caller will complain about
     return value if isinstance(value, dict) else data
+
+
+def refused_here(err: Exception, url: str) -> bool:
+    """Whether ``err`` is a refused connection to this machine (localhost, 127.0.0.1, ::1).
+
+    Not retried: nothing listens at that port, and waiting will not start
+    the server; a remote refusal may be a restart or a load balancer, and is.
+    """
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    import httpx
+
+    if not isinstance(err, httpx.ConnectError):
+        return False
+    cause = err.__cause__ or err.__context__
+    if not (isinstance(cause, ConnectionRefusedError) or "refused" in str(err).lower()):
+        return False
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _failure(err: Exception, url: str) -> str:
