@@ -293,14 +293,17 @@ def test_resume_keeps_the_token_count(workspace, tmp_path):
         pane.type("spend some tokens")
         pane.expect("counted")
         pane.expect(PROMPT)
-        session = re.search(r"session (\w{12})", pane.lines()[-1]).group(1)
+        bar = re.compile(r"session (\w{12})")
+        # The bar is drawn after the prompt: wait for it, never read it once.
+        pane.wait_for(lambda lines: bar.search(lines[-1]), "the session id in the bar")
+        session = bar.search(pane.lines()[-1]).group(1)
         pane.type(f"/resume {session}")
         pane.expect(r"resumed session")
         pane.expect(PROMPT)
         pane.type("/context")
         pane.expect(r"tokens this session: 1,500 in, 40 out")
         pane.expect(PROMPT)
-        assert "tokens 1,500 in / 40 out" in pane.lines()[-1]
+        pane.wait_for(lambda lines: "tokens 1,500 in / 40 out" in lines[-1], "the count kept")
         pane.type("/exit")
         assert pane.exit_status() == 0
 

@@ -335,6 +335,7 @@ def _audit(
         duration_ms=int((time.monotonic() - started) * 1000),
         approved_by="person",
         session_id=session_id or None,
+        workspace=str(runtime.workdir),  # `agent logs` shows this workspace's rows
     )
 
 
