@@ -13,7 +13,12 @@ Imported only by the interactive session (prompt_toolkit costs start-up time
 - Ctrl-C clears a typed line; at an empty prompt it ends the read with
   :class:`~mdagent.repl.EmptyInterrupt` (twice in a row leaves); Ctrl-D on
   an empty line leaves;
-- a bottom toolbar with the model, the session id and the tokens used.
+- ``@`` opens a menu of the files under the working directory (``@path``
+  sends the file with the message, :mod:`mdagent.mentions`);
+- Shift+Tab cycles the permission mode (ask, accept-edits, plan, full) when
+  no completion menu is open;
+- a bottom toolbar with the model, the permission mode and where it came
+  from, the session id and the tokens used.
 """
 
 from __future__ import annotations
@@ -64,6 +69,12 @@ class SessionCompleter(Completer):
                 if name.startswith(stripped):
                     yield Completion(name, -len(stripped), display_meta=first_line(description))
             return
+        if word.startswith("@") and "\n" not in word:  # @path: the workspace's files, as typed
+            from mdagent.dispatch import complete_path
+
+            for value in complete_path(word[1:], str(self.repl.runtime.cwd)):
+                yield Completion("@" + value, -len(word))
+            return
         if not event.completion_requested:
             return  # arguments and paths on Tab only, never while typing a message
         found: list[str] = []
@@ -83,8 +94,9 @@ def first_line(text: str | None) -> str:
     return first(text, 60)
 
 
-def key_bindings() -> KeyBindings:
-    """Enter sends, Esc Enter and a trailing backslash continue, Ctrl-C as a shell does."""
+def key_bindings(repl: Repl | None = None) -> KeyBindings:
+    """Enter sends, Esc Enter and a trailing backslash continue, Ctrl-C as a shell does,
+    Shift+Tab cycles ``repl``'s permission mode when no completion menu is open."""
     from mdagent.repl import EmptyInterrupt
 
     keys = KeyBindings()
@@ -104,6 +116,16 @@ def key_bindings() -> KeyBindings:
     @keys.add("escape", "enter")
     def _newline(event: Any) -> None:
         event.current_buffer.insert_text("\n")
+
+    @keys.add("s-tab")
+    def _cycle_mode(event: Any) -> None:
+        buffer = event.current_buffer
+        if buffer.complete_state is not None:  # a menu is open: Shift+Tab walks it back
+            buffer.complete_previous()
+            return
+        if repl is not None:
+            repl.cycle_mode()
+            event.app.invalidate()  # the toolbar shows the new mode
 
     @keys.add("c-c")
     def _interrupt(event: Any) -> None:
@@ -129,7 +151,7 @@ class TerminalInput:
             history=FileHistory(str(history_file(repl.runtime.workdir))),
             completer=SessionCompleter(repl),
             complete_while_typing=True,
-            key_bindings=key_bindings(),
+            key_bindings=key_bindings(repl),
             bottom_toolbar=self.toolbar,
             prompt_continuation=lambda width, line, soft: "… ".rjust(width),
             enable_history_search=False,  # Up walks the history; Ctrl-R searches it
@@ -137,7 +159,7 @@ class TerminalInput:
         )
 
     def toolbar(self) -> str:
-        """``model · session id · tokens``: what the session runs on."""
+        """``model · mode · session id · tokens``: what the session runs on."""
         repl = self.repl
         try:
             model = repl.config().model or "(no model)"
@@ -145,7 +167,12 @@ class TerminalInput:
             model = "(no model configured)"
         usage = repl.usage
         tokens = f"{usage['input_tokens']:,} in / {usage['output_tokens']:,} out"
-        return f" {model} · session {repl.session_id or '(new)'} · tokens {tokens} "
+        try:
+            mode = repl.runtime.mode
+            shown = f"mode {mode.mode} ({mode.source})"
+        except Exception:  # a broken policy.mode is reported when a turn needs it
+            shown = "mode ?"
+        return f" {model} · {shown} · session {repl.session_id or '(new)'} · tokens {tokens} "
 
     def read(self) -> str:
         """The next message; EOFError on Ctrl-D, EmptyInterrupt on Ctrl-C at an empty prompt.

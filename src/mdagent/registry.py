@@ -76,6 +76,7 @@ RESERVED_NAMES = frozenset(
         "history",
         "resume",
         "version",
+        "mode",
     }
 )
 

@@ -26,7 +26,7 @@ COMPACT_REQUEST = (
 
 KEYS = (
     "Keys: Enter sends · Esc Enter or a trailing \\ starts a new line (a paste stays one "
-    "message) · Tab completes · Up/Down and Ctrl-R search the history · Ctrl-C cancels "
+    "message) · Tab completes (@ completes files) · Shift+Tab cycles the mode · Up/Down and Ctrl-R search the history · Ctrl-C cancels "
     "the running call, twice at an empty prompt leaves · Ctrl-D leaves"
 )
 
@@ -106,6 +106,22 @@ def register_builtins(repl: Repl) -> None:
         config = repl.config()
         where = f" at {config.base_url}" if config.base_url else ""
         say(f"{config.provider} {config.model}{where}")
+
+    def modes() -> list[str]:
+        from mdagent.policy import MODES
+
+        return list(MODES)
+
+    @register(
+        "mode",
+        "Show the permission mode, or switch: /mode ask|accept-edits|plan|full (Shift+Tab cycles)",
+        modes,
+    )
+    def _mode(name: str | None) -> None:
+        if name:
+            repl.set_mode(name)
+        mode = runtime.mode
+        say(f"mode: {mode.mode} ({mode.source})")
 
     def session_ids() -> list[str]:
         return [row["id"] for row in runtime.store.sessions(cwd=str(runtime.workdir))]
