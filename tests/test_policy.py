@@ -1697,7 +1697,11 @@ def test_a_declared_run_tool_stays_in_plan_and_a_handler_tool_does_not(root):
     box.add("py", description="p", handler=dict, kind="handler")
     box.add("read_file", description="r", handler=dict, kind="handler")  # a look-alike
     assert plan_refusal(box.tool_for("lint")) is None
-    assert "its handler: implementation runs outside" in plan_refusal(box.tool_for("py"))
+    assert "its Python handler: runs outside the read-only sandbox" in plan_refusal(
+        box.tool_for("py")
+    )
+    box.add("docs__search", description="m", handler=dict, kind="?")  # an MCP server's tool
+    assert "its server (MCP) runs it outside" in plan_refusal(box.tool_for("docs__search"))
     assert plan_refusal(box.tool_for("read_file")) is not None
 
 

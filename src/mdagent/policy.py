@@ -1494,9 +1494,14 @@ def plan_refusal(tool: Any) -> str | None:
         return None
     if kind == "builtin" and tool.name in WRITE_TOOLS:
         return f"{tool.name} is refused in plan mode: nothing changes (policy.mode is plan)"
-    how = f"its {kind}: implementation" if kind != "builtin" else "it"
+    how = {
+        "handler": "its Python handler: runs",
+        "http": "its http: request goes",
+        "tool": "the tool it wraps runs",
+        "builtin": "it runs",
+    }.get(kind, "its server (MCP) runs it")
     return (
-        f"{tool.name} is refused in plan mode: {how} runs outside the read-only sandbox, "
+        f"{tool.name} is refused in plan mode: {how} outside the read-only sandbox, "
         "so nothing could hold it to changing nothing"
     )
 
