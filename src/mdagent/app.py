@@ -1111,57 +1111,10 @@ def ask(
     script: ScriptOption = None,
 ) -> None:
     """Run an agent turn: the model answers, calling the declared tools."""
-    from mdagent.ask import run_ask
-    from mdagent.cli import check_run_options
+    values = {k: v for k, v in locals().items() if k != "ctx"}  # the parameters, as named
+    from mdagent.ask import ask_command
 
-    options = _options(ctx)
-    options.yes = options.yes or yes
-    options.json = options.json or json_out
-    if output_format is not None:
-        options.output_format = output_format
-    if options.json and options.output_format == "text":
-        options.output_format = "json"
-    options.json = options.output_format == "json"
-    if mode is not None:
-        options.mode, options.mode_source = mode, "--mode"
-    options.allow = [*options.allow, *allow]
-    options.deny = [*options.deny, *deny]
-    options.max_steps = max_steps or options.max_steps
-    if tools is not None:
-        options.tools = [name.strip() for name in tools.split(",") if name.strip()]
-    options.system_prompt = system_prompt
-    options.append_system_prompt = append_system_prompt
-    options.fail_on_refusal = fail_on_refusal
-    check_run_options(options)
-    _check_rules(options.allow, "--allow")
-    _check_rules(options.deny, "--deny")
-    for key, value in {
-        "provider": provider,
-        "model": model,
-        "base_url": base_url,
-        "script": script,
-    }.items():
-        if value is not None:
-            setattr(options, key, value)
-    text = " ".join(prompt or [])
-    if not text and not sys.stdin.isatty():
-        text = sys.stdin.read()
-    if not text.strip():
-        raise UsageError("no prompt: agent ask PROMPT... (or pipe it on stdin)")
-    raise typer.Exit(run_ask(Runtime(options), text, continue_=continue_, session=session))
-
-
-def _check_rules(rules: list[str], option: str) -> None:
-    """A rule given on the command line that the policy cannot read is a usage error."""
-    if not rules:
-        return
-    from mdagent.errors import ConfigError
-    from mdagent.policy import parse_rules
-
-    try:
-        parse_rules(rules, option)
-    except ConfigError as err:
-        raise UsageError(f"{option}: {err}") from None
+    raise typer.Exit(ask_command(_options(ctx), **values))
 
 
 sessions_app = typer.Typer(

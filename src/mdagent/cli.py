@@ -97,6 +97,12 @@ def _main(argv: list[str] | None) -> int:
     completing = any(v in os.environ for v in _COMPLETE_VARS)
     if slash and not completing:
         return _guarded(options, lambda: run_slash(check_run_options(options), rest[0], rest[1:]))
+    if rest and rest[0] == "ask" and not completing:
+        parsed = ask_words(rest[1:])
+        if parsed is not None:  # anything it does not know (--help, a typo) goes to typer
+            from mdagent.ask import ask_command
+
+            return _guarded(options, lambda: ask_command(options, **parsed))
     if completing:
         _completion_variable()
     if argv[:1] in (["--version"], ["-V"]):
@@ -107,6 +113,70 @@ def _main(argv: list[str] | None) -> int:
     from mdagent.app import run_app
 
     return run_app(argv)
+
+
+# `agent ask`'s options, parsed here so that a script's run skips typer (~45 ms):
+# flags, then options taking a value, then those that may repeat.
+_ASK_FLAGS = {
+    "--continue": "continue_",
+    "-c": "continue_",
+    "--yes": "yes",
+    "-y": "yes",
+    "--json": "json_out",
+    "--fail-on-refusal": "fail_on_refusal",
+}
+_ASK_VALUED = {
+    "--session": "session",
+    "--output-format": "output_format",
+    "--mode": "mode",
+    "--max-steps": "max_steps",
+    "--tools": "tools",
+    "--system-prompt": "system_prompt",
+    "--append-system-prompt": "append_system_prompt",
+    "--provider": "provider",
+    "--model": "model",
+    "--base-url": "base_url",
+    "--script": "script",
+}
+_ASK_REPEATED = {"--allow": "allow", "--deny": "deny"}
+
+
+def ask_words(words: list[str]) -> dict | None:
+    """``agent ask``'s options and prompt words, or None when typer should parse them.
+
+    None for anything this small parser does not take exactly as typer would:
+    ``--help``, an unknown option, ``--``, a missing value, a step count that
+    is not a positive whole number. Options and prompt words may mix, as
+    with click.
+    """
+    parsed: dict = {"prompt": [], "allow": [], "deny": []}
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if not word.startswith("-") or word == "-":
+            parsed["prompt"].append(word)
+        elif word in _ASK_FLAGS:
+            parsed[_ASK_FLAGS[word]] = True
+        else:
+            name, has_value, value = word.partition("=")
+            key = _ASK_VALUED.get(name) or _ASK_REPEATED.get(name)
+            if key is None:
+                return None
+            if not has_value:
+                if index + 1 >= len(words):
+                    return None
+                index += 1
+                value = words[index]
+            if key in ("allow", "deny"):
+                parsed[key].append(value)
+            elif key == "max_steps":
+                if not value.isdigit() or int(value) < 1:
+                    return None
+                parsed[key] = int(value)
+            else:
+                parsed[key] = value
+        index += 1
+    return parsed
 
 
 def _quiet_dead_terminal() -> None:
@@ -193,12 +263,14 @@ def _guarded(options: Options, action) -> int:
     """
     from mdagent.console import report_error
 
-    as_json = "stream" if options.output_format == "stream-json" else options.json
+    def as_json() -> bool | str:  # read when it fails: `ask` sets its own format as it runs
+        return "stream" if options.output_format == "stream-json" else options.json
+
     try:
         return action()
     except MdagentError as err:
         report_error(
-            str(err), err.code, as_json=as_json, session=err.session, exit_status=err.exit_code
+            str(err), err.code, as_json=as_json(), session=err.session, exit_status=err.exit_code
         )
         return err.exit_code
     except KeyboardInterrupt:
@@ -206,7 +278,7 @@ def _guarded(options: Options, action) -> int:
 
         with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
             report_error(
-                signals.message(), "INTERRUPTED", as_json=as_json, exit_status=EXIT_INTERRUPTED
+                signals.message(), "INTERRUPTED", as_json=as_json(), exit_status=EXIT_INTERRUPTED
             )
         return EXIT_INTERRUPTED
     except BrokenPipeError:
@@ -219,7 +291,7 @@ def _guarded(options: Options, action) -> int:
         if options.verbose:
             raise
         message = f"internal error: {type(err).__name__}: {err} (rerun with -v)"
-        report_error(message, "INTERNAL", as_json=as_json, exit_status=EXIT_FAILED)
+        report_error(message, "INTERNAL", as_json=as_json(), exit_status=EXIT_FAILED)
         return EXIT_FAILED
 
 
