@@ -422,3 +422,21 @@ def test_plan_fails_closed_where_the_sandbox_cannot_apply(workspace, tmp_path, m
     for refused in (touched, read):
         assert refused["ok"] is False and refused["code"] == "DENIED"
         assert refused["error"].startswith("not run: sandbox.required is set but")
+
+
+@pytest.mark.skipif(not _sandbox_here(), reason="no sandbox on this machine")
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
+def test_plan_from_a_project_s_settings_holds_trusted_or_not(
+    run_agent, server, workspace, tmp_path, trusted
+):
+    settings(workspace, "policy: {mode: plan}\nsandbox: {mode: 'off'}\n")
+    server.add(exec_call("touch t.txt"), {"text": "ok"})
+    result = ask(run_agent, server, "--yes", "go", env={"TMPDIR": str(tmp_path)}, trusted=trusted)
+    assert result.returncode == 0, result.stderr
+    assert not (workspace / "t.txt").exists()
+    (touched,) = tool_results(server)
+    assert touched["ok"] is False
+    offered = {t["function"]["name"] for t in server.requests[0]["json"]["tools"]}
+    assert "write_file" not in offered
+    shown = run_agent("config", "show", trusted=trusted)
+    assert "mode: plan (project)" in shown.stdout

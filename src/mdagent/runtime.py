@@ -242,7 +242,7 @@ class Runtime:
         base = self.registry.settings
         options = self.options
         section = base.get("policy")
-        planned = isinstance(section, dict) and section.get("mode") == "plan"
+        planned = hasattr(section, "get") and section.get("mode") == "plan"
         if not (options.mode or options.allow or options.deny or planned):
             return base
         key = (options.mode, tuple(options.allow), tuple(options.deny))
