@@ -440,3 +440,12 @@ def test_plan_from_a_project_s_settings_holds_trusted_or_not(
     assert "write_file" not in offered
     shown = run_agent("config", "show", trusted=trusted)
     assert "mode: plan (project)" in shown.stdout
+
+
+def test_output_format_json_as_a_global_option_is_json_for_every_subcommand(run_agent, workspace):
+    listing = run_agent("--output-format", "json", "check")
+    assert listing.returncode == 0 and json.loads(listing.stdout) == []
+    tested = run_agent("--output-format", "json", "test")  # the bundled tools' tests
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    outcomes = json.loads(tested.stdout)
+    assert outcomes and all(t["passed"] is True for t in outcomes)

@@ -49,7 +49,7 @@ class Options:
     ) -> None:
         self.layers: list[str] = [] if layers is None else layers
         self.no_user = no_user
-        self.json = json
+        self.json = json or output_format == "json"  # `--output-format json` is `--json`
         self.yes = yes
         self.verbose = verbose
         self.provider = provider
