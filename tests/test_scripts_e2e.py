@@ -449,3 +449,14 @@ def test_output_format_json_as_a_global_option_is_json_for_every_subcommand(run_
     assert tested.returncode == 0, tested.stdout + tested.stderr
     outcomes = json.loads(tested.stdout)
     assert outcomes and all(t["passed"] is True for t in outcomes)
+
+
+def test_stream_json_notes_are_notice_events_after_start(run_agent, server, workspace):
+    settings(workspace, "policy: {mode: full}\n")  # ignored until trusted: a note says so
+    server.add({"text": "ok"})
+    result = ask(run_agent, server, "--output-format", "stream-json", "go", trusted=False)
+    got = events(result.stdout)
+    assert got[0]["type"] == "start" and got[-1]["type"] == "result"
+    notices = [e["message"] for e in got if e["type"] == "notice"]
+    assert any("this folder is not trusted" in n for n in notices), notices
+    assert "this folder is not trusted" not in result.stderr
