@@ -460,3 +460,17 @@ def test_stream_json_notes_are_notice_events_after_start(run_agent, server, work
     notices = [e["message"] for e in got if e["type"] == "notice"]
     assert any("this folder is not trusted" in n for n in notices), notices
     assert "this folder is not trusted" not in result.stderr
+
+
+def test_stream_json_tool_output_is_redacted_as_the_session_keeps_it(run_agent, server, workspace):
+    secret = "sk-live-0123456789abcdef"
+    write(workspace / "leak.txt", f"token={secret}\n")
+    server.add(exec_call("cat leak.txt", "c1"), {"text": "read it"})
+    result = ask(
+        run_agent, server, "--output-format", "stream-json", "--yes", "go",
+        env={"DEPLOY_API_TOKEN": secret},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    (done,) = [e for e in events(result.stdout) if e["type"] == "tool_result"]
+    assert done["ok"] is True and secret not in result.stdout
+    assert done["output"]["stdout"] == "token=[REDACTED]\n"
