@@ -433,6 +433,14 @@ def run_ask(
         return finish(runtime, agent.run(message))
     finally:
         close_provider(provider)
+        _release_notices(runtime)
+
+
+def _release_notices(runtime: Runtime) -> None:
+    if runtime.options.stream_json:
+        from mdagent.events import release_notices
+
+        release_notices()
 
 
 def run_prompt_skill(runtime: Runtime, command: CommandSpec, argv: list[str]) -> int:
@@ -446,10 +454,18 @@ def run_prompt_skill(runtime: Runtime, command: CommandSpec, argv: list[str]) ->
     ``max_steps:`` used. ``context: fork`` runs it in a sub-conversation
     whose answer alone goes back to a session of the person's turn.
     """
-    if runtime.options.stream_json:
-        from mdagent.events import capture_notices
+    if not runtime.options.stream_json:
+        return _run_prompt_skill(runtime, command, argv)
+    from mdagent.events import capture_notices
 
-        capture_notices()
+    capture_notices()
+    try:
+        return _run_prompt_skill(runtime, command, argv)
+    finally:
+        _release_notices(runtime)
+
+
+def _run_prompt_skill(runtime: Runtime, command: CommandSpec, argv: list[str]) -> int:
     skill = prompt_skill(runtime, command)
     arguments = argv[0] if len(argv) == 1 else shlex.join(argv)
     box = runtime.toolbox(policy=runtime.person_policy())

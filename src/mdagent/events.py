@@ -61,6 +61,13 @@ def started() -> None:
         emit("notice", message=message)
 
 
+def release_notices() -> None:
+    """The run is over: the notes held go out as events, later ones to stderr again."""
+    global sink
+    started()
+    sink = None
+
+
 def _note(message: str) -> None:
     if _held is not None:
         _held.append(message)
