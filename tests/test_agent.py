@@ -226,7 +226,8 @@ def test_max_steps_stops_the_loop_with_a_message():
     model = ScriptedModel(*[reply("", call("echo", {"text": str(i)})) for i in range(5)])
     agent = agent_for(model, max_steps=3)
     outcome = agent.run("loop forever")
-    assert outcome.answer is None and outcome.exit_status == 1
+    # Changed: its own status (3), not 1, so a script can tell it from a failure.
+    assert outcome.answer is None and outcome.exit_status == 3 and outcome.stopped == "max_steps"
     assert outcome.steps == 3 and len(model.requests) == 3
     assert outcome.message == (
         "stopped after 3 steps without a final answer; raise agent.max_steps or "

@@ -195,7 +195,7 @@ def test_max_steps_from_the_project_settings(ask, server, workspace):
         *[{"tool_calls": [{"name": "glob", "arguments": {"pattern": f"*{i}"}}]} for i in range(5)]
     )
     result = ask(TWO[0], "loop")
-    assert result.returncode == 1
+    assert result.returncode == 3  # the step limit's own status
     assert len(server.requests) == 3
     assert (
         "agent: stopped after 3 steps without a final answer; raise agent.max_steps "

@@ -57,7 +57,7 @@ def test_file_tools_exec_and_commands_can_write_reading_and_http_cannot():
 
 
 def runtime_with(workdir: Path, mode=None, settings=None):
-    options = types.SimpleNamespace(mode=mode)
+    options = types.SimpleNamespace(mode=mode, mode_source="--mode" if mode else None)
     return types.SimpleNamespace(
         options=options, settings=settings or {}, workdir=workdir, registry=None
     )
@@ -68,11 +68,21 @@ def test_plan_mode_reads_the_option_then_the_settings(tmp_path):
     assert plan_mode_in_force(runtime_with(tmp_path, mode="plan"))
     assert plan_mode_in_force(runtime_with(tmp_path, settings={"policy": {"mode": "plan"}}))
     assert not plan_mode_in_force(runtime_with(tmp_path, mode="ask"))
-    # No checkpoints in plan mode, nor with checkpoints off.
-    assert turn_checkpoints(runtime_with(tmp_path, mode="plan"), "s") is None
     off = {"checkpoints": {"enabled": False}}
     assert turn_checkpoints(runtime_with(tmp_path, settings=off), "s") is None
     assert isinstance(turn_checkpoints(runtime_with(tmp_path), "s"), TurnCheckpoints)
+
+
+def test_plan_mode_is_asked_when_a_checkpoint_would_be_taken(tmp_path):
+    # /mode and Shift+Tab change the mode during a session: it is read per turn.
+    runtime = runtime_with(tmp_path, mode="plan")
+    turns = turn_checkpoints(runtime, "s")
+    turns.start_turn(1, "change it")
+    turns.before_calls(["write_file"])
+    assert not turns.recorded  # plan: nothing changes, nothing recorded
+    runtime.options.mode = "full"
+    turns.before_calls(["write_file"])
+    assert turns.recorded
 
 
 def writing_box(root: Path) -> Toolbox:

@@ -415,6 +415,33 @@ def test_ask_and_check_do_not_import_pydantic(workspace):
     assert ask[0] == "0" and "pydantic" not in ask
 
 
+def test_ask_skips_typer_and_rich_and_its_options_still_reach_typer_when_odd(workspace):
+    # issue 33: a script's `agent ask` is parsed on the fast path (no typer, click, rich).
+    (workspace / "script.yaml").write_text("- Hello.\n")
+    fake = ("--provider", "fake", "--script", "script.yaml")
+    fast = imported(workspace, *fake, "ask", "--max-steps", "3", "--mode=plan", "hi")
+    assert fast[0] == "0" and "typer" not in fast and "rich" not in fast
+    # What the fast path does not take (--help, an unknown option) typer parses and reports.
+    assert imported(workspace, *fake, "ask", "--max-steps", "0", "hi")[:2] == ["2", "typer"]
+    assert imported(workspace, "ask", "--help")[:2] == ["0", "typer"]
+
+
+def test_ask_words_parse_as_typer_would_or_not_at_all():
+    from mdagent.cli import ask_words
+
+    got = ask_words(["fix", "-y", "--allow", "exec(git *)", "--allow=read_file", "it", "-c"])
+    assert got == {
+        "prompt": ["fix", "it"],
+        "yes": True,
+        "continue_": True,
+        "allow": ["exec(git *)", "read_file"],
+        "deny": [],
+    }
+    assert ask_words(["--max-steps=2", "x"])["max_steps"] == 2
+    for odd in (["--help"], ["-h"], ["--", "-x"], ["--session"], ["--max-steps", "x"], ["--nope"]):
+        assert ask_words(odd) is None, odd
+
+
 # -- help and completion ---------------------------------------------------------------
 
 

@@ -1655,3 +1655,81 @@ def test_policy_check_places_git_from_where_a_person_typed(git_root, box):
     verdict = policy.explain(box.tool_for("exec"), cmd("git -C plain log"), typed)
     # The person's call runs; its segment is judged as written, not as unknown.
     assert verdict.decision == "allow" and [s.decision for s in verdict.segments] == ["ask"]
+
+
+# -- permission modes (issue 33) ---------------------------------------------------
+
+
+def test_effective_mode_is_the_request_then_the_settings_then_ask():
+    from mdagent.policy import effective_mode
+
+    assert effective_mode({}) == ("ask", "default")
+    assert effective_mode({"policy": {"mode": "full"}}) == ("full", "policy.mode")
+    chosen = effective_mode({"policy": {"mode": "full"}}, "plan", "/mode")
+    assert (chosen.mode, chosen.source, chosen.plan) == ("plan", "/mode", True)
+    with pytest.raises(ConfigError, match="--mode: 'yolo' is not one of"):
+        effective_mode({}, "yolo")
+
+
+@pytest.mark.parametrize("caller", [MODEL, PERSON])
+def test_plan_refuses_write_tools_and_tools_the_sandbox_cannot_hold(root, box, caller):
+    policy = make_policy(root, {"mode": "plan", "allow": ["write_file", "weather"]})
+    for tool, args in (("write_file", {"path": "a"}), ("weather", {"city": "x"})):
+        decision = check(policy, box, tool, args, caller=caller, approve_all=True)
+        assert not decision.allowed and decision.code == "DENIED", tool
+        assert "refused in plan mode" in decision.reason
+    assert check(policy, box, "read_file", {"path": "a"}, caller=caller).allowed
+    # exec stays (its processes run in the read-only sandbox); it still asks a model
+    assert check(policy, box, "exec", cmd("ls"), caller=caller, approve_all=True).allowed
+
+
+def test_plan_refuses_before_the_hooks_run(root, box):
+    policy = make_policy(root, {"mode": "plan"})
+    assert policy.screen(box.tool_for("write_file"), {"path": "a"}, None).code == "DENIED"
+    assert policy.screen(box.tool_for("read_file"), {"path": "a"}, None) is None
+
+
+def test_a_declared_run_tool_stays_in_plan_and_a_handler_tool_does_not(root):
+    from mdagent.policy import plan_refusal
+
+    box = Toolbox()
+    box.add("lint", description="l", handler=dict, kind="run")
+    box.add("py", description="p", handler=dict, kind="handler")
+    box.add("read_file", description="r", handler=dict, kind="handler")  # a look-alike
+    assert plan_refusal(box.tool_for("lint")) is None
+    assert "its Python handler: runs outside the read-only sandbox" in plan_refusal(
+        box.tool_for("py")
+    )
+    box.add("docs__search", description="m", handler=dict, kind="?")  # an MCP server's tool
+    assert "its server (MCP) runs it outside" in plan_refusal(box.tool_for("docs__search"))
+    assert plan_refusal(box.tool_for("read_file")) is not None
+
+
+def test_accept_edits_approves_workspace_writes_only(root, box, tmp_path):
+    policy = make_policy(root, {"mode": "accept-edits", "paths": [str(tmp_path)]})
+    assert check(policy, box, "write_file", {"path": "src/a.py"}).allowed
+    outside = check(policy, box, "write_file", {"path": str(tmp_path / "b")})
+    assert not outside.allowed and outside.extra.get("needs_approval")
+    assert not check(policy, box, "exec", cmd("touch x")).allowed
+
+
+def test_accept_edits_never_lifts_deny_rules_or_protected_files(root, box):
+    policy = make_policy(root, {"mode": "accept-edits", "deny": ["write_file(secret/**)"]})
+    assert not check(policy, box, "write_file", {"path": "secret/a"}).allowed
+    protected = check(policy, box, "write_file", {"path": ".agents/config/agent.yaml"})
+    assert not protected.allowed and protected.extra.get("protected")
+
+
+def test_run_settings_add_rules_in_memory_and_plan_requires_the_read_only_sandbox():
+    from mdagent.policy import run_settings
+
+    base = {"policy": {"allow": "read_file", "deny": ["fetch"]}, "sandbox": {"mode": "off"}}
+    got = run_settings(base, mode="plan", allow=["exec(git *)"], deny=["exec(rm *)"])
+    assert got["policy"] == {
+        "allow": ["read_file", "exec(git *)"],
+        "deny": ["fetch", "exec(rm *)"],
+        "mode": "plan",
+    }
+    assert got["sandbox"] == {"mode": "read-only", "required": True, "applies_to": "all"}
+    assert base == {"policy": {"allow": "read_file", "deny": ["fetch"]}, "sandbox": {"mode": "off"}}
+    assert run_settings(base, mode="full")["sandbox"] == {"mode": "off"}

@@ -314,7 +314,10 @@ def test_a_rate_limit_that_cannot_be_checked_refuses_the_call(root):
     [
         (["allow"], "policy: expected a mapping"),
         ("full", "policy: expected a mapping"),
-        ({"mode": "yolo"}, "policy.mode: 'yolo' is not one of ask, allowlist, deny, full"),
+        (
+            {"mode": "yolo"},
+            "policy.mode: 'yolo' is not one of ask, accept-edits, plan, allowlist, deny, full",
+        ),
         ({"inline_eval": "never"}, "policy.inline_eval: 'never' is not ask or allow"),
         *(
             (

@@ -218,7 +218,7 @@ def test_a_skill_picks_its_model_and_step_limit(workspace, run_agent):
         result = slash(run_agent, server, "/small")
     assert len(server.requests) == 1
     assert server.requests[0]["json"]["model"] == "tiny-model"
-    assert result.returncode == 1 and "stopped after 1 steps" in result.stderr
+    assert result.returncode == 3 and "stopped after 1 steps" in result.stderr
 
 
 # -- 5. forked runs -----------------------------------------------------------------

@@ -197,3 +197,49 @@ def test_a_bang_line_runs_piped_and_its_capped_output_is_context(
     assert "`echo piped-bang` (exit status 0)" in users[0] and "piped-bang" in users[0]
     assert "x" * 1000 in users[1] and len(users[1]) <= SHELL_CONTEXT_CHARS + 300
     assert "truncated" in users[1]
+
+
+# -- permission modes (issue 33) ------------------------------------------------------
+
+
+def test_mode_shows_and_switches_and_a_wrong_word_is_one_line(declared, monkeypatch, capsys):
+    repl_session(declared, monkeypatch, ["/mode", "/mode plan", "/mode yolo", "/mode"])
+    captured = capsys.readouterr()
+    shown = [line for line in captured.out.splitlines() if line.startswith("mode:")]
+    assert shown == ["mode: ask (policy.mode)", "mode: plan (/mode)", "mode: plan (/mode)"]
+    assert "agent: /mode: 'yolo' is not one of ask, accept-edits, plan" in captured.err
+
+
+def test_mode_plan_in_the_session_withholds_the_write_tools(declared, monkeypatch, capsys, server):
+    server.add({"text": "ok"})
+    repl_session(
+        declared, monkeypatch, ["/mode plan", "plan something"],
+        provider="openai", base_url=server.url,
+    )  # fmt: skip
+    offered = {t["function"]["name"] for t in server.requests[0]["json"]["tools"]}
+    assert "exec" in offered and not offered & {"write_file", "edit_file"}
+
+
+def test_the_toolbar_shows_the_mode_and_where_it_came_from(declared):
+    from mdagent.lineinput import TerminalInput
+
+    repl = Repl(Runtime(Options(mode="plan"), cwd=declared))
+    term = TerminalInput.__new__(TerminalInput)  # the toolbar alone, no prompt_toolkit session
+    term.repl = repl
+    assert " · mode plan (--mode) · " in term.toolbar()
+    repl.cycle_mode()
+    assert " · mode full (/mode) · " in term.toolbar()
+    repl.cycle_mode()
+    assert " · mode ask (/mode) · " in term.toolbar()
+
+
+def test_a_skill_named_mode_is_reserved(run_agent, workspace):
+    skill = workspace / ".agents" / "skills" / "mode"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: mode\ndescription: mine\n---\nbody\n")
+    result = run_agent("check")
+    assert result.returncode == 1
+    assert (
+        "SKILL.md:1:1: error: /mode: 'mode' is the name of a built-in command; "
+        "the skill still loads for the model, /mode is refused"
+    ) in result.stdout

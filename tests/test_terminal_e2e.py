@@ -444,3 +444,47 @@ def test_spinner_and_tool_call_line_on_a_terminal(workspace):
     # The spinner erases itself: no line is left showing it.
     assert not any("waiting for the model" in line for line in lines)
     assert result["ok"] is True and "hello-from-exec" in result["stdout"]
+
+
+# -- permission modes and @files in the session (issue 33) ------------------------------
+
+SHIFT_TAB = b"\x1b[Z"
+
+
+def test_shift_tab_cycles_the_mode_and_plan_holds(workspace):
+    # (The toolbar that shows the mode needs a terminal that answers cursor-position
+    # requests, which this pty does not: tests/test_repl.py reads the toolbar's text.)
+    (workspace / "notes.txt").write_text("the plan\n")
+    script = [write_call("x", "w.txt"), {"text": "planned"}]
+    with (
+        ModelServer(script) as server,
+        Terminal("--provider", "openai", "--base-url", server.url, cwd=workspace) as term,
+    ):
+        term.expect_stream(SESSION_PROMPT)
+        term.type("/mode")
+        term.expect_stream(r"mode: ask \(")
+        term.expect_stream(SESSION_PROMPT)
+        term.press(SHIFT_TAB)
+        term.type("/mode")
+        term.expect_stream(r"mode: accept-edits \(/mode\)")
+        term.expect_stream(SESSION_PROMPT)
+        term.press(SHIFT_TAB)
+        # With the @ menu open, Shift+Tab walks the menu and leaves the mode alone.
+        term.press(b"look at @no")
+        term.expect_stream(r"@notes\.txt")
+        term.press(SHIFT_TAB)
+        term.press(b"\x03")  # Ctrl-C clears the typed line
+        term.type("/mode")
+        term.expect_stream(r"mode: plan \(/mode\)")
+        term.expect_stream(SESSION_PROMPT)
+        term.type("write it, see @notes.txt")
+        term.expect_stream(r"\bplanned\b")
+        term.expect_stream(SESSION_PROMPT)
+        term.type("/exit")
+        assert term.wait() == 0
+    assert not (workspace / "w.txt").exists()
+    offered = {t["function"]["name"] for t in server.requests[0]["json"]["tools"]}
+    assert "write_file" not in offered
+    sent = server.requests[0]["json"]["messages"][-1]["content"]
+    assert "the plan" in sent and "Contents of notes.txt" in sent
+    assert PROMPT not in term.stream

@@ -61,6 +61,12 @@ def test_deny_and_ask_rules_and_tests_stay_allow_rules_go():
         ("allowlist", "deny", True),  # the two never ask: as strict as each other
         ("full", "full", True),  # loosens nothing the person has not
         ("bogus", "ask", False),  # not understood: fail closed
+        ("accept-edits", "ask", False),  # file edits unasked: looser than ask
+        ("ask", "accept-edits", True),
+        ("plan", "full", True),  # nothing changes: stricter than any
+        ("plan", "deny", True),
+        ("deny", "plan", False),  # deny would let its allow rules change files
+        ("full", "accept-edits", False),
     ],
 )
 def test_a_mode_applies_only_when_as_strict_as_the_persons(mine, theirs, kept):

@@ -134,6 +134,22 @@ ScriptOption = Annotated[
     typer.Option("--script", metavar="FILE", help="Scripted conversation (fake provider)."),
 ]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Approve every call that would ask.")]
+OutputFormatOption = Annotated[
+    str | None,
+    typer.Option(
+        "--output-format",
+        metavar="FORMAT",
+        help="text, json (as --json) or stream-json (one JSON event per line).",
+    ),
+]
+ModeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--mode",
+        metavar="MODE",
+        help="Permission mode for this run: ask, accept-edits, plan, full, allowlist or deny.",
+    ),
+]
 
 
 def _version(value: bool) -> None:
@@ -158,6 +174,8 @@ def root(
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
     script: ScriptOption = None,
+    output_format: OutputFormatOption = None,
+    mode: ModeOption = None,
     version: bool = typer.Option(
         False, "--version", "-V", callback=_version, is_eager=True, help="Show the version."
     ),
@@ -179,7 +197,12 @@ def root(
         model=model,
         base_url=base_url,
         script=script,
+        output_format=output_format or "text",
+        mode=mode,
     )
+    from mdagent.cli import check_run_options
+
+    check_run_options(ctx.obj)
     if ctx.invoked_subcommand is None:
         from mdagent.repl import run_repl
 
@@ -1047,31 +1070,51 @@ def ask(
     json_out: bool = typer.Option(
         False, "--json", help="Print the answer and the tool calls as JSON."
     ),
+    output_format: OutputFormatOption = None,
+    mode: ModeOption = None,
+    max_steps: int | None = typer.Option(
+        None,
+        "--max-steps",
+        min=1,
+        metavar="N",
+        help="Stop after N model calls without an answer (exit status 3).",
+    ),
+    allow: list[str] = typer.Option(
+        [], "--allow", metavar="RULE", help="An allow rule for this run only (repeatable)."
+    ),
+    deny: list[str] = typer.Option(
+        [],
+        "--deny",
+        metavar="RULE",
+        help="A deny rule for this run only (repeatable; beats --yes).",
+    ),
+    tools: str | None = typer.Option(
+        None, "--tools", metavar="NAME,...", help="Offer only these tools to the model."
+    ),
+    system_prompt: str | None = typer.Option(
+        None, "--system-prompt", metavar="TEXT|@FILE", help="Replace the system prompt."
+    ),
+    append_system_prompt: str | None = typer.Option(
+        None,
+        "--append-system-prompt",
+        metavar="TEXT|@FILE",
+        help="Add to the end of the system prompt.",
+    ),
+    fail_on_refusal: bool = typer.Option(
+        False,
+        "--fail-on-refusal",
+        help="Exit 4 when the model answered but the policy refused a tool call.",
+    ),
     provider: ProviderOption = None,
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
     script: ScriptOption = None,
 ) -> None:
     """Run an agent turn: the model answers, calling the declared tools."""
-    from mdagent.ask import run_ask
+    values = {k: v for k, v in locals().items() if k != "ctx"}  # the parameters, as named
+    from mdagent.ask import ask_command
 
-    options = _options(ctx)
-    options.yes = options.yes or yes
-    options.json = options.json or json_out
-    for key, value in {
-        "provider": provider,
-        "model": model,
-        "base_url": base_url,
-        "script": script,
-    }.items():
-        if value is not None:
-            setattr(options, key, value)
-    text = " ".join(prompt or [])
-    if not text and not sys.stdin.isatty():
-        text = sys.stdin.read()
-    if not text.strip():
-        raise UsageError("no prompt: agent ask PROMPT... (or pipe it on stdin)")
-    raise typer.Exit(run_ask(Runtime(options), text, continue_=continue_, session=session))
+    raise typer.Exit(ask_command(_options(ctx), **values))
 
 
 sessions_app = typer.Typer(
@@ -1731,6 +1774,19 @@ def _json_requested(command: Any, argv: list[str]) -> bool:
     return False
 
 
+def _stream_requested(argv: list[str]) -> bool:
+    """Whether ``--output-format stream-json`` is among ``argv``'s words (before ``--``)."""
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            return False
+        if word == "--output-format=stream-json":
+            return True
+        if word == "--output-format" and next(words, None) == "stream-json":
+            return True
+    return False
+
+
 def run_app(argv: list[str]) -> int:
     """Run the typer app on ``argv``; errors become one line and an exit status.
 
@@ -1744,13 +1800,18 @@ def run_app(argv: list[str]) -> int:
     command = get_command(app)
     verbose = any(a in ("-v", "--verbose") for a in argv)
     as_json = _json_requested(command, argv)
+    stream = _stream_requested(argv)
+    if stream:
+        as_json = "stream"  # report_error writes the final `result` event
     try:
         # `mdagent` or `agent`: click names the completion variable and script after it.
         from mdagent.cli import program_name
 
         returned = command.main(args=argv, prog_name=program_name(), standalone_mode=False)
     except MdagentError as err:
-        report_error(str(err), err.code, as_json=as_json, session=err.session)
+        report_error(
+            str(err), err.code, as_json=as_json, session=err.session, exit_status=err.exit_code
+        )
         return err.exit_code
     except KeyboardInterrupt:
         _say_interrupted(as_json)
@@ -1764,7 +1825,12 @@ def run_app(argv: list[str]) -> int:
         if isinstance(err, click.ClickException):
             usage = isinstance(err, click.UsageError)
             if as_json:
-                report_error(err.format_message(), "USAGE" if usage else "ERROR", as_json=True)
+                report_error(
+                    err.format_message(),
+                    "USAGE" if usage else "ERROR",
+                    as_json=as_json,
+                    exit_status=EXIT_USAGE if usage else err.exit_code,
+                )
             else:
                 err.show()
             return EXIT_USAGE if usage else err.exit_code
@@ -1774,12 +1840,12 @@ def run_app(argv: list[str]) -> int:
         if verbose:
             raise
         message = f"internal error: {type(err).__name__}: {err} (rerun with -v)"
-        report_error(message, "INTERNAL", as_json=as_json)
+        report_error(message, "INTERNAL", as_json=as_json, exit_status=EXIT_FAILED)
         return EXIT_FAILED
     return returned if isinstance(returned, int) else 0
 
 
-def _say_interrupted(as_json: bool = False) -> None:
+def _say_interrupted(as_json: bool | str = False) -> None:
     """One line saying the run was interrupted (and by which signal, if one)."""
     import contextlib
 
@@ -1787,7 +1853,9 @@ def _say_interrupted(as_json: bool = False) -> None:
     from mdagent.console import report_error
 
     with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
-        report_error(signals.message(), "INTERRUPTED", as_json=as_json)
+        report_error(
+            signals.message(), "INTERRUPTED", as_json=as_json, exit_status=EXIT_INTERRUPTED
+        )
 
 
 if __name__ == "__main__":  # pragma: no cover

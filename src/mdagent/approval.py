@@ -422,6 +422,10 @@ def _coloured_diff(diff: str, out: TextIO) -> str:
 
 def tell(message: str, out: TextIO | None = None) -> None:
     """Show the person what an answer did (``agent: added allow rule …``), on stderr."""
+    events = sys.modules.get("mdagent.events")  # a stream-json run: a notice event
+    if out is None and events is not None and events.sink is not None:
+        events.sink(f"agent: {message}")
+        return
     with contextlib.suppress(OSError, ValueError):  # stderr closed: nothing to show it on
         print(f"agent: {message}", file=out or sys.stderr, flush=True)
 

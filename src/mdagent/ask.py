@@ -144,11 +144,14 @@ def build_agent(
     from mdagent.checkpointing import turn_checkpoints
     from mdagent.hooks import session_hooks
 
+    options = runtime.options
     box = toolbox
     if box is None:
         policy = runtime.policy(allow=list(allow))
         box = runtime.toolbox(policy=policy, session_id=conversation.session_id)
     tools = model_tools(box, runtime.settings, without=_tool_names(without))
+    if options.tools is not None:
+        tools = only_tools(box, tools, options.tools)
     system = system_prompt(
         workdir=runtime.workdir,
         cwd=runtime.cwd,
@@ -156,6 +159,8 @@ def build_agent(
         registry=runtime.registry,
         tool_names=[t["name"] for t in tools],
     )
+    if fork:  # the person's own turn; a forked skill keeps its usual prompt
+        system = run_system_prompt(options, system)
 
     shown = display or _default_display(runtime)
     live = getattr(shown, "live_output", None)
@@ -171,7 +176,12 @@ def build_agent(
         )
 
     _register_fork(runtime, conversation, enabled=fork)
-    steps = max_steps or int(setting(runtime.settings, "agent", "max_steps", DEFAULT_MAX_STEPS))
+    steps = (
+        options.max_steps
+        or max_steps
+        or int(setting(runtime.settings, "agent", "max_steps", DEFAULT_MAX_STEPS))
+    )
+    _observe_asks(box, shown)
     return Agent(
         provider,
         box,
@@ -183,11 +193,70 @@ def build_agent(
         display=shown,
         hooks=session_hooks(runtime.settings, workdir=str(runtime.workdir), env=runtime.env),
         checkpoints=turn_checkpoints(runtime, conversation.session_id),
+        limit_name="--max-steps" if options.max_steps else "agent.max_steps",
     )
 
 
-def _default_display(runtime: Runtime) -> Display:
-    """Markdown answers on a terminal (rich, imported only then); plain text otherwise."""
+def only_tools(
+    box: Toolbox, tools: list[dict[str, Any]], names: Iterable[str]
+) -> list[dict[str, Any]]:
+    """``tools`` narrowed to ``names`` (``--tools``: names or aliases); a name no tool has is
+    a :class:`UsageError` listing the tools there are."""
+    from mdagent.toolbox import UnknownTool
+
+    wanted = set()
+    for name in names:
+        tool = box.tool_for(name)
+        if isinstance(tool, UnknownTool):
+            listing = ", ".join(sorted(t["name"] for t in tools))
+            raise UsageError(f"--tools: no tool {name!r} (the tools offered here: {listing})")
+        wanted.add(tool.name)
+    return [t for t in tools if t["name"] in wanted]
+
+
+def run_system_prompt(options: Any, system: str) -> str:
+    """The system prompt with ``--system-prompt`` (replaces it) and ``--append-system-prompt``."""
+    if options.system_prompt is not None:
+        system = prompt_text(options.system_prompt, "--system-prompt")
+    if options.append_system_prompt is not None:
+        extra = prompt_text(options.append_system_prompt, "--append-system-prompt")
+        system = system.rstrip("\n") + "\n\n" + extra.strip() + "\n"
+    return system
+
+
+def prompt_text(value: str, option: str) -> str:
+    """``value``, or the text of the file ``@FILE`` names; a file that cannot be read is a usage error."""
+    if not value.startswith("@"):
+        return value
+    path = value[1:]
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(
+            f"{option}: cannot read {path}: {getattr(err, 'strerror', None) or err}"
+        ) from None
+
+
+def _observe_asks(box: Toolbox, display: Any) -> None:
+    """With stream-json, every question the policy had (and its answer) becomes an ``ask`` event."""
+    asked = getattr(display, "asked", None)
+    if asked is None:
+        return
+
+    def observe(name: str, args: Any, result: Any, decision: Any, took: float, ctx: Any) -> None:
+        asked(name, decision, result, getattr(ctx, "tool_call_id", None))
+
+    box.observers.append(observe)
+
+
+def _default_display(runtime: Runtime) -> Any:
+    """Events with stream-json; Markdown answers on a terminal (rich, imported only then);
+    plain text otherwise."""
+    if runtime.options.stream_json:
+        from mdagent.events import EventDisplay
+
+        return EventDisplay(redact=runtime.store.redacted)
     if not runtime.options.json and sys.stdout.isatty():
         from mdagent.render import MarkdownDisplay
 
@@ -196,21 +265,66 @@ def _default_display(runtime: Runtime) -> Display:
 
 
 def finish(runtime: Runtime, outcome: Outcome) -> int:
-    """Print how the turn ended (the JSON object with ``--json``); the exit status.
+    """Print how the turn ended (the JSON object with ``--json``, the ``result`` event with
+    stream-json); the exit status.
 
     On a terminal the last line (stderr, dimmed) is what the turn took:
     tokens, and the cost when ``model.price`` is known; ``--json`` has them
-    as ``usage`` and ``cost``.
+    as ``usage`` and ``cost``. With ``--fail-on-refusal`` a turn that
+    answered although the policy refused a tool call exits
+    :data:`~mdagent.errors.EXIT_REFUSED`, and says so.
     """
-    if runtime.options.json:
-        print(json.dumps(outcome.to_dict(), ensure_ascii=False, default=str))
-    if outcome.message and not runtime.options.json:  # --json: the object's "error" says it
+    options = runtime.options
+    status = outcome.exit_status
+    refused = outcome.refusals
+    if options.fail_on_refusal and refused and status == 0:
+        from mdagent.errors import EXIT_REFUSED
+
+        status = EXIT_REFUSED
+    if options.stream_json:
+        from mdagent.events import emit, outcome_result
+
+        emit("result", **outcome_result(outcome, status))
+        return status
+    if options.json:
+        data = outcome.to_dict()
+        data["exit_status"] = status
+        data["refused"] = len(refused)
+        print(json.dumps(data, ensure_ascii=False, default=str))
+    if outcome.message and not options.json:  # --json: the object's "error" says it
         from mdagent.console import say_error
 
         say_error(outcome.message)
-    if not runtime.options.json:
+    if status != outcome.exit_status and not options.json:
+        from mdagent.console import say_error
+
+        names = ", ".join(dict.fromkeys(c["name"] for c in refused))
+        say_error(
+            f"the policy refused {len(refused)} tool call(s) ({names}); "
+            "exit status 4 (--fail-on-refusal)"
+        )
+    if not options.json:
         _show_usage(outcome)
-    return outcome.exit_status
+    return status
+
+
+def start_events(runtime: Runtime, conversation: Conversation, config: ProviderConfig) -> None:
+    """The ``start`` event of a stream-json run (then the notes held until it)."""
+    if not runtime.options.stream_json:
+        return
+    from mdagent import events
+
+    mode = runtime.mode
+    events.emit(
+        "start",
+        session=conversation.session_id,
+        model=config.model,
+        provider=config.provider,
+        workspace=str(runtime.workdir),
+        mode=mode.mode,
+        mode_source=mode.source,
+    )
+    events.started()
 
 
 def _show_usage(outcome: Outcome) -> None:
@@ -222,6 +336,85 @@ def _show_usage(outcome: Outcome) -> None:
         print(paint(line, "dim", sys.stderr), file=sys.stderr, flush=True)
 
 
+def ask_command(
+    options: Any,
+    *,
+    prompt: list[str] | None = None,
+    continue_: bool = False,
+    session: str | None = None,
+    yes: bool = False,
+    json_out: bool = False,
+    output_format: str | None = None,
+    mode: str | None = None,
+    max_steps: int | None = None,
+    allow: Iterable[str] = (),
+    deny: Iterable[str] = (),
+    tools: str | None = None,
+    system_prompt: str | None = None,
+    append_system_prompt: str | None = None,
+    fail_on_refusal: bool = False,
+    provider: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    script: str | None = None,
+) -> int:
+    """``agent ask`` with its options parsed (by typer, or the CLI's fast path): the exit status.
+
+    ``options`` are the global ones; this run's own are added to them. The
+    prompt is the words, else stdin when it is not a terminal.
+    """
+    from mdagent.cli import check_run_options
+    from mdagent.runtime import Runtime
+
+    options.yes = options.yes or yes
+    options.json = options.json or json_out
+    if output_format is not None:
+        options.output_format = output_format
+    if options.json and options.output_format == "text":
+        options.output_format = "json"
+    options.json = options.output_format == "json"
+    if mode is not None:
+        options.mode, options.mode_source = mode, "--mode"
+    options.allow = [*options.allow, *allow]
+    options.deny = [*options.deny, *deny]
+    options.max_steps = max_steps or options.max_steps
+    if tools is not None:
+        options.tools = [name.strip() for name in tools.split(",") if name.strip()]
+    options.system_prompt = system_prompt
+    options.append_system_prompt = append_system_prompt
+    options.fail_on_refusal = fail_on_refusal
+    check_run_options(options)
+    _check_rules(options.allow, "--allow")
+    _check_rules(options.deny, "--deny")
+    for key, value in {
+        "provider": provider,
+        "model": model,
+        "base_url": base_url,
+        "script": script,
+    }.items():
+        if value is not None:
+            setattr(options, key, value)
+    text = " ".join(prompt or [])
+    if not text and not sys.stdin.isatty():
+        text = sys.stdin.read()
+    if not text.strip():
+        raise UsageError("no prompt: agent ask PROMPT... (or pipe it on stdin)")
+    return run_ask(Runtime(options), text, continue_=continue_, session=session)
+
+
+def _check_rules(rules: list[str], option: str) -> None:
+    """A rule given on the command line that the policy cannot read is a usage error."""
+    if not rules:
+        return
+    from mdagent.errors import ConfigError
+    from mdagent.policy import parse_rules
+
+    try:
+        parse_rules(rules, option)
+    except ConfigError as err:
+        raise UsageError(f"{option}: {err}") from None
+
+
 def run_ask(
     runtime: Runtime, text: str, *, continue_: bool = False, session: str | None = None
 ) -> int:
@@ -231,16 +424,32 @@ def run_ask(
     Provider errors propagate (the CLI prints one line and exits 1); Ctrl-C
     raises :class:`Interrupted` (exit 130) after saving the session.
     """
+    if runtime.options.stream_json:
+        from mdagent.events import capture_notices
+
+        capture_notices()
     runtime.check_settings()
+    from mdagent.mentions import with_mentions
+
+    message = with_mentions(runtime, text)
     provider, config = make_provider(runtime)
     try:
         conversation = open_conversation(
             runtime, config.model, continue_=continue_, session=session
         )
         agent = build_agent(runtime, provider, conversation)
-        return finish(runtime, agent.run(text))
+        start_events(runtime, conversation, config)
+        return finish(runtime, agent.run(message))
     finally:
         close_provider(provider)
+        _release_notices(runtime)
+
+
+def _release_notices(runtime: Runtime) -> None:
+    if runtime.options.stream_json:
+        from mdagent.events import release_notices
+
+        release_notices()
 
 
 def run_prompt_skill(runtime: Runtime, command: CommandSpec, argv: list[str]) -> int:
@@ -254,6 +463,18 @@ def run_prompt_skill(runtime: Runtime, command: CommandSpec, argv: list[str]) ->
     ``max_steps:`` used. ``context: fork`` runs it in a sub-conversation
     whose answer alone goes back to a session of the person's turn.
     """
+    if not runtime.options.stream_json:
+        return _run_prompt_skill(runtime, command, argv)
+    from mdagent.events import capture_notices
+
+    capture_notices()
+    try:
+        return _run_prompt_skill(runtime, command, argv)
+    finally:
+        _release_notices(runtime)
+
+
+def _run_prompt_skill(runtime: Runtime, command: CommandSpec, argv: list[str]) -> int:
     skill = prompt_skill(runtime, command)
     arguments = argv[0] if len(argv) == 1 else shlex.join(argv)
     box = runtime.toolbox(policy=runtime.person_policy())
@@ -264,6 +485,17 @@ def run_prompt_skill(runtime: Runtime, command: CommandSpec, argv: list[str]) ->
     if skill.context == "fork":
         parent = _session(runtime, title, model=_model_name(runtime, skill))
         parent.add({"role": "user", "content": title})
+        if runtime.options.stream_json:
+            from mdagent.providers import ProviderConfig
+
+            given = {k: v for k, v in runtime.options.model_overrides.items() if v is not None}
+            start_events(
+                runtime,
+                parent,
+                ProviderConfig.from_settings(
+                    runtime.settings, {**(skill.model or {}), **given}, os.environ
+                ),
+            )
         outcome = run_fork(runtime, skill, message, parent=parent.session_id, typed=True)
         if outcome.answer is not None:
             parent.add({"role": "assistant", "content": outcome.answer})
@@ -272,6 +504,7 @@ def run_prompt_skill(runtime: Runtime, command: CommandSpec, argv: list[str]) ->
     try:
         conversation = _session(runtime, title, model=config.model)
         agent = build_agent(runtime, provider, conversation, **skill_turn(skill))
+        start_events(runtime, conversation, config)
         return finish(runtime, agent.run(message))
     finally:
         close_provider(provider)

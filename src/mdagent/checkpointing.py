@@ -14,7 +14,7 @@ on stderr (``agent: no checkpoints: ...``), and the turn goes on unrecorded.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,14 +34,15 @@ _UNAVAILABLE: set[Path] = set()
 def plan_mode_in_force(runtime: Runtime) -> bool:
     """Whether the permission mode in force is ``plan`` (nothing changes: no checkpoints).
 
-    The one place that reads it, so the mode's home (``--mode plan``, issue
-    33) is named here alone: the command-line option when there is one,
-    else ``policy.mode`` in the settings.
+    Asked when a checkpoint would be taken, not once per run: ``/mode`` and
+    Shift+Tab change the mode during a session. The mode itself is decided
+    by :func:`mdagent.policy.effective_mode` alone.
     """
-    mode = getattr(runtime.options, "mode", None)
-    if not mode:
-        mode = (runtime.settings.get("policy") or {}).get("mode")
-    return str(mode or "") == "plan"
+    from mdagent.policy import effective_mode
+
+    options = runtime.options
+    requested = getattr(options, "mode", None)
+    return effective_mode(runtime.settings, requested, getattr(options, "mode_source", None)).plan
 
 
 def can_write(registry: Any, name: str) -> bool:
@@ -71,8 +72,15 @@ def can_write(registry: Any, name: str) -> bool:
 class TurnCheckpoints:
     """One agent's checkpoints: "before" once per turn that can write, "after" at its end."""
 
-    def __init__(self, checkpoints: Checkpoints, registry: Any, session_id: str | None) -> None:
+    def __init__(
+        self,
+        checkpoints: Checkpoints,
+        registry: Any,
+        session_id: str | None,
+        in_plan: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.checkpoints = checkpoints
+        self.in_plan = in_plan  # plan mode: nothing changes, nothing to record
         self.registry = registry
         self.session_id = session_id or ""
         self.turn = 0
@@ -86,7 +94,7 @@ class TurnCheckpoints:
 
     def before_calls(self, names: Iterable[str]) -> None:
         """Record "before", once per turn, when one of the tools ``names`` can write."""
-        if self.recorded or self.off:
+        if self.recorded or self.off or self.in_plan():
             return
         if not any(can_write(self.registry, name) for name in names):
             return
@@ -118,12 +126,13 @@ class TurnCheckpoints:
 
 
 def turn_checkpoints(runtime: Runtime, session_id: str | None) -> TurnCheckpoints | None:
-    """The checkpoints of an agent in ``runtime``'s workspace, or None (off, or plan mode)."""
+    """The checkpoints of an agent in ``runtime``'s workspace, or None (off); none are
+    recorded while the mode in force is ``plan``."""
     from mdagent.checkpoints import CheckpointError, Checkpoints, CheckpointSettings
     from mdagent.trust import tell
 
     settings = CheckpointSettings.from_settings(runtime.settings)
-    if not settings.enabled or plan_mode_in_force(runtime):
+    if not settings.enabled:
         return None
     if Path(runtime.workdir).resolve() in _UNAVAILABLE:
         return None
@@ -132,4 +141,6 @@ def turn_checkpoints(runtime: Runtime, session_id: str | None) -> TurnCheckpoint
     except CheckpointError as exc:
         tell(f"no checkpoints: {exc}")
         return None
-    return TurnCheckpoints(checkpoints, runtime.registry, session_id)
+    return TurnCheckpoints(
+        checkpoints, runtime.registry, session_id, in_plan=lambda: plan_mode_in_force(runtime)
+    )

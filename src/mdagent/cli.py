@@ -33,7 +33,10 @@ _VALUED = {
     "--model": "model",
     "--base-url": "base_url",
     "--script": "script",
+    "--output-format": "output_format",
+    "--mode": "mode",
 }
+OUTPUT_FORMATS = ("text", "json", "stream-json")
 _COMPLETE_VARS = ("_AGENT_COMPLETE", "_MDAGENT_COMPLETE")
 
 
@@ -93,7 +96,13 @@ def _main(argv: list[str] | None) -> int:
     slash = rest is not None and rest[:1] and rest[0].startswith("/")
     completing = any(v in os.environ for v in _COMPLETE_VARS)
     if slash and not completing:
-        return _guarded(options, lambda: run_slash(options, rest[0], rest[1:]))
+        return _guarded(options, lambda: run_slash(check_run_options(options), rest[0], rest[1:]))
+    if rest and rest[0] == "ask" and not completing:
+        parsed = ask_words(rest[1:])
+        if parsed is not None:  # anything it does not know (--help, a typo) goes to typer
+            from mdagent.ask import ask_command
+
+            return _guarded(options, lambda: ask_command(options, **parsed))
     if completing:
         _completion_variable()
     if argv[:1] in (["--version"], ["-V"]):
@@ -104,6 +113,70 @@ def _main(argv: list[str] | None) -> int:
     from mdagent.app import run_app
 
     return run_app(argv)
+
+
+# `agent ask`'s options, parsed here so that a script's run skips typer (~45 ms):
+# flags, then options taking a value, then those that may repeat.
+_ASK_FLAGS = {
+    "--continue": "continue_",
+    "-c": "continue_",
+    "--yes": "yes",
+    "-y": "yes",
+    "--json": "json_out",
+    "--fail-on-refusal": "fail_on_refusal",
+}
+_ASK_VALUED = {
+    "--session": "session",
+    "--output-format": "output_format",
+    "--mode": "mode",
+    "--max-steps": "max_steps",
+    "--tools": "tools",
+    "--system-prompt": "system_prompt",
+    "--append-system-prompt": "append_system_prompt",
+    "--provider": "provider",
+    "--model": "model",
+    "--base-url": "base_url",
+    "--script": "script",
+}
+_ASK_REPEATED = {"--allow": "allow", "--deny": "deny"}
+
+
+def ask_words(words: list[str]) -> dict | None:
+    """``agent ask``'s options and prompt words, or None when typer should parse them.
+
+    None for anything this small parser does not take exactly as typer would:
+    ``--help``, an unknown option, ``--``, a missing value, a step count that
+    is not a positive whole number. Options and prompt words may mix, as
+    with click.
+    """
+    parsed: dict = {"prompt": [], "allow": [], "deny": []}
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if not word.startswith("-") or word == "-":
+            parsed["prompt"].append(word)
+        elif word in _ASK_FLAGS:
+            parsed[_ASK_FLAGS[word]] = True
+        else:
+            name, has_value, value = word.partition("=")
+            key = _ASK_VALUED.get(name) or _ASK_REPEATED.get(name)
+            if key is None:
+                return None
+            if not has_value:
+                if index + 1 >= len(words):
+                    return None
+                index += 1
+                value = words[index]
+            if key in ("allow", "deny"):
+                parsed[key].append(value)
+            elif key == "max_steps":
+                if not value.isdigit() or int(value) < 1:
+                    return None
+                parsed[key] = int(value)
+            else:
+                parsed[key] = value
+        index += 1
+    return parsed
 
 
 def _quiet_dead_terminal() -> None:
@@ -138,9 +211,36 @@ def _global_options(argv: list[str]) -> tuple[Options, list[str] | None]:
             key, value = word.split("=", 1)
             setattr(options, _VALUED[key], value)
         else:
-            return options, argv[index:]
+            return _settled(options), argv[index:]
         index += 1
-    return options, []
+    return _settled(options), []
+
+
+def _settled(options: Options) -> Options:
+    """``--output-format json`` is ``--json``; a ``--mode`` given says where it came from."""
+    if options.output_format == "json":
+        options.json = True
+    elif options.json and options.output_format == "text":
+        options.output_format = "json"
+    if options.mode:
+        options.mode_source = "--mode"
+    return options
+
+
+def check_run_options(options: Options) -> Options:
+    """``options``, or a :class:`UsageError` for an ``--output-format`` or ``--mode`` it cannot take."""
+    from mdagent.errors import UsageError
+
+    if options.output_format not in OUTPUT_FORMATS:
+        raise UsageError(
+            f"--output-format: {options.output_format!r} is not one of {', '.join(OUTPUT_FORMATS)}"
+        )
+    if options.mode is not None:
+        from mdagent.policy import MODES
+
+        if options.mode not in MODES:
+            raise UsageError(f"--mode: {options.mode!r} is not one of {', '.join(MODES)}")
+    return options
 
 
 def _configure_logging(verbose: bool) -> None:
@@ -163,16 +263,23 @@ def _guarded(options: Options, action) -> int:
     """
     from mdagent.console import report_error
 
+    def as_json() -> bool | str:  # read when it fails: `ask` sets its own format as it runs
+        return "stream" if options.output_format == "stream-json" else options.json
+
     try:
         return action()
     except MdagentError as err:
-        report_error(str(err), err.code, as_json=options.json, session=err.session)
+        report_error(
+            str(err), err.code, as_json=as_json(), session=err.session, exit_status=err.exit_code
+        )
         return err.exit_code
     except KeyboardInterrupt:
         from mdagent import signals
 
         with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
-            report_error(signals.message(), "INTERRUPTED", as_json=options.json)
+            report_error(
+                signals.message(), "INTERRUPTED", as_json=as_json(), exit_status=EXIT_INTERRUPTED
+            )
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`agent /x | head -1`): point stdout at
@@ -184,7 +291,7 @@ def _guarded(options: Options, action) -> int:
         if options.verbose:
             raise
         message = f"internal error: {type(err).__name__}: {err} (rerun with -v)"
-        report_error(message, "INTERNAL", as_json=options.json)
+        report_error(message, "INTERNAL", as_json=as_json(), exit_status=EXIT_FAILED)
         return EXIT_FAILED
 
 

@@ -88,9 +88,14 @@ def config_report(runtime: Runtime) -> dict[str, Any]:
                 origin = label
                 break
         settings[key] = {"value": value, "from": origin}
+    mode = runtime.mode
+    origin = mode.source
+    if origin == "policy.mode":  # which layer said it
+        origin = settings.get("policy.mode", {}).get("from", "default")
     return {
         "workspace": str(runtime.workdir),
         "state_dir": str(state_dir()),
+        "mode": {"mode": mode.mode, "from": origin},
         "layers": [
             {"kind": layer.label, "path": str(layer.path)}
             | ({"settings": path} if (path := _settings_of(layer, layers)) else {})
@@ -160,6 +165,7 @@ def print_config(report: dict[str, Any], echo=print) -> None:
     echo(f"state dir: {report['state_dir']}")
     echo(model_line(report["model"]))
     echo(f"trust: {trust_line(report['trust'])}")
+    echo(f"mode: {report['mode']['mode']} ({report['mode']['from']})")
     echo("layers (highest precedence first):")
     for layer in report["layers"]:
         tail = f"  ({layer['settings']})" if "settings" in layer else ""

@@ -78,7 +78,12 @@ def say_error(message: str, stream: Any = None) -> None:
 
 
 def report_error(
-    message: str, code: str = "ERROR", *, as_json: bool = False, session: str | None = None
+    message: str,
+    code: str = "ERROR",
+    *,
+    as_json: bool | str = False,
+    session: str | None = None,
+    exit_status: int | None = None,
 ) -> None:
     """An error at a CLI edge: one JSON object on stdout with ``--json``, else one line on stderr.
 
@@ -86,7 +91,15 @@ def report_error(
     :attr:`mdagent.errors.MdagentError.code`), so a script reading ``--json``
     output always gets JSON, even when no tool ran. ``session``: the saved
     session of a turn that failed (a ``"session"`` key beside the error).
+    ``as_json="stream"`` (``--output-format stream-json``) writes the run's
+    final ``result`` event instead, with ``exit_status``.
     """
+    if as_json == "stream":
+        from mdagent import events
+
+        events.started()  # notes held for a `start` that never came go out first
+        events.emit("result", **events.error_result(code, message, exit_status or 1, session))
+        return
     if as_json:
         print(error_json(code, message, session), flush=True)
     else:

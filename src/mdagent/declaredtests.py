@@ -297,7 +297,7 @@ class _WorkingFolder:
 def _copy_workspace(runtime: Any, tmp: Path) -> Any:
     """A Runtime like ``runtime`` whose workspace is a fresh copy under ``tmp``."""
     from mdagent.registry import compile_registry
-    from mdagent.runtime import Options, Runtime
+    from mdagent.runtime import Runtime
 
     source = Path(runtime.workdir)
     target = tmp / (source.name or "workspace")
@@ -310,7 +310,7 @@ def _copy_workspace(runtime: Any, tmp: Path) -> Any:
         )
     except (OSError, shutil.Error) as err:
         raise ToolFailed(f"cannot copy the workspace for the tests: {err}") from None
-    options = Options(**{**vars(runtime.options)})
+    options = runtime.options.copy()
     # --layer folders given relative to where agent ran must still name them.
     options.layers = [str((runtime.cwd / p).resolve()) for p in runtime.options.layers]
     try:

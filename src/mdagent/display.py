@@ -104,7 +104,7 @@ class Display:
             self.err.flush()
             self._reasoning_open = False
 
-    def tool_call(self, name: str, arguments: Any) -> None:
+    def tool_call(self, name: str, arguments: Any, *, call_id: str | None = None) -> None:
         """One line on stderr for a call: ``→ exec  git status``."""
         self.end_text()
         line = f"→ {name}  {short_arguments(arguments)}".rstrip()
@@ -121,7 +121,9 @@ class Display:
 
         return shorten(line, shutil.get_terminal_size().columns)
 
-    def tool_outcome(self, name: str, result: Result, seconds: float | None = None) -> None:
+    def tool_outcome(
+        self, name: str, result: Result, seconds: float | None = None, *, call_id: str | None = None
+    ) -> None:
         """One line on stderr for how a call ended: ``  ✓ exec · exit 0 · 0.3 s``."""
         self.note(self.fitted("  " + outcome_line(name, result, seconds)))
 

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_STEP_LIMIT = 3  # agent ask: the run reached --max-steps / agent.max_steps unanswered
+EXIT_REFUSED = 4  # agent ask --fail-on-refusal: answered, but a tool call was refused
 EXIT_TIMEOUT = 124
 EXIT_DENIED = 126
 EXIT_HANGUP = 129  # 128 + SIGHUP, as a shell reports it (mdagent.signals)
@@ -39,6 +41,15 @@ EXIT_STATUSES: tuple[tuple[int, str], ...] = (
         'usage: unknown command (with the list and "did you mean", across slash commands '
         "and subcommands: `agent /tools` → `agent tools`), a required argument left out or "
         "invalid arguments (with the usage line), broken configuration",
+    ),
+    (
+        EXIT_STEP_LIMIT,
+        "`agent ask`, a prompt skill: the run reached its step limit (`--max-steps`, "
+        "`agent.max_steps`) without a final answer",
+    ),
+    (
+        EXIT_REFUSED,
+        "`agent ask --fail-on-refusal`: the model answered, but the policy refused a tool call",
     ),
     (EXIT_TIMEOUT, "timed out (the whole process group is killed)"),
     (EXIT_DENIED, "denied by policy"),

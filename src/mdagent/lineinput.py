@@ -13,7 +13,12 @@ Imported only by the interactive session (prompt_toolkit costs start-up time
 - Ctrl-C clears a typed line; at an empty prompt it ends the read with
   :class:`~mdagent.repl.EmptyInterrupt` (twice in a row leaves); Ctrl-D on
   an empty line leaves;
-- a bottom toolbar with the model, the session id and the tokens used.
+- ``@`` opens a menu of the files under the working directory (``@path``
+  sends the file with the message, :mod:`mdagent.mentions`);
+- Shift+Tab cycles the permission mode (ask, accept-edits, plan, full) when
+  no completion menu is open;
+- a bottom toolbar with the model, the permission mode and where it came
+  from, the session id and the tokens used.
 """
 
 from __future__ import annotations
@@ -64,6 +69,12 @@ class SessionCompleter(Completer):
                 if name.startswith(stripped):
                     yield Completion(name, -len(stripped), display_meta=first_line(description))
             return
+        if word.startswith("@") and "\n" not in word:  # @path: the workspace's files, as typed
+            from mdagent.dispatch import complete_path
+
+            for value in complete_path(word[1:], str(self.repl.runtime.cwd)):
+                yield Completion("@" + value, -len(word))
+            return
         if not event.completion_requested:
             return  # arguments and paths on Tab only, never while typing a message
         found: list[str] = []
@@ -85,7 +96,8 @@ def first_line(text: str | None) -> str:
 
 def key_bindings(repl: Repl | None = None) -> KeyBindings:
     """Enter sends, Esc Enter and a trailing backslash continue, Ctrl-C as a shell does;
-    Esc leaves shell mode (``!`` alone entered it)."""
+    Esc leaves shell mode (``!`` alone entered it); Shift+Tab cycles ``repl``'s
+    permission mode when no completion menu is open."""
     from prompt_toolkit.filters import Condition
 
     from mdagent.repl import EmptyInterrupt
@@ -122,6 +134,16 @@ def key_bindings(repl: Repl | None = None) -> KeyBindings:
     def _newline(event: Any) -> None:
         event.current_buffer.insert_text("\n")
 
+    @keys.add("s-tab")
+    def _cycle_mode(event: Any) -> None:
+        buffer = event.current_buffer
+        if buffer.complete_state is not None:  # a menu is open: Shift+Tab walks it back
+            buffer.complete_previous()
+            return
+        if repl is not None:
+            repl.cycle_mode()
+            event.app.invalidate()  # the toolbar shows the new mode
+
     @keys.add("c-c")
     def _interrupt(event: Any) -> None:
         buffer = event.current_buffer
@@ -154,12 +176,12 @@ class TerminalInput:
         )
 
     def toolbar(self) -> str:
-        """``model · session id · tokens``, shortened to the terminal's width."""
+        """``model · mode · session id · tokens``, shortened to the terminal's width."""
         try:
             width = self.session.app.output.get_size().columns
         except Exception:  # no size to be had: the usual terminal's
             width = 80
-        return status_bar(status_parts(self.repl), width)
+        return status_bar(status_parts(self.repl), width, STATUS_SHRINK)
 
     def read(self) -> str:
         """The next message; EOFError on Ctrl-D, EmptyInterrupt on Ctrl-C at an empty prompt.
@@ -248,8 +270,14 @@ def status_parts(repl: Repl) -> list[list[str]]:
     usage = repl.usage
     tokens_in, tokens_out = usage["input_tokens"], usage["output_tokens"]
     session = repl.session_id or "(new)"
+    try:
+        in_force = repl.runtime.mode
+        mode = [f"mode {in_force.mode} ({in_force.source})", in_force.mode]
+    except Exception:  # a broken policy.mode is reported when a turn needs it
+        mode = ["mode ?", "?"]
     return [
         [model, *([short] if (short := shorten(model, 16)) != model else [])],
+        mode,
         [f"session {session}", session[:6] if repl.session_id else "new", ""],
         [
             f"tokens {tokens_in:,} in / {tokens_out:,} out",
@@ -259,9 +287,16 @@ def status_parts(repl: Repl) -> list[list[str]]:
     ]
 
 
-def status_bar(parts: list[list[str]], width: int) -> str:
-    """``parts`` joined with `` · `` in ``width`` columns: each part steps to a shorter
-    form, the rightmost first, until the line fits; never cut by the terminal."""
+#: How the bar gives up room, one step of one part at a time (indices into
+#: :func:`status_parts`): the mode's source, then the tokens' long form, the
+#: session id, the mode's word, the tokens' short form, the model.
+STATUS_SHRINK = (1, 3, 2, 2, 1, 3, 0)
+
+
+def status_bar(parts: list[list[str]], width: int, shrink: tuple[int, ...] = ()) -> str:
+    """``parts`` joined with `` · `` in ``width`` columns: parts step to shorter forms,
+    one step at a time in the order ``shrink`` gives (else the rightmost part first),
+    until the line fits; never cut by the terminal."""
     from mdagent.console import display_width, shorten
 
     chosen = [0] * len(parts)
@@ -270,6 +305,11 @@ def status_bar(parts: list[list[str]], width: int) -> str:
         shown = [forms[i] for forms, i in zip(parts, chosen, strict=True) if forms[i]]
         return f" {' · '.join(shown)} "
 
+    for index in shrink:
+        if display_width(line()) <= width:
+            break
+        if index < len(parts) and chosen[index] + 1 < len(parts[index]):
+            chosen[index] += 1
     while display_width(line()) > width:
         for index in reversed(range(len(parts))):
             if chosen[index] + 1 < len(parts[index]):

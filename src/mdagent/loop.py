@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mdagent.conversation import Conversation, tool_message
-from mdagent.errors import Interrupted, ProviderError
+from mdagent.errors import EXIT_FAILED, EXIT_OK, EXIT_STEP_LIMIT, Interrupted, ProviderError
 from mdagent.toolbox import Result, Toolbox, ToolContext, UnknownTool
 
 if TYPE_CHECKING:
@@ -68,10 +68,12 @@ class Screen(Protocol):
     def running(self, names: list[str]) -> AbstractContextManager[None]:
         """Around tool calls running (``names``: their tools)."""
 
-    def tool_call(self, name: str, arguments: Any) -> None:
-        """A call about to run (or refused)."""
+    def tool_call(self, name: str, arguments: Any, *, call_id: str | None = None) -> None:
+        """A call about to run (or refused); ``call_id`` is the model's id of it."""
 
-    def tool_outcome(self, name: str, result: Result, seconds: float | None = None) -> None:
+    def tool_outcome(
+        self, name: str, result: Result, seconds: float | None = None, *, call_id: str | None = None
+    ) -> None:
         """How a call ended, and how long it took."""
 
 
@@ -114,6 +116,7 @@ class Outcome:
     ``stop_reason`` says why an answer that arrived is not complete
     (``max_tokens``, ``context_window``, ``refusal``, ``content_filter``).
     ``cost`` is what ``usage`` cost at ``model.price`` (None: price unknown).
+    ``step_limited``: the turn reached its step limit without an answer.
     """
 
     answer: str | None
@@ -124,11 +127,28 @@ class Outcome:
     message: str = ""
     stop_reason: str | None = None
     cost: float | None = None
+    step_limited: bool = False
 
     @property
     def exit_status(self) -> int:
-        """0 with a complete final answer; 1 without one, or with one cut short."""
-        return 0 if self.answer is not None and not self.stop_reason else 1
+        """0 with a complete final answer; 3 at the step limit; 1 otherwise (none, or cut short)."""
+        if self.step_limited:
+            return EXIT_STEP_LIMIT
+        return EXIT_OK if self.answer is not None and not self.stop_reason else EXIT_FAILED
+
+    @property
+    def stopped(self) -> str:
+        """Why the turn ended, in one word: ``answered``, ``max_steps`` or the stop reason."""
+        if self.step_limited:
+            return "max_steps"
+        if self.answer is None:
+            return "error"
+        return self.stop_reason or "answered"
+
+    @property
+    def refusals(self) -> list[dict[str, Any]]:
+        """The tool calls the policy refused (``code: DENIED``), in order."""
+        return [c for c in self.tool_calls if (c.get("result") or {}).get("code") == "DENIED"]
 
     def to_dict(self) -> dict[str, Any]:
         """The ``agent ask --json`` object."""
@@ -189,6 +209,7 @@ class Agent:
         context: ContextFactory | None = None,
         hooks: SessionHooks | None = None,
         checkpoints: TurnCheckpoints | None = None,
+        limit_name: str = "agent.max_steps",
     ) -> None:
         self.provider = provider
         self.checkpoints = checkpoints
@@ -199,6 +220,7 @@ class Agent:
         self.tool_names = {t["name"] for t in tools}
         self.conversation = conversation if conversation is not None else Conversation()
         self.max_steps = max_steps
+        self.limit_name = limit_name  # what the step-limit message tells the person to raise
         self.context = context or self._default_context
         self.display = display
         self.steps = 0
@@ -242,7 +264,7 @@ class Agent:
             number = sum(1 for m in self.conversation.messages if m.get("role") == "user") + 1
             self.checkpoints.start_turn(number, _prompt_text(message))
         self.conversation.add(message)
-        answer, why, short = None, "", None
+        answer, why, short, limited = None, "", None, False
         try:
             while True:
                 self.step()
@@ -251,7 +273,7 @@ class Agent:
         except CutShort as stop:
             answer, why, short = stop.answer, stop.message, stop.reason
         except StepLimitReached as stop:
-            why = stop.message
+            why, limited = stop.message, True
         except ProviderError as err:
             err.session = self.conversation.session_id  # saved: what ran so far is kept
             raise
@@ -273,6 +295,7 @@ class Agent:
             message=why,
             stop_reason=short,
             cost=self._cost(),
+            step_limited=limited,
         )
         if self.hooks is not None:
             self.hooks.close_turn(outcome)
@@ -288,7 +311,7 @@ class Agent:
         if self.steps >= self.max_steps:
             raise StepLimitReached(
                 f"stopped after {self.steps} steps without a final answer; "
-                "raise agent.max_steps or continue with `agent ask --continue`"
+                f"raise {self.limit_name} or continue with `agent ask --continue`"
             )
         self.steps += 1
         reply = self.query()
@@ -381,7 +404,7 @@ class Agent:
             if refusal is not None:
                 self._results[index] = refusal
                 self._show_call(tool_name or call.name, call)
-                self.display.tool_outcome(tool_name or call.name, refusal)
+                self.display.tool_outcome(tool_name or call.name, refusal, call_id=call.id)
             else:
                 plan.append((index, call, tool_name))
         self._write_ready()
@@ -456,7 +479,7 @@ class Agent:
 
     def _show_call(self, name: str, call: ToolCall) -> None:
         shown = call.arguments if call.arguments is not None else call.raw_arguments
-        self.display.tool_call(name, shown)
+        self.display.tool_call(name, shown, call_id=call.id)
 
     def _timed(self, index: int) -> Callable[..., Result]:
         """``toolbox.run`` that notes how long call ``index`` took (shown with its outcome)."""
@@ -488,7 +511,7 @@ class Agent:
         return future
 
     def _collect(self, batch: list[Planned], futures: list[Future[Result]]) -> None:
-        for (index, _, name), future in zip(batch, futures, strict=True):
+        for (index, call, name), future in zip(batch, futures, strict=True):
             if not future.done():
                 continue
             error = future.exception()
@@ -498,7 +521,7 @@ class Agent:
                 result = Result.failure(f"{type(error).__name__}: {error}")
                 self._results[index] = result
             # The model reads the outcome; the person sees it too, refusals included.
-            self.display.tool_outcome(name, result, self._durations[index])
+            self.display.tool_outcome(name, result, self._durations[index], call_id=call.id)
 
     def _write_ready(self, missing: str | None = None) -> None:
         """Store the results that are in, in order; with ``missing``, fill the rest."""

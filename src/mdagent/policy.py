@@ -3,7 +3,7 @@
 Settings (``agent.yaml``)::
 
     policy:
-      mode: ask            # ask | allowlist | deny | full
+      mode: ask            # ask | accept-edits | plan | allowlist | deny | full
       allow: ["exec(git *)", "read_file", "write_file(src/**)"]
       ask:   [{rule: "exec(git push*)", reason: "others see what you push"}]
       deny:  ["exec(rm -rf *)", "read_file(**/.env)", "fetch(domain:evil.example)"]
@@ -55,6 +55,14 @@ matched against depends on the tool:
 Ask rules match the way deny rules do (any segment, any spelling of a path;
 a command they cannot see through counts as matching).
 
+The permission mode in force is decided in one place, :func:`effective_mode`
+(``--mode``, ``/mode``, then ``policy.mode``): ``plan`` refuses every tool
+that could change something outside the read-only sandbox (:func:`plan_refusal`,
+for every caller) and the runtime runs every command in that sandbox
+(:func:`run_settings`); ``accept-edits`` approves the file tools' writes
+inside the workspace. No mode lifts a deny rule, a protected file or the
+sandbox.
+
 Who is asking matters (``ctx.caller``): a command a person typed runs as
 typed, only deny rules (and rate limits) apply. For a model (``"model"``,
 ``"mcp"``, anything but ``"person"``), see :meth:`Policy.check`.
@@ -79,7 +87,11 @@ from mdagent.toolbox import Decision, ToolContext
 
 log = logger("mdagent.policy")
 
-MODES = ("ask", "allowlist", "deny", "full")
+MODES = ("ask", "accept-edits", "plan", "allowlist", "deny", "full")
+#: The modes a person cycles through in the session (Shift+Tab), in order.
+CYCLE = ("ask", "accept-edits", "plan", "full")
+#: Built-in tools that only read: plan mode keeps them.
+READ_TOOLS = frozenset({"read_file", "glob", "grep", "fetch", "skill"})
 EXEC_TOOLS = frozenset({"exec"})
 FILE_TOOLS = frozenset({"read_file", "write_file", "edit_file", "glob", "grep"})
 WRITE_TOOLS = frozenset({"write_file", "edit_file"})
@@ -590,6 +602,7 @@ class Verdict:
     hook: Any = None
     approved_by: str | None = None
     segments: tuple[SegmentVerdict, ...] = ()
+    by_mode: bool = False  # refused by the permission mode itself (plan)
 
     @property
     def rule(self) -> Rule | None:
@@ -684,7 +697,11 @@ class Policy:
         denied = self._matching(
             self.deny, tool_names(tool), tool.name, args, self._workdir(ctx), view
         )
-        return None if denied is None else self._denial(*denied)
+        if denied is not None:
+            return self._denial(*denied)
+        if self.mode == "plan" and plan_refusal(tool):
+            return self._refusal(tool, self._plan_verdict(tool))
+        return None
 
     def check(
         self, tool: Any, args: Mapping[str, Any], ctx: ToolContext, hook: Any = None
@@ -733,6 +750,8 @@ class Policy:
         if denied is not None:
             rule, what = denied
             return Verdict(DENY, f"denied by policy rule `{rule}`", (rule,), matched=what)
+        if self.mode == "plan" and plan_refusal(tool):
+            return self._plan_verdict(tool)
         if ctx is not None and getattr(ctx, "caller", None) == "person":
             return Verdict(ALLOW, "a person's command runs as typed", approved_by="person")
         target, held = self._protected_target(tool.name, args, ctx, workdir)
@@ -754,6 +773,10 @@ class Policy:
         if decided == ASK:
             return Verdict(ASK, f"hook {hook.hook} asks for it", asks="hook", hook=hook)
         return self._by_rules(tool, args, names, workdir, view)
+
+    @staticmethod
+    def _plan_verdict(tool: Any) -> Verdict:
+        return Verdict(DENY, str(plan_refusal(tool)), by_mode=True)
 
     def explain(self, tool: Any, args: Mapping[str, Any], ctx: Any = None) -> Verdict:
         """:meth:`evaluate`, plus each segment's own verdict for ``exec`` (``agent policy check``)."""
@@ -777,6 +800,16 @@ class Policy:
             return Verdict(ALLOW, "policy.mode is full", approved_by="mode:full")
         if self._call_key(tool.name, args) in self._always:
             return Verdict(ALLOW, 'answered "always" in this session', approved_by="always")
+        if (
+            self.mode == "accept-edits"
+            and tool.name in WRITE_TOOLS
+            and self._in_workspace(args, workdir)
+        ):
+            return Verdict(
+                ALLOW,
+                "policy.mode is accept-edits: a file edit inside the workspace",
+                approved_by="mode:accept-edits",
+            )
         rules = tuple(self._allowed_by(names, tool.name, args, workdir, view))
         allowed = Verdict(
             ALLOW,
@@ -802,6 +835,18 @@ class Policy:
         return Verdict(
             ASK, f"{why}: {blocker}" if blocker else why, asks="unmatched", suggestion=suggestion
         )
+
+    @staticmethod
+    def _in_workspace(args: Mapping[str, Any], workdir: str) -> bool:
+        """Whether a file tool's ``path`` lies inside the workspace itself (not ``policy.paths``)."""
+        from mdagent.errors import PolicyDenied
+        from mdagent.workspace import confine
+
+        try:
+            confine(str(args.get("path") or "."), workdir)
+        except PolicyDenied:
+            return False
+        return True
 
     def _segment_verdict(self, seg: Any, names: tuple[str, ...]) -> SegmentVerdict:
         """One segment as if it were the whole command (deny, ask, mode, allow)."""
@@ -861,6 +906,8 @@ class Policy:
         )
 
     def _refusal(self, tool: Any, verdict: Verdict) -> Decision:
+        if verdict.by_mode:
+            return Decision(False, verdict.why, code="DENIED", extra={"mode": self.mode})
         if verdict.protected is not None:  # a write the sandbox would refuse anyway
             return Decision(
                 False,
@@ -1360,7 +1407,8 @@ def _shorten(text: str, limit: int = 120) -> str:
 
 
 def withheld(settings: Mapping[str, Any]) -> Callable[[Any], bool]:
-    """Whether a tool is never offered to a model: a deny rule without a pattern covers it.
+    """Whether a tool is never offered to a model: a deny rule without a pattern covers it,
+    or plan mode would refuse it.
 
     ``deny: [fetch]`` refuses every call of ``fetch``; sending its
     description would only invite calls that cannot run.
@@ -1368,4 +1416,121 @@ def withheld(settings: Mapping[str, Any]) -> Callable[[Any], bool]:
     section = (settings or {}).get("policy") or {}
     deny = section.get("deny") if isinstance(section, Mapping) else None
     bare = [r for r in parse_rules(deny, "policy.deny") if r.pattern is None]
-    return lambda tool: any(r.names(tool_names(tool)) for r in bare)
+    plan = effective_mode(settings).plan  # plan mode: the tools it would refuse are not offered
+    return lambda tool: (
+        any(r.names(tool_names(tool)) for r in bare) or bool(plan and plan_refusal(tool))
+    )
+
+
+# -- permission modes ------------------------------------------------------------
+
+
+class ModeInForce(tuple):
+    """``(mode, source)``: the permission mode a run is in, and what chose it.
+
+    ``source`` is ``--mode`` (the command line), ``/mode`` (the session),
+    ``policy.mode`` (the settings; ``agent config show`` names the layer) or
+    ``default``.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, mode: str, source: str) -> ModeInForce:
+        return super().__new__(cls, (mode, source))
+
+    @property
+    def mode(self) -> str:
+        return self[0]
+
+    @property
+    def source(self) -> str:
+        return self[1]
+
+    @property
+    def plan(self) -> bool:
+        """Whether nothing may change (checkpoints, for one, have nothing to keep)."""
+        return self[0] == "plan"
+
+
+def effective_mode(
+    settings: Mapping[str, Any] | None, requested: str | None = None, source: str | None = None
+) -> ModeInForce:
+    """The permission mode in force: the one function that decides it.
+
+    ``requested`` is the person's choice for this run or session (``--mode``,
+    ``/mode``; ``source`` says which); without one, the settings'
+    ``policy.mode`` (already judged by workspace trust: an untrusted folder's
+    looser mode never gets here), else ``ask``. Everything that acts on the
+    mode (the policy, the tools offered, the sandbox of ``plan``, the status
+    bar, ``agent config show``, checkpoints) asks this function.
+    A word that is not a mode is a :class:`ConfigError`.
+    """
+    if requested:
+        if requested not in MODES:
+            raise ConfigError(
+                f"{source or '--mode'}: {requested!r} is not one of {', '.join(MODES)}"
+            )
+        return ModeInForce(requested, source or "--mode")
+    section = (settings or {}).get("policy") or {}
+    mode = section.get("mode") if isinstance(section, Mapping) else None
+    if mode:
+        return ModeInForce(str(mode), "policy.mode")
+    return ModeInForce("ask", "default")
+
+
+def plan_refusal(tool: Any) -> str | None:
+    """Why ``tool`` may not run in plan mode (None: it may, its processes read-only).
+
+    Kept: the built-in tools that only read, ``exec`` and the ``run:`` and
+    ``shell:`` tools (their processes run in the read-only sandbox). Refused:
+    ``write_file`` and ``edit_file``, and every tool the sandbox cannot hold
+    (a Python ``handler:``, ``http:``, a ``tool:`` wrapper, an MCP server's
+    tool), whatever it says it does: plan mode is enforced, not requested.
+    """
+    kind = tool.meta.get("kind") or "builtin"
+    if kind == "builtin" and (tool.name in READ_TOOLS or tool.name in EXEC_TOOLS):
+        return None
+    if kind in ("run", "shell"):
+        return None
+    if kind == "builtin" and tool.name in WRITE_TOOLS:
+        return f"{tool.name} is refused in plan mode: nothing changes (policy.mode is plan)"
+    how = {
+        "handler": "its Python handler: runs",
+        "http": "its http: request goes",
+        "tool": "the tool it wraps runs",
+        "builtin": "it runs",
+    }.get(kind, "its server (MCP) runs it")
+    return (
+        f"{tool.name} is refused in plan mode: {how} outside the read-only sandbox, "
+        "so nothing could hold it to changing nothing"
+    )
+
+
+def run_settings(
+    settings: Mapping[str, Any],
+    *,
+    mode: str | None = None,
+    allow: Iterable[str] = (),
+    deny: Iterable[str] = (),
+) -> dict[str, Any]:
+    """``settings`` with this run's own mode and rules (``--mode``, ``--allow``, ``--deny``).
+
+    Nothing is written anywhere: the rules live as long as the process.
+    In plan mode every command (a model's or a person's) runs in the
+    read-only sandbox, required: where it cannot be applied, commands are
+    refused rather than run unconfined.
+    """
+    section = dict(settings.get("policy") or {})
+    if mode:
+        section["mode"] = mode
+    for key, extra in (("allow", list(allow)), ("deny", list(deny))):
+        if extra:
+            existing = section.get(key) or []
+            existing = [existing] if isinstance(existing, str) else list(existing)
+            section[key] = [*existing, *extra]
+    out = {**settings, "policy": section}
+    if str(section.get("mode") or "") == "plan":
+        sandbox = settings.get("sandbox")
+        sandbox = dict(sandbox) if isinstance(sandbox, Mapping) else {}
+        out["sandbox"] = {**sandbox, "mode": "read-only", "required": True, "applies_to": "all"}
+    return out

@@ -55,7 +55,10 @@ def model_tools(
 
 
 def _withheld(settings: Mapping[str, Any]) -> Callable[[Tool], bool]:
-    if not setting(settings, "policy", "deny", None):
+    if (
+        not setting(settings, "policy", "deny", None)
+        and setting(settings, "policy", "mode", None) != "plan"
+    ):
         return lambda tool: False
     from mdagent.policy import withheld
 

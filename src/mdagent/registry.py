@@ -77,6 +77,7 @@ RESERVED_NAMES = frozenset(
         "resume",
         "rewind",
         "version",
+        "mode",
     }
 )
 

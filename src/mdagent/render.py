@@ -66,7 +66,9 @@ class MarkdownDisplay(Display):
             self._answer = ""
         super().end_text()
 
-    def tool_outcome(self, name: str, result: Result, seconds: float | None = None) -> None:
+    def tool_outcome(
+        self, name: str, result: Result, seconds: float | None = None, *, call_id: str | None = None
+    ) -> None:
         super().tool_outcome(name, result, seconds)
         for line in preview(result):
             self.note(self.fitted(f"    {line}"))

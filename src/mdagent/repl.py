@@ -272,6 +272,30 @@ class Repl:
         self.usage = usage
         return conversation
 
+    def set_mode(self, mode: str) -> None:
+        """Switch the permission mode for the rest of the session (``/mode``, Shift+Tab).
+
+        The toolboxes are built anew: their policy reads the mode when made
+        (:func:`mdagent.policy.effective_mode`). A word that is not a mode is a
+        :class:`UsageError`.
+        """
+        from mdagent.policy import MODES
+
+        if mode not in MODES:
+            raise UsageError(f"/mode: {mode!r} is not one of {', '.join(MODES)}")
+        options = self.runtime.options
+        options.mode, options.mode_source = mode, "/mode"
+        self._person_box = self._model_box = None
+
+    def cycle_mode(self) -> str:
+        """The next mode of :data:`mdagent.policy.CYCLE` (Shift+Tab); returns it."""
+        from mdagent.policy import CYCLE
+
+        current = self.runtime.mode.mode
+        following = CYCLE[(CYCLE.index(current) + 1) % len(CYCLE)] if current in CYCLE else CYCLE[0]
+        self.set_mode(following)
+        return following
+
     def person_box(self) -> Any:
         """The toolbox for commands the person types (caller "person")."""
         if self._person_box is None:
@@ -351,7 +375,9 @@ class Repl:
                 return
             self.declared(name, rest)
             return
-        self.chat({"role": "user", "content": text})
+        from mdagent.mentions import with_mentions
+
+        self.chat({"role": "user", "content": with_mentions(self.runtime, text)})
 
     def chat(
         self,

@@ -44,16 +44,45 @@ class Options:
         model: str | None = None,
         base_url: str | None = None,
         script: str | None = None,
+        output_format: str = "text",
+        mode: str | None = None,
     ) -> None:
         self.layers: list[str] = [] if layers is None else layers
         self.no_user = no_user
-        self.json = json
+        self.json = json or output_format == "json"  # `--output-format json` is `--json`
         self.yes = yes
         self.verbose = verbose
         self.provider = provider
         self.model = model
         self.base_url = base_url
         self.script = script
+        #: ``text``, ``json`` (also ``--json``) or ``stream-json`` (:mod:`mdagent.events`).
+        self.output_format = "json" if json and output_format == "text" else output_format
+        #: The permission mode asked for on the command line or by ``/mode``
+        #: (None: the settings' ``policy.mode``); see :func:`mdagent.policy.effective_mode`.
+        self.mode = mode
+        self.mode_source = "--mode" if mode else None
+        #: This run's own rules and limits (``agent ask``): never written to a file.
+        self.allow: list[str] = []
+        self.deny: list[str] = []
+        self.max_steps: int | None = None
+        self.tools: list[str] | None = None
+        self.system_prompt: str | None = None
+        self.append_system_prompt: str | None = None
+        self.fail_on_refusal = False
+
+    @property
+    def stream_json(self) -> bool:
+        """Whether stdout carries one JSON event per line (``--output-format stream-json``)."""
+        return self.output_format == "stream-json"
+
+    def copy(self) -> Options:
+        """A copy whose lists are its own."""
+        twin = Options.__new__(Options)
+        twin.__dict__.update(
+            {k: list(v) if isinstance(v, list) else v for k, v in vars(self).items()}
+        )
+        return twin
 
     def __repr__(self) -> str:
         return f"Options({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
@@ -204,7 +233,35 @@ class Runtime:
 
     @property
     def settings(self) -> dict[str, Any]:
-        return self.registry.settings
+        """The settings calls are judged by: the registry's, with this run's mode and rules.
+
+        ``--mode``, ``/mode``, ``--allow`` and ``--deny`` live here, in memory
+        only (:func:`mdagent.policy.run_settings`); plan mode, wherever it
+        came from, also puts every command in the read-only sandbox.
+        """
+        base = self.registry.settings
+        options = self.options
+        section = base.get("policy")
+        planned = hasattr(section, "get") and section.get("mode") == "plan"
+        if not (options.mode or options.allow or options.deny or planned):
+            return base
+        key = (options.mode, tuple(options.allow), tuple(options.deny))
+        cached = self.__dict__.get("_run_settings")
+        if cached is not None and cached[0] is base and cached[1] == key:
+            return cached[2]
+        from mdagent.policy import run_settings
+
+        value = run_settings(base, mode=options.mode, allow=options.allow, deny=options.deny)
+        self.__dict__["_run_settings"] = (base, key, value)
+        return value
+
+    @property
+    def mode(self):
+        """The permission mode in force and what chose it (:func:`mdagent.policy.effective_mode`)."""
+        from mdagent.policy import effective_mode
+
+        options = self.options
+        return effective_mode(self.registry.settings, options.mode, options.mode_source)
 
     @cached_property
     def workdir(self) -> Path:
@@ -349,11 +406,12 @@ class Runtime:
     def person_policy(self):
         """The policy for commands a person types, or None when it cannot refuse.
 
-        A typed command meets only deny rules and rate limits; with neither
-        configured, the policy module need not even be imported.
+        A typed command meets only deny rules, plan mode's refusals and rate
+        limits; with none of them, the policy module need not even be imported.
         """
         rate_limited = any(self.registry.tools[name].rate_limit for name in self.registry.tools)
-        if self.settings.get("policy", {}).get("deny") or rate_limited:
+        section = self.settings.get("policy", {})
+        if section.get("deny") or section.get("mode") == "plan" or rate_limited:
             return self.policy(interactive=False)
         return None
 

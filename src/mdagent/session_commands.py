@@ -26,10 +26,11 @@ COMPACT_REQUEST = (
 
 KEYS = (
     "Keys: Enter sends · Esc Enter or a trailing \\ starts a new line (a paste stays one "
-    "message) · Tab completes · Up/Down and Ctrl-R search the history · Ctrl-C cancels "
-    "the running call, twice at an empty prompt leaves · Ctrl-D leaves · !cmd runs a command "
-    "and the model sees its output with the next message · ! alone: shell mode, Esc leaves · "
-    "Ctrl-O opens the last call's whole output and the conversation in a pager"
+    "message) · Tab completes (@ completes files) · Shift+Tab cycles the mode · Up/Down and "
+    "Ctrl-R search the history · Ctrl-C cancels the running call, twice at an empty prompt "
+    "leaves · Ctrl-D leaves · !cmd runs a command and the model sees its output with the next "
+    "message · ! alone: shell mode, Esc leaves · Ctrl-O opens the last call's whole output and "
+    "the conversation in a pager"
 )
 
 
@@ -108,6 +109,22 @@ def register_builtins(repl: Repl) -> None:
         config = repl.config()
         where = f" at {config.base_url}" if config.base_url else ""
         say(f"{config.provider} {config.model}{where}")
+
+    def modes() -> list[str]:
+        from mdagent.policy import MODES
+
+        return list(MODES)
+
+    @register(
+        "mode",
+        "Show the permission mode, or switch: /mode ask|accept-edits|plan|full (Shift+Tab cycles)",
+        modes,
+    )
+    def _mode(name: str | None) -> None:
+        if name:
+            repl.set_mode(name)
+        mode = runtime.mode
+        say(f"mode: {mode.mode} ({mode.source})")
 
     def session_ids() -> list[str]:
         return [row["id"] for row in runtime.store.sessions(cwd=str(runtime.workdir))]

@@ -94,6 +94,7 @@ class ToolSpec(Record):
             "rate_limit": self.rate_limit,
             "timeout": self.timeout,
             "source": self.source,
+            "kind": self.kind,  # plan mode keeps only what the sandbox can hold
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -67,7 +67,10 @@ ABSENT = "-"
 
 # How strict each value is: a project's value applies only when it is at
 # least as strict as the person's own (higher is stricter).
-_MODE_RANK = {"full": 0, "ask": 1, "allowlist": 2, "deny": 2}
+# Permission modes: full < accept-edits < ask < allowlist = deny < plan (a
+# project may pick plan whatever yours is: nothing changes; where plan asks
+# and yours would refuse, a question is still not a change).
+_MODE_RANK = {"full": 0, "accept-edits": 1, "ask": 2, "allowlist": 3, "deny": 3, "plan": 4}
 _SANDBOX_RANK = {"off": 0, "false": 0, "workspace-write": 1, "read-only": 2}
 # Sections of a project's settings that loosen nothing: kept as written.
 _KEPT_SECTIONS = ("agent", "exec", "fetch", "glob", "grep", "mcp")
@@ -279,7 +282,7 @@ def _tighten_policy(policy: Mapping[str, Any], theirs: Mapping[str, Any], drop) 
             kept[key] = value
         elif key == "mode":
             mine = str(theirs.get("mode") or "ask")
-            if _MODE_RANK.get(str(value), 0) >= _MODE_RANK.get(mine, 1):
+            if _MODE_RANK.get(str(value), 0) >= _MODE_RANK.get(mine, 2):
                 kept[key] = value
             else:
                 drop("policy.mode", f"says {value} (yours: {mine})", "policy", key)
@@ -724,6 +727,10 @@ def tell(line: str) -> None:
     the notice of an untrusted folder is on the ``/name`` path)."""
     import sys
 
+    events = sys.modules.get("mdagent.events")  # a stream-json run: a notice event
+    if events is not None and events.sink is not None:
+        events.sink(f"agent: {line}")
+        return
     with contextlib.suppress(OSError, ValueError):  # stderr closed: nothing to show it on
         print(f"agent: {line}", file=sys.stderr, flush=True)
 

@@ -115,14 +115,17 @@ def request(
     connection that broke, ``timed_out``/``interrupted``, a refusal with
     the policy's ``code``.
     """
-    import httpx  # costs ~100 ms: only for the calls that fetch
+    from mdagent.httpclient import client as http_client
+    from mdagent.httpclient import load
+
+    httpx = load()  # costs ~100 ms: only for the calls that fetch
 
     refused = judge_url(url, ctx, redirect=False, check_policy=judge_first)
     if refused is not None:
         return refused
     watchdog = _Watchdog(timeout, getattr(ctx, "cancel", None))
     try:
-        with httpx.Client(follow_redirects=False, timeout=timeout) as client:
+        with http_client(follow_redirects=False, timeout=timeout) as client:
             try:
                 next_request = client.build_request(method, url, **options)
             except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:

@@ -728,10 +728,11 @@ class HTTPProvider:
             self._client = None
 
     def _http(self) -> httpx.Client:
-        import httpx
+        # Without httpx's command line, and certificates loaded only for https.
+        from mdagent.httpclient import client, load
 
         if self._client is None:
-            self._client = httpx.Client(timeout=httpx.Timeout(self.config.timeout))
+            self._client = client(timeout=load().Timeout(self.config.timeout))
         return self._client
 
     # -- sending, with retries ----------------------------------------------------------
@@ -757,8 +758,9 @@ class HTTPProvider:
         each retry. When streaming, the returned response is still open:
         close it when done.
         """
-        import httpx
+        from mdagent.httpclient import load
 
+        httpx = load()  # without its command line (see mdagent.httpclient)
         client = self._http()
         retries = 0
         while True:
