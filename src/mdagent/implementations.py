@@ -57,7 +57,7 @@ MAX_COMPOSITION_DEPTH = 8
 # -- load time -----------------------------------------------------------------
 
 
-def check_implementation(
+def check_implementation(  # noqa: C901
     spec: Mapping[str, Any],
     params: Mapping[str, Any],
     tool_names: Container[str],

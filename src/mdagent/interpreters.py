@@ -214,7 +214,7 @@ _MAKE_ASSIGNMENT = re.compile(r"([^\s=:!?+$]+)\s*(:::=|::=|:=|\?=|\+=|!=|=)(.*)"
 _PLAIN_VALUE = re.compile(r"[\w.,/@%+:-]*")
 
 
-def inline_code(argv: tuple[str, ...] | list[str]) -> str | None:
+def inline_code(argv: tuple[str, ...] | list[str]) -> str | None:  # noqa: C901
     """How ``argv`` runs code given on its command line (``"python3 -c"``), or None.
 
     ``argv`` is a command without wrappers (``Segment.core``).

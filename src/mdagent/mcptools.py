@@ -313,7 +313,7 @@ def run_prompt(runtime: Runtime, server: str, prompt_name: str, argv: list[str])
     prompt = mcp.prompt(server, prompt_name)
     command, stand_in = prompt_spec(server, prompt)
     if argv == ["--help"]:
-        print(help_text(command, stand_in))
+        print(help_text(command, stand_in))  # noqa: T201 - the prompt turn moves to the agent
         return 0
     arguments = parse_words(list(argv), stand_in, command)
     check = Tool(stand_in.name, "", dict, stand_in.params, tuple(stand_in.required))

@@ -317,7 +317,7 @@ _SED_FILE = set("rRwW")
 _SED_STANDARD = {"/dev/stdout", "/dev/stderr"}  # GNU sed writes these to its own output
 
 
-def _sed(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | None:
+def _sed(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | None:  # noqa: C901
     """``sed 'e cmd'``, ``s/x/y/e`` (the pattern space as a command), ``w FILE``:
     what the script runs or writes, read from ``-e``/``--expression`` or the
     first operand; ``-f FILE`` runs a script no rule reads."""

@@ -344,7 +344,7 @@ _SUBSCHEMA = frozenset({"additionalProperties", "items", "not", "contains", "pro
 _STRINGS = frozenset({"title", "description", "format", "pattern", "$comment"})
 
 
-def plainly_valid_schema(schema: Any) -> bool:
+def plainly_valid_schema(schema: Any) -> bool:  # noqa: C901
     """Whether ``schema`` is certainly valid JSON Schema (Draft 2020-12).
 
     A sufficient test for what tool parameters usually are, much cheaper than

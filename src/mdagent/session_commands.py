@@ -31,7 +31,7 @@ KEYS = (
 )
 
 
-def register_builtins(repl: Repl) -> None:
+def register_builtins(repl: Repl) -> None:  # noqa: C901
     """Register the session's commands on ``repl.commands``."""
     register = repl.commands.register
     say = repl.say

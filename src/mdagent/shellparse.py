@@ -334,7 +334,7 @@ _CHDIR_OPTIONS = {
 }
 
 
-def _unwrap(argv: tuple[str, ...], kinds: tuple[str, ...]) -> _Unwrapped:
+def _unwrap(argv: tuple[str, ...], kinds: tuple[str, ...]) -> _Unwrapped:  # noqa: C901
     words, how = list(argv), list(kinds)
     stages: list[tuple[str, ...]] = []
     chdirs: list[str | None] = []
@@ -869,7 +869,7 @@ class _Walker:
 
     # -- statements ----------------------------------------------------------------
 
-    def statement(self, node: Any) -> None:
+    def statement(self, node: Any) -> None:  # noqa: C901
         kind = node.type
         if kind in (
             "program", "subshell", "do_group", "if_statement", "elif_clause",

@@ -367,7 +367,7 @@ def skill_model(value: Any) -> Any:
     return None
 
 
-def load_skill(path: Path | str, layer: str = "") -> tuple[Skill | None, list[Problem]]:
+def load_skill(path: Path | str, layer: str = "") -> tuple[Skill | None, list[Problem]]:  # noqa: C901
     """Parse one SKILL.md. Returns the skill (None when it cannot load) and problems.
 
     A skill whose only errors are in its command part loads, with

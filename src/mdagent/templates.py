@@ -581,7 +581,7 @@ class _ShellScanner:
         while i < len(part) and not self.heredoc:
             i = self.char(part, i)
 
-    def char(self, part: str, i: int) -> int:
+    def char(self, part: str, i: int) -> int:  # noqa: C901
         """Read ``part[i]`` (and what it starts); the index of the next character."""
         char = part[i]
         frame = self.stack[-1]
