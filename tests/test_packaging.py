@@ -32,8 +32,7 @@ def wheel(tmp_path_factory) -> Path:
         shutil.copy2(REPO / name, copy / name)
     out = tmp_path_factory.mktemp("dist")
     build = (
-        "import sys, setuptools.build_meta as backend\n"
-        "print(backend.build_wheel(sys.argv[1]))\n"
+        "import sys, setuptools.build_meta as backend\nprint(backend.build_wheel(sys.argv[1]))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", build, str(out)],
