@@ -34,6 +34,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from mdagent.lexicon import SHELLS, STDIN_FILES
+
 COMPUTED = "computed"  # shellparse's kind of a word computed at run time
 
 
@@ -137,7 +139,7 @@ def runs(core: tuple[str, ...], kinds: tuple[str, ...] | None = None) -> Runs | 
     kinds = kinds if kinds is not None else ("literal",) * len(core)
     program = core[0].rsplit("/", 1)[-1]
     name = _ALIASES.get(program, program)
-    if name in _SHELLS:
+    if name in SHELLS:
         reader = _shell
     elif name in _VIM:
         reader = _vim
@@ -369,7 +371,7 @@ def _sed(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | 
                     return Runs(f"`{program} -{letter}` not understood")
     if files:
         script, kind = files[0]
-        if kind == COMPUTED or script == "-" or device_path(script) or script in _STDIN:
+        if kind == COMPUTED or script == "-" or device_path(script) or script in STDIN_FILES:
             return Runs(f"`{program} -f {script}` runs a script read from a file descriptor")
         return Runs(f"`{program} -f {script}` runs a script no rule reads", hidden=False)
     if not scripts:
@@ -675,8 +677,6 @@ def _vim(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | 
 
 # -- shells ------------------------------------------------------------------------
 
-_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "posh"}
-
 
 def _shell(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | None:
     """``bash -i`` (start-up files, ``PROMPT_COMMAND``), ``--rcfile``/``--init-file``,
@@ -723,8 +723,7 @@ def device_path(word: str) -> bool:
     return path.startswith(("/dev/", "/proc/")) and path not in _NOT_DEVICES
 
 
-_STDIN = {"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"}
-_NOT_DEVICES = {*_STDIN, "/dev/null"}
+_NOT_DEVICES = {*STDIN_FILES, "/dev/null"}
 
 
 _READERS = {
@@ -763,7 +762,7 @@ _CODE_VARIABLE_PREFIXES = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
 # Where a program finds its start-up files and configuration: a concern for
 # the programs that read them.
 _HOME_VARIABLES = {"HOME", "XDG_CONFIG_HOME"}
-_HOME_READERS = {"git", "less", "man", *_SHELLS, *_VIM}
+_HOME_READERS = {"git", "less", "man", *SHELLS, *_VIM}
 # Pager and editor values that run nothing but themselves.
 _PLAIN_PROGRAMS = re.compile(r"((/usr)?/bin/)?(cat|true|less|more)|:|")
 _PLAIN_PROGRAM_VARIABLES = {
