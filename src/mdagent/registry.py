@@ -50,7 +50,7 @@ TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
     from typing import Any
 
-CACHE_FORMAT = 10
+CACHE_FORMAT = 11
 #: About this many command keys per shard: a lookup parses one shard this size.
 SHARD_SIZE = 64
 
@@ -79,18 +79,22 @@ RESERVED_NAMES = frozenset(
     }
 )
 
-_COMPILER_MODULES = (
+#: The files whose code decides what a compile gives (relative to the package): each
+#: is stamped, so a changed compiler invalidates every cache it wrote.
+COMPILER_MODULES = (
     "registry.py",
     "layers.py",
     "yamlsource.py",
+    "yamlfast.py",
     "skills.py",
     "declarations.py",
     "defaults.py",
-    "schemacompile.py",
+    "fastcheck.py",
     "specs.py",
     "builtins/__init__.py",
     "implementations.py",
     "templates.py",
+    "lexicon.py",  # what templates refuse
     "dispatch.py",  # the usage words of /help's cached rows
     "console.py",  # and their descriptions' first lines
     "trust.py",  # what trust covers, and the untrusted view of the settings
@@ -816,7 +820,7 @@ class _Compiler:
         from mdagent.declarations import merge_settings
 
         here = Path(__file__).resolve().parent
-        for module in _COMPILER_MODULES:
+        for module in COMPILER_MODULES:
             self.watch(here / module)
         builtin_names = set(BUILTIN_SPECS)
         for name, spec in BUILTIN_SPECS.items():

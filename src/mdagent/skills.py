@@ -678,7 +678,7 @@ def _covers_every_command(rule: str) -> bool:
 
 def _check_schema(meta: dict[str, Any], where: str, at, problems: list[Problem]) -> list[Problem]:
     """Schema errors: the command part's are returned, the others added to ``problems``."""
-    from mdagent.schemacompile import schema_check
+    from mdagent.schemas import check as schema_check
 
     data = plain(meta)
     check = schema_check("skill")

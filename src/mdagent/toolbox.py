@@ -26,8 +26,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
+from mdagent.fastcheck import compile_schema
 from mdagent.records import Record
-from mdagent.validation import is_simple, plainly_valid
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
@@ -257,7 +257,7 @@ class Tool:
         "aliases",
         "meta",
         "_validator",
-        "_fast_schema",
+        "_fast_check",
         "_wants_context",
     )
 
@@ -279,9 +279,9 @@ class Tool:
         self.aliases = tuple(aliases)
         self.meta = meta if meta is not None else {}
         self._validator: Any = None
-        # The schema when mdagent.validation can vouch for valid arguments
-        # (None: not looked at yet; False: only jsonschema can judge it).
-        self._fast_schema: dict[str, Any] | bool | None = None
+        # The compiled check of the schema (mdagent.fastcheck; None: not
+        # compiled yet; False: only jsonschema can judge it).
+        self._fast_check: Any = None
         self._wants_context: bool | None = None
 
     def __repr__(self) -> str:
@@ -295,14 +295,13 @@ class Tool:
     def validate(self, args: Mapping[str, Any]) -> list[str]:
         """Problems with ``args`` (empty when they are valid).
 
-        Arguments that plainly fit a simple schema pass without jsonschema
-        (:mod:`mdagent.validation`); anything else, and every problem
+        Arguments the compiled schema check accepts pass without jsonschema
+        (:mod:`mdagent.fastcheck`); anything else, and every problem
         reported, is jsonschema's.
         """
-        if self._fast_schema is None:
-            schema = self.schema
-            self._fast_schema = schema if is_simple(schema) else False
-        if self._fast_schema and plainly_valid(self._fast_schema, args):
+        if self._fast_check is None:
+            self._fast_check = compile_schema(self.schema) or False
+        if self._fast_check and self._fast_check(args):
             return []
         if self._validator is None:
             # Compiled once per tool, on first use: most tools of a registry
