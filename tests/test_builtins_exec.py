@@ -13,7 +13,9 @@ import time
 import pytest
 
 from conftest import agent_executable, gone_soon
-from mdagent.builtins import BUILTIN_NAMES, SPECS, register_builtins
+from mdagent.builtins import register_builtins
+from mdagent.catalog import NAMES_AND_ALIASES as BUILTIN_NAMES
+from mdagent.catalog import SPECS
 from mdagent.toolbox import Toolbox, ToolContext
 
 

@@ -18,11 +18,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from mdagent.conversation import Conversation
+from mdagent.defaults import setting
 from mdagent.display import Display
 from mdagent.errors import ToolFailed, UsageError
-from mdagent.loop import DEFAULT_MAX_STEPS, Agent, Outcome
+from mdagent.loop import Agent, Outcome
 from mdagent.prompts import model_tools, system_prompt
-from mdagent.specs import setting, unmet_requirement
+from mdagent.specs import unmet_requirement
 
 if TYPE_CHECKING:
     from mdagent.providers.base import Provider, ProviderConfig
@@ -162,7 +163,7 @@ def build_agent(
         )
 
     _register_fork(runtime, conversation, enabled=fork)
-    steps = max_steps or int(setting(runtime.settings, "agent", "max_steps", DEFAULT_MAX_STEPS))
+    steps = max_steps or int(setting(runtime.settings, "agent", "max_steps"))
     return Agent(
         provider,
         box,

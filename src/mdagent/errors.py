@@ -82,13 +82,6 @@ class PolicyDenied(MdagentError):
     code = "DENIED"
 
 
-class ToolTimeout(MdagentError):
-    """A tool ran past its time limit."""
-
-    exit_code = 124
-    code = "TIMEOUT"
-
-
 class Interrupted(MdagentError):
     """The user pressed Ctrl-C."""
 
@@ -112,9 +105,6 @@ class ProviderError(MdagentError):
 
     exit_code = 1
     code = "PROVIDER"
-
-
-SEVERITIES = ("error", "warning", "info")
 
 
 class Problem(tuple):

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     ToolHandler = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
 
 __all__ = [
-    "HTTP_MAX_BYTES",
     "HTTP_METHODS",
     "IMPLEMENTATION_KEYS",
     "check_implementation",
@@ -48,7 +47,6 @@ __all__ = [
 IMPLEMENTATION_KEYS = ("run", "shell", "handler", "http", "tool")
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 HTTP_KEYS = ("method", "url", "headers", "json", "body", "timeout")
-HTTP_MAX_BYTES = 1_000_000
 # Composition is a tool calling a tool; a cycle in declarations (a -> b -> a)
 # would otherwise recurse until Python's own limit.
 MAX_COMPOSITION_DEPTH = 8
@@ -153,7 +151,7 @@ def shell_argument(target: Any, with_: Mapping[str, Any]) -> str | None:
     exec's ``command`` is shell code, so its template is expanded like a
     ``shell:`` one (every value quoted), never pasted in as raw text.
     """
-    from mdagent.builtins import real_name
+    from mdagent.catalog import real_name
 
     command = with_.get("command")
     if not isinstance(target, str) or not isinstance(command, str):
@@ -478,7 +476,7 @@ def _http_handler(http: Mapping[str, Any], params, required, timeout) -> ToolHan
             url,
             ctx,
             timeout=float(limit),
-            max_bytes=HTTP_MAX_BYTES,
+            max_bytes=int(DEFAULT_SETTINGS["fetch"]["max_bytes"]),
             failed=f"{method} {_origin(url)} failed",
             **options,
         )

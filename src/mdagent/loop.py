@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mdagent.conversation import Conversation, tool_message
+from mdagent.defaults import DEFAULT_SETTINGS
 from mdagent.errors import Interrupted, ProviderError
 from mdagent.toolbox import Result, Toolbox, ToolContext, UnknownTool
 
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from mdagent.hooks import SessionHooks
     from mdagent.providers.base import Provider, Reply, ToolCall
 
-DEFAULT_MAX_STEPS = 25
 #: The same call this many times in a row is answered with a notice instead.
 REPEAT_LIMIT = 3
 #: Safe calls running at once; more would only queue on the same disk.
@@ -171,7 +171,7 @@ class Agent:
         tools: list[dict[str, Any]],
         conversation: Conversation | None = None,
         display: Screen,
-        max_steps: int = DEFAULT_MAX_STEPS,
+        max_steps: int = DEFAULT_SETTINGS["agent"]["max_steps"],
         context: ContextFactory | None = None,
         hooks: SessionHooks | None = None,
     ) -> None:

@@ -30,9 +30,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mdagent.defaults import DEFAULT_SETTINGS, setting
 from mdagent.errors import ToolFailed
 from mdagent.records import Record
-from mdagent.specs import TIERS, ToolSpec, setting
+from mdagent.specs import TIERS, ToolSpec
 
 #: Between the server's name and its tool's in the registry: ``github__create_issue``.
 SEPARATOR = "__"
@@ -70,8 +71,8 @@ class ServerConfig(Record):
     tier: str = "full"
     allow: list[str] = []
     deny: list[str] = []
-    startup_timeout: float = 30.0
-    timeout: float = 120.0
+    startup_timeout: float = float(DEFAULT_SETTINGS["mcp"]["startup_timeout"])
+    timeout: float = float(DEFAULT_SETTINGS["mcp"]["timeout"])
 
     @property
     def transport(self) -> str:
@@ -171,8 +172,8 @@ def server_configs(settings: Mapping[str, Any]) -> dict[str, ServerConfig]:
     block = settings.get("mcp_servers") if isinstance(settings, Mapping) else None
     if not isinstance(block, Mapping):
         return {}
-    startup = float(setting(settings, "mcp", "startup_timeout", 30))
-    timeout = float(setting(settings, "mcp", "timeout", 120))
+    startup = float(setting(settings, "mcp", "startup_timeout"))
+    timeout = float(setting(settings, "mcp", "timeout"))
     out = {}
     for name, entry in block.items():
         if not isinstance(entry, Mapping) or entry.get("enabled") is False:

@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
+from mdagent.defaults import setting
 from mdagent.errors import UsageError
 from mdagent.mcpclient import one_line, require_sdk
-from mdagent.specs import setting, unmet_requirement
+from mdagent.specs import unmet_requirement
 
 if TYPE_CHECKING:
     from mdagent.runtime import Runtime
@@ -116,7 +117,7 @@ class Served:
         if own is None and name == "exec":
             own = setting(self.runtime.settings, "exec", "timeout", None)
         if own is None:
-            own = setting(self.runtime.settings, "mcp", "timeout", 120)
+            own = setting(self.runtime.settings, "mcp", "timeout")
         return float(own) + GRACE
 
     def run(self, name: str, args: dict[str, Any], cancel: Any) -> Result:

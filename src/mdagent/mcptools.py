@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from mdagent.defaults import setting
 from mdagent.errors import ToolFailed, UsageError
 from mdagent.mcpconfig import (
     prompt_command,
@@ -138,7 +139,11 @@ class McpTools:
             clients = self.clients()
             fresh = server not in self._live
             result = clients.call_tool(
-                server, target["tool"], args, timeout=float(spec.timeout or 120), cancel=ctx.cancel
+                server,
+                target["tool"],
+                args,
+                timeout=float(spec.timeout or setting(ctx.settings, "mcp", "timeout")),
+                cancel=ctx.cancel,
             )
         except ToolFailed as err:
             return {"error": str(err)}

@@ -73,6 +73,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from mdagent.catalog import ALIASES, EXEC_TOOLS, FILE_TOOLS, URL_TOOLS, WRITE_TOOLS
+from mdagent.defaults import PROJECT_DIR, settings_path
 from mdagent.errors import ConfigError, logger
 from mdagent.globs import gitignore_regex
 from mdagent.toolbox import Decision, ToolContext
@@ -80,19 +82,6 @@ from mdagent.toolbox import Decision, ToolContext
 log = logger("mdagent.policy")
 
 MODES = ("ask", "allowlist", "deny", "full")
-EXEC_TOOLS = frozenset({"exec"})
-FILE_TOOLS = frozenset({"read_file", "write_file", "edit_file", "glob", "grep"})
-WRITE_TOOLS = frozenset({"write_file", "edit_file"})
-URL_TOOLS = frozenset({"fetch"})
-# The built-in tools' aliases, so `bash(git *)` means exec even when a
-# registry declares exec without them.
-BUILTIN_ALIASES: Mapping[str, tuple[str, ...]] = {
-    "exec": ("bash", "sh", "shell", "execute"),
-    "read_file": ("read", "open"),
-    "write_file": ("write",),
-    "edit_file": ("edit",),
-}
-SETTINGS_FILE = Path(".agents") / "config" / "agent.yaml"
 
 Prompt = Callable[[str, Mapping[str, Any]], str]
 
@@ -212,9 +201,10 @@ def names_for(name: str, aliases: Iterable[str] = ()) -> tuple[str, ...]:
     """The names a rule (or a hook's ``tool`` filter) may use for the tool called ``name``.
 
     ``aliases`` are the tool's declared ones; the built-in tools' usual
-    aliases (:data:`BUILTIN_ALIASES`) are added.
+    aliases (:data:`mdagent.catalog.ALIASES`) are added, so ``bash(git *)`` means exec
+    even when a registry declares exec without them.
     """
-    return tuple(dict.fromkeys([name, *aliases, *BUILTIN_ALIASES.get(name, ())]))
+    return tuple(dict.fromkeys([name, *aliases, *ALIASES.get(name, ())]))
 
 
 def names_match(glob: str, names: Iterable[str]) -> bool:
@@ -1119,7 +1109,7 @@ class Policy:
             )
         from mdagent.approval import add_allow_rule
 
-        target = self.project_layer / "config" / "agent.yaml"
+        target = settings_path(self.project_layer)
         try:
             add_allow_rule(target, rule_text)
         except (OSError, ConfigError) as exc:
@@ -1298,8 +1288,8 @@ class Policy:
 
     def _settings_file(self) -> str:
         if self.project_layer is None:
-            return str(SETTINGS_FILE)
-        target = self.project_layer / "config" / "agent.yaml"
+            return str(settings_path(PROJECT_DIR))
+        target = settings_path(self.project_layer)
         try:
             return str(target.relative_to(self.workdir))
         except ValueError:

@@ -31,8 +31,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mdagent.catalog import EXEC_TOOLS, FILE_TOOLS, URL_TOOLS
 from mdagent.errors import ConfigError, Problem, UsageError
-from mdagent.policy import EXEC_TOOLS, FILE_TOOLS, URL_TOOLS, Policy, Rule, Source, Verdict
+from mdagent.policy import Policy, Rule, Source, Verdict
 
 _CALL = re.compile(r"\s*([^()\s]+)\s*(?:\((.*)\))?\s*", re.S)
 
@@ -316,8 +317,9 @@ def revoke(runtime: Any, rule: str) -> str:
     layer files that do.
     """
     from mdagent.approval import remove_allow_rule
+    from mdagent.defaults import settings_path
 
-    target = Path(runtime.project_layer) / "config" / "agent.yaml"
+    target = settings_path(runtime.project_layer)
     line = remove_allow_rule(target, rule)
     if line is None:
         elsewhere = [

@@ -275,10 +275,9 @@ def run_tool_process(
     demands, or whose child cannot enter the sandbox, is refused
     (``code: DENIED``) and nothing runs.
     """
-    from mdagent.defaults import DEFAULT_SETTINGS
+    from mdagent.defaults import setting
     from mdagent.environment import env_for
     from mdagent.errors import MdagentError, PolicyDenied
-    from mdagent.specs import setting
     from mdagent.workspace import base_for, confine, roots_from
 
     root, extras = roots_from(ctx)
@@ -292,8 +291,7 @@ def run_tool_process(
         if not where.is_dir():
             return {"error": f"not a directory: {cwd}"}
     settings = getattr(ctx, "settings", None)
-    defaults = DEFAULT_SETTINGS["exec"]
-    limit = float(timeout or setting(settings, "exec", "timeout", defaults["timeout"]))
+    limit = float(timeout or setting(settings, "exec", "timeout"))
     try:
         box = _sandbox_for(ctx, settings, root, extras)
     except MdagentError as exc:  # sandbox.required unmet, a broken sandbox: block
@@ -315,7 +313,7 @@ def run_tool_process(
             cwd=str(where),
             env=env,
             timeout=limit,
-            max_output=int(setting(settings, "exec", "max_output", defaults["max_output"])),
+            max_output=int(setting(settings, "exec", "max_output")),
             output=output,
             cancel=getattr(ctx, "cancel", None),
             # Landlock alone: runs in the child between fork and exec, the rules built above.

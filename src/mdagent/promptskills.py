@@ -213,7 +213,7 @@ def render(
 
 
 def _interpolation_on(ctx: ToolContext) -> bool:
-    from mdagent.specs import setting
+    from mdagent.defaults import setting
 
     return setting(ctx.settings, "skills", "shell_interpolation", True) is not False
 

@@ -91,7 +91,7 @@ COMPILER_MODULES = (
     "defaults.py",
     "fastcheck.py",
     "specs.py",
-    "builtins/__init__.py",
+    "catalog.py",
     "implementations.py",
     "templates.py",
     "lexicon.py",  # what templates refuse
@@ -816,7 +816,7 @@ class _Compiler:
             self.watched[key] = _stamp(key, stat)
 
     def run(self) -> Registry:
-        from mdagent.builtins import SPECS as BUILTIN_SPECS
+        from mdagent.catalog import SPECS as BUILTIN_SPECS
         from mdagent.declarations import merge_settings
 
         here = Path(__file__).resolve().parent

@@ -368,7 +368,7 @@ class Runtime:
         the files, decides. It points at the project's settings file, where
         ``sandbox:`` is changed. None when the sandbox works or is off.
         """
-        from mdagent.defaults import SETTINGS_FILE
+        from mdagent.defaults import settings_path
         from mdagent.sandbox import SandboxSettings, available, unavailable_note
 
         try:
@@ -382,7 +382,7 @@ class Runtime:
             message = f"sandbox.required is set but {reason}: model commands will be refused"
         else:
             message = unavailable_note(reason)
-        where = self.project_layer / "config" / SETTINGS_FILE
+        where = settings_path(self.project_layer)
         return Problem(str(where), 1, 1, "info", message)
 
     def check_settings(self) -> None:

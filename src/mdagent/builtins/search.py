@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from mdagent.builtins import setting
+from mdagent.defaults import setting
 from mdagent.environment import env_for
 from mdagent.errors import PolicyDenied
 from mdagent.globs import gitignore_regex
@@ -33,8 +33,6 @@ TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
     from typing import Any
 
-MAX_FILES = 1000
-MAX_MATCHES = 1000
 # One match line is shown up to this many characters: a hit in a minified
 # bundle should not fill a model's context.
 MAX_TEXT = 500
@@ -301,7 +299,7 @@ def glob_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
     # Without "**" a pattern cannot match deeper than its own slashes.
     deepest = None if "**" in pattern else max(p.count("/") for p in options)
     regex = glob_regex(pattern)
-    cap = int(setting(ctx, "glob", "max_files", MAX_FILES))
+    cap = int(setting(ctx.settings, "glob", "max_files"))
     found = []
     for file in walk_files(base, root, deepest):
         if regex.fullmatch(file.relative_to(base).as_posix()):
@@ -328,7 +326,7 @@ def grep_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
         return {"error": str(exc), "code": "DENIED"}
     if not base.exists():
         return {"error": f"not found: {args.get('path')}"}
-    cap = int(setting(ctx, "grep", "max_matches", MAX_MATCHES))
+    cap = int(setting(ctx.settings, "grep", "max_matches"))
     found = None
     rg = ripgrep()
     if rg:
@@ -348,7 +346,7 @@ def _run_search(argv: list[str], ctx: Any, root: Path, stdin_data: bytes | None 
     """Run a searching child with grep's timeout and cancel; ``(result, error dict or None)``."""
     from mdagent.process import run_process
 
-    timeout = float(setting(ctx, "grep", "timeout", 60))
+    timeout = float(setting(ctx.settings, "grep", "timeout"))
     done = run_process(
         argv,
         cwd=str(root),
