@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from mdagent.console import first_line, say_error, table
-from mdagent.errors import MdagentError, UsageError
+from mdagent.errors import MdagentError, UsageError, unknown_tool
 from mdagent.runtime import Options, Runtime
 
 
@@ -338,9 +338,7 @@ def tools(
     if name is not None:
         spec = runtime.tool_spec(name)
         if spec is None:
-            raise UsageError(
-                f"unknown tool: {name}. Available: {', '.join(sorted(registry.tools))}"
-            )
+            raise UsageError(unknown_tool(name, registry.tools))
         specs = [spec]
     rows = [(s, runtime.unavailable(s)) for s in sorted(specs, key=lambda s: s.name)]
     if not all_ and name is None:
@@ -699,9 +697,7 @@ def new_skill(
         tool = "exec"
     runtime = _runtime(ctx)
     if tool is not None and runtime.registry.tool(tool) is None:
-        raise UsageError(
-            f"unknown tool: {tool}. Available: {', '.join(sorted(runtime.registry.tools))}"
-        )
+        raise UsageError(unknown_tool(tool, runtime.registry.tools))
     folder = runtime.project_layer / "skills" / name
     target = folder / "SKILL.md"
     if target.exists():
@@ -780,9 +776,7 @@ def new_command(
         )
     spec = runtime.registry.tool(tool)
     if spec is None:
-        raise UsageError(
-            f"unknown tool: {tool}. Available: {', '.join(sorted(runtime.registry.tools))}"
-        )
+        raise UsageError(unknown_tool(tool, runtime.registry.tools))
     mode = arg_mode or ("raw" if "command" in spec.params else "parsed")
     entry = command_entry(name, spec.name, mode)
     _add_declaration(ctx, runtime, "commands.yaml", entry, f"agent /{name} --help")

@@ -9,11 +9,11 @@ from pathlib import Path
 from mdagent.defaults import DEFAULT_SETTINGS
 from mdagent.errors import ConfigError, Problem
 from mdagent.implementations import IMPLEMENTATION_KEYS
+from mdagent.names import did_you_mean
 from mdagent.specs import CommandSpec, ToolSpec
 from mdagent.yamlsource import (
     Located,
     decode,
-    did_you_mean,
     load_yaml,
     plain,
     position,

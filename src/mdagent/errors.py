@@ -8,6 +8,7 @@ once, prints one line and exits with the error's ``exit_code``. With
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
@@ -105,6 +106,11 @@ class ProviderError(MdagentError):
 
     exit_code = 1
     code = "PROVIDER"
+
+
+def unknown_tool(name: str, available: Iterable[str]) -> str:
+    """The one message for a tool name that matches none: ``unknown tool: x. Available: a, b``."""
+    return f"unknown tool: {name}. Available: {', '.join(sorted(available)) or '(none)'}"
 
 
 class Problem(tuple):

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mdagent.conversation import Conversation, tool_message
 from mdagent.defaults import DEFAULT_SETTINGS
-from mdagent.errors import Interrupted, ProviderError
+from mdagent.errors import Interrupted, ProviderError, unknown_tool
 from mdagent.toolbox import Result, Toolbox, ToolContext, UnknownTool
 
 if TYPE_CHECKING:
@@ -376,8 +376,7 @@ class Agent:
             )
         tool = self.toolbox.tool_for(call.name)
         if isinstance(tool, UnknownTool) or tool.name not in self.tool_names:
-            listing = ", ".join(sorted(self.tool_names)) or "(none)"
-            return None, Result.failure(f"unknown tool: {call.name}. Available: {listing}")
+            return None, Result.failure(unknown_tool(call.name, self.tool_names))
         key = (tool.name, json.dumps(call.arguments, sort_keys=True, default=str))
         self._repeats = self._repeats + 1 if key == self._last_call else 1
         self._last_call = key

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from mdagent.defaults import setting
-from mdagent.errors import UsageError
+from mdagent.errors import UsageError, unknown_tool
 from mdagent.mcpclient import one_line, require_sdk
 from mdagent.specs import unmet_requirement
 
@@ -288,8 +288,7 @@ def build_server(served: Served) -> Any:
     async def call_tool(ctx: Any, params: Any) -> Any:
         name = params.name
         if name not in served.names:
-            available = ", ".join(sorted(served.names)) or "(none)"
-            raise bad_request(f"unknown tool: {name}. Available: {available}")
+            raise bad_request(unknown_tool(name, served.names))
         import threading
 
         cancel = threading.Event()

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mdagent.catalog import EXEC_TOOLS, FILE_TOOLS, URL_TOOLS
-from mdagent.errors import ConfigError, Problem, UsageError
+from mdagent.errors import ConfigError, Problem, UsageError, unknown_tool
 from mdagent.policy import Policy, Rule, Source, Verdict
 
 _CALL = re.compile(r"\s*([^()\s]+)\s*(?:\((.*)\))?\s*", re.S)
@@ -118,8 +118,7 @@ def _main_argument(tool_name: str) -> str | None:
 def _tool(registry: Any, name: str) -> Any:
     spec = registry.tool(name)
     if spec is None:
-        listing = ", ".join(sorted(registry.tools))
-        raise UsageError(f"unknown tool: {name}. Available: {listing}")
+        raise UsageError(unknown_tool(name, registry.tools))
     return spec
 
 

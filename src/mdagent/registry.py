@@ -177,16 +177,6 @@ class Registry:
         """The command ``/name`` (case and ``_``/``-`` are not significant)."""
         return self.commands.get(command_key(name))
 
-    def similar_commands(self, name: str) -> list[str]:
-        """Command names close to ``name``, best first (for "did you mean")."""
-        import difflib
-
-        key = command_key(name)
-        visible = [k for k, c in self.commands.items() if c.user_invocable]
-        close = difflib.get_close_matches(key, visible, n=3, cutoff=0.6)
-        prefixed = [k for k in sorted(visible) if k.startswith(key) and k not in close]
-        return close + prefixed[: 3 - len(close)]
-
     def listing_rows(self) -> list[list[str]]:
         """``[/name usage, first line of the description]`` of every user-invocable command.
 
@@ -1146,7 +1136,7 @@ class _Compiler:
 
     def _check_references(self, checks: list[tuple[ToolSpec, Path]]) -> None:
         from mdagent.implementations import check_implementation, message_line
-        from mdagent.yamlsource import did_you_mean
+        from mdagent.names import did_you_mean
 
         names = set(self.tools) | set(self.alias_of)
         broken_tools: set[str] = set()

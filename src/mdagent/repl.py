@@ -133,18 +133,15 @@ class Repl:
 
     def unknown(self, name: str) -> str:
         """The unknown-command message: why, the nearest name (built-ins included)."""
-        import difflib
-
+        from mdagent.names import closest
         from mdagent.person import SUBCOMMANDS, unknown_command
         from mdagent.specs import command_key
 
         key = command_key(name)
         first = unknown_command(self.runtime.registry, key).splitlines()[0]
-        names = [n[1:] for n in self.completions()]
-        close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
-        close = close or [n for n in names if n.startswith(key)][:1]
-        if close:
-            hint = f"did you mean /{close[0]}? "
+        near = closest(key, [n[1:] for n in self.completions()], prefix=True)
+        if near is not None:
+            hint = f"did you mean /{near}? "
         elif key in SUBCOMMANDS:  # `/doctor` typed here: it is a shell subcommand
             hint = f"did you mean `agent {key}` (at the shell)? "
         else:

@@ -20,11 +20,11 @@ import re
 from pathlib import Path
 
 from mdagent.errors import ConfigError, Problem
+from mdagent.names import did_you_mean
 from mdagent.specs import ARG_MODES, Skill
 from mdagent.yamlsource import (
     Located,
     decode,
-    did_you_mean,
     load_yaml,
     plain,
     position,

@@ -344,8 +344,9 @@ class UnknownTool:
 
     def run(self, args: Mapping[str, Any] | None = None, context: ToolContext | None = None):
         """Always a failure naming the tools that do exist."""
-        listing = ", ".join(self.available) or "(none)"
-        return Result.failure(f"unknown tool: {self.requested}. Available: {listing}")
+        from mdagent.errors import unknown_tool
+
+        return Result.failure(unknown_tool(self.requested, self.available))
 
 
 def _normalise_result(raw: Any) -> Result:

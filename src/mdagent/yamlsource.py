@@ -396,20 +396,3 @@ def plain(data: Any) -> Any:
     if isinstance(data, (str, int, float, bool)):
         return data
     return str(data)  # dates and the like: YAML types JSON has no word for
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` for the choice closest to ``word``, or ``""``.
-
-    Case, ``_`` and ``-`` are ignored when comparing: ``command_tools`` is
-    close to ``command-tool``.
-    """
-    import difflib
-
-    options: dict[str, str] = {}
-    for choice in sorted(map(str, choices), key=lambda c: ("_" in c, c)):  # `a-b` over `a_b`
-        options.setdefault(choice.lower().replace("_", "-"), choice)
-    close = difflib.get_close_matches(
-        str(word).lower().replace("_", "-"), options, n=1, cutoff=0.75
-    )
-    return f" (did you mean {options[close[0]]!r}?)" if close else ""

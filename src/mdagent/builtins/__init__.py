@@ -9,37 +9,37 @@ Each handler module is imported on the tool's first call, so ``agent
 from __future__ import annotations
 
 import copy
-import importlib
 from collections.abc import Iterable
 
 from mdagent.catalog import SPECS, real_name
+from mdagent.lazy import load
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
     from typing import Any
 
-# tool name -> (module in this package, function); imported on first call.
-HANDLERS: dict[str, tuple[str, str]] = {
-    "exec": ("exec", "exec_tool"),
-    "read_file": ("files", "read_file"),
-    "write_file": ("files", "write_file"),
-    "edit_file": ("files", "edit_file"),
-    "glob": ("search", "glob_tool"),
-    "grep": ("search", "grep_tool"),
-    "fetch": ("web", "fetch"),
-    "skill": ("skill", "skill_tool"),
+#: Tool name -> "module:function" of its handler; the module is imported on first call.
+HANDLERS: dict[str, str] = {
+    "exec": f"{__name__}.exec:exec_tool",
+    "read_file": f"{__name__}.files:read_file",
+    "write_file": f"{__name__}.files:write_file",
+    "edit_file": f"{__name__}.files:edit_file",
+    "glob": f"{__name__}.search:glob_tool",
+    "grep": f"{__name__}.search:grep_tool",
+    "fetch": f"{__name__}.web:fetch",
+    "skill": f"{__name__}.skill:skill_tool",
 }
 
 
 def handler_for(name: str):
     """A handler for the built-in ``name`` that imports its module on first call."""
-    module_name, function_name = HANDLERS[real_name(name)]
+    target = HANDLERS[real_name(name)]
+    function_name = target.rpartition(":")[2]
     resolved = []
 
     def handler(args: dict[str, Any], ctx: Any) -> Any:
         if not resolved:
-            module = importlib.import_module(f"{__name__}.{module_name}")
-            resolved.append(getattr(module, function_name))
+            resolved.append(load(target))
         return resolved[0](args, ctx)
 
     handler.__name__ = function_name
