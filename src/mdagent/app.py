@@ -1605,62 +1605,53 @@ def _json_requested(command: Any, argv: list[str]) -> bool:
 
 
 def run_app(argv: list[str]) -> int:
-    """Run the typer app on ``argv``; errors become one line and an exit status.
+    """Run the typer app on ``argv``; errors become one line and an exit status
+    (:func:`mdagent.edge.guarded`).
 
     With ``--json`` (global or the command's own) the line is one
     ``{"ok": false, "error": {"code", "message"}}`` object on stdout instead.
     """
     from typer.main import get_command
 
-    from mdagent.console import report_error
+    from mdagent.edge import guarded
 
     command = get_command(app)
-    verbose = any(a in ("-v", "--verbose") for a in argv)
     as_json = _json_requested(command, argv)
-    try:
+
+    def run() -> int:
         # `mdagent` or `agent`: click names the completion variable and script after it.
         from mdagent.cli import program_name
 
         returned = command.main(args=argv, prog_name=program_name(), standalone_mode=False)
-    except MdagentError as err:
-        report_error(str(err), err.code, as_json=as_json, session=err.session)
-        return err.exit_code
-    except KeyboardInterrupt:
-        _say_interrupted(as_json)
-        return 130
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except Exception as err:
-        click = _click_module("exceptions")
-        if isinstance(err, typer.Exit):
-            return err.exit_code
-        if isinstance(err, click.ClickException):
-            usage = isinstance(err, click.UsageError)
-            if as_json:
-                report_error(err.format_message(), "USAGE" if usage else "ERROR", as_json=True)
-            else:
-                err.show()
-            return 2 if usage else err.exit_code
-        if isinstance(err, typer.Abort):  # click's word for Ctrl-C (and SIGTERM, SIGHUP)
-            _say_interrupted(as_json)
-            return 130
-        if verbose:
-            raise
-        message = f"internal error: {type(err).__name__}: {err} (rerun with -v)"
-        report_error(message, "INTERNAL", as_json=as_json)
-        return 1
-    return returned if isinstance(returned, int) else 0
+        return returned if isinstance(returned, int) else 0
+
+    return guarded(
+        run,
+        as_json=as_json,
+        verbose=any(a in ("-v", "--verbose") for a in argv),
+        translate=lambda err: _click_status(err, as_json),
+    )
 
 
-def _say_interrupted(as_json: bool = False) -> None:
-    """One line saying the run was interrupted (and by which signal, if one)."""
-    import contextlib
-
-    from mdagent import signals
+def _click_status(err: Exception, as_json: bool) -> int | None:
+    """The exit status of click's own exceptions, said the way click says them (None: not one)."""
     from mdagent.console import report_error
+    from mdagent.edge import interrupted
 
-    with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
-        report_error(signals.message(), "INTERRUPTED", as_json=as_json)
+    click = _click_module("exceptions")
+    if isinstance(err, typer.Exit):
+        return err.exit_code
+    if isinstance(err, click.ClickException):
+        usage = isinstance(err, click.UsageError)
+        if as_json:
+            report_error(err.format_message(), "USAGE" if usage else "ERROR", as_json=True)
+        else:
+            err.show()
+        return 2 if usage else err.exit_code
+    if isinstance(err, typer.Abort):  # click's word for Ctrl-C (and SIGTERM, SIGHUP)
+        interrupted(as_json)
+        return 130
+    return None
 
 
 if __name__ == "__main__":  # pragma: no cover

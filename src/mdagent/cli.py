@@ -2,8 +2,9 @@
 
 ``agent [OPTIONS] /NAME [ARGS...]`` takes a fast path that never builds the
 typer app (typer and rich cost more start-up time than the command itself);
-every other subcommand goes through typer. Errors are caught once, here, and
-become one line on stderr and an exit status (DESIGN §6).
+every other subcommand goes through typer. Errors are caught once, at the one
+edge both paths share (:mod:`mdagent.edge`), and become one line on stderr and
+an exit status (DESIGN §6).
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-
-from mdagent.errors import MdagentError
 
 # "Run a typed command for a person" lives in mdagent.person, shared with the
 # interactive session; these names stay importable from here.
@@ -93,7 +92,13 @@ def _main(argv: list[str] | None) -> int:
     slash = rest is not None and rest[:1] and rest[0].startswith("/")
     completing = any(v in os.environ for v in _COMPLETE_VARS)
     if slash and not completing:
-        return _guarded(options, lambda: run_slash(options, rest[0], rest[1:]))
+        from mdagent.edge import guarded
+
+        return guarded(
+            lambda: run_slash(options, rest[0], rest[1:]),
+            as_json=options.json,
+            verbose=options.verbose,
+        )
     if completing:
         _completion_variable()
     if argv[:1] in (["--version"], ["-V"]):
@@ -153,39 +158,6 @@ def _configure_logging(verbose: bool) -> None:
         logging.basicConfig(
             level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(message)s"
         )
-
-
-def _guarded(options: Options, action) -> int:
-    """Run ``action``; any error becomes one line and an exit status.
-
-    The line is ``agent: …`` on stderr (red on a terminal) or, with
-    ``--json``, one ``{"ok": false, "error": {...}}`` object on stdout.
-    """
-    from mdagent.console import report_error
-
-    try:
-        return action()
-    except MdagentError as err:
-        report_error(str(err), err.code, as_json=options.json, session=err.session)
-        return err.exit_code
-    except KeyboardInterrupt:
-        from mdagent import signals
-
-        with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
-            report_error(signals.message(), "INTERRUPTED", as_json=options.json)
-        return 130
-    except BrokenPipeError:
-        # The reader went away (`agent /x | head -1`): point stdout at
-        # /dev/null so flushing at exit cannot raise again (Python's advice).
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
-    except Exception as err:  # a bug: still one line unless -v
-        if options.verbose:
-            raise
-        message = f"internal error: {type(err).__name__}: {err} (rerun with -v)"
-        report_error(message, "INTERNAL", as_json=options.json)
-        return 1
 
 
 # -- the fast path -------------------------------------------------------------

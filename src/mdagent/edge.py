@@ -1,0 +1,74 @@
+"""The one error edge: whatever a command raises becomes one line and an exit status.
+
+Both ways into mdagent end here: ``agent /name`` (the fast path of
+:mod:`mdagent.cli`) and every typer subcommand (:func:`mdagent.app.run_app`).
+The line is ``agent: …`` on stderr (red on a terminal) or, with ``--json``,
+one ``{"ok": false, "error": {"code", "message"}}`` object on stdout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+from mdagent.errors import MdagentError
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+def guarded(
+    action: Callable[[], int],
+    *,
+    as_json: bool = False,
+    verbose: bool = False,
+    translate: Callable[[Exception], int | None] | None = None,
+) -> int:
+    """Run ``action``; its exit status, or the status of what it raised, said in one line.
+
+    :class:`MdagentError`: its message and ``exit_code``; Ctrl-C (or a stop
+    signal, which :mod:`mdagent.signals` turns into one): 130, 143 or 129
+    after the line saying so; a reader that went away (``agent … | head -1``):
+    141, quietly; ``SystemExit``: its code. ``translate`` may give the status
+    of another exception (a click usage error), having said it; anything
+    left is a bug: one ``internal error`` line, or the traceback with
+    ``verbose`` (``-v``).
+    """
+    from mdagent.console import report_error
+
+    try:
+        return action()
+    except MdagentError as err:
+        report_error(str(err), err.code, as_json=as_json, session=err.session)
+        return err.exit_code
+    except KeyboardInterrupt:
+        interrupted(as_json)
+        return 130
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BrokenPipeError:
+        # The reader went away: point stdout at /dev/null so flushing at exit
+        # cannot raise again (Python's advice).
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except Exception as err:
+        status = translate(err) if translate is not None else None
+        if status is not None:
+            return status
+        if verbose:
+            raise
+        message = f"internal error: {type(err).__name__}: {err} (rerun with -v)"
+        report_error(message, "INTERNAL", as_json=as_json)
+        return 1
+
+
+def interrupted(as_json: bool = False) -> None:
+    """One line saying the run was interrupted (and by which signal, if one)."""
+    from mdagent import signals
+    from mdagent.console import report_error
+
+    with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
+        report_error(signals.message(), "INTERRUPTED", as_json=as_json)
