@@ -1107,7 +1107,7 @@ class Policy:
             return (
                 f"note: no project layer (.agents/); `{rule_text}` is allowed for this session only"
             )
-        from mdagent.approval import add_allow_rule
+        from mdagent.edit import add_allow_rule
 
         target = settings_path(self.project_layer)
         try:

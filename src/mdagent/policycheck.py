@@ -315,8 +315,8 @@ def revoke(runtime: Any, rule: str) -> str:
     Raises :class:`UsageError` when that file has no such rule, naming the
     layer files that do.
     """
-    from mdagent.approval import remove_allow_rule
     from mdagent.defaults import settings_path
+    from mdagent.edit import remove_allow_rule
 
     target = settings_path(runtime.project_layer)
     line = remove_allow_rule(target, rule)
