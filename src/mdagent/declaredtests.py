@@ -38,7 +38,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from mdagent.errors import MdagentError, Problem, ToolFailed, UsageError
+from mdagent.errors import MdagentError, ToolFailed, UsageError
 from mdagent.records import Record
 
 #: Folders left out of the workspace copy: rebuilt caches and environments,
@@ -600,12 +600,3 @@ def _diff(want: str, got: str, limit: int = 12) -> str:
     if len(lines) > limit:
         lines = [*lines[:limit], f"… ({len(lines) - limit} more diff lines)"]
     return "".join(f"\n{line}" for line in lines)
-
-
-def failure_problems(outcomes: Iterable[Outcome]) -> list[Problem]:
-    """One :class:`Problem` per failing test, at its line (for tools that list problems)."""
-    return [
-        Problem(o.test.path, o.test.line, o.test.col, "error", f"{o.test.label}: {f}")
-        for o in outcomes
-        for f in o.failures
-    ]
