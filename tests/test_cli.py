@@ -401,6 +401,13 @@ def test_a_typed_command_with_valid_arguments_imports_no_jsonschema_nor_typing(w
     assert imported(workspace, "/hi") == ["2"]
 
 
+def test_version_is_as_cheap_as_a_typed_command(workspace):
+    # `agent --version` and `-V` print the package version on the fast path:
+    # no typer, no click, none of the modules a typed command does without.
+    for flag in ("--version", "-V"):
+        assert imported(workspace, flag) == ["0"]
+
+
 def test_ask_and_check_do_not_import_pydantic(workspace):
     (workspace / "script.yaml").write_text("- Hello.\n")
     assert "pydantic" not in imported(workspace, "check")

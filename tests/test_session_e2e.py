@@ -14,6 +14,8 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
 from model_server import ModelServer
 from test_terminal_e2e import Terminal
 
@@ -225,6 +227,21 @@ def test_no_color_means_no_colour_codes(workspace):
     assert COLOUR.search(shown["colour"])  # the check can fail: colour is there without it
     assert not COLOUR.findall(shown["no colour"])
     assert "# A heading" not in shown["no colour"]  # still rendered as Markdown
+
+
+@pytest.mark.parametrize("pause", [0, 0.001, 0.003, 0.01])
+def test_ctrl_c_twice_in_quick_succession_always_leaves(workspace, pause):
+    # The second Ctrl-C lands while the prompt gives the terminal back or takes
+    # it again (a SIGINT, not a key): it was lost, or ended the session with 1.
+    with ModelServer([{"text": "noted"}]) as server, session(workspace, server) as term:
+        term.expect_stream(PROMPT)
+        term.type("keep this")
+        term.expect_stream("noted")
+        term.expect_stream(PROMPT)
+        term.press(CTRL_C)
+        time.sleep(pause)
+        term.press(CTRL_C)
+        assert term.wait() == 0, term.text
 
 
 def test_ctrl_c_twice_at_an_empty_prompt_leaves_and_continue_reopens(workspace):

@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from mdagent.console import first_line, say_error, table
-from mdagent.errors import MdagentError, UsageError, unknown_tool
+from mdagent.errors import EXIT_INTERRUPTED, EXIT_USAGE, MdagentError, UsageError, unknown_tool
 from mdagent.runtime import Options, Runtime
 
 
@@ -1647,10 +1647,10 @@ def _click_status(err: Exception, as_json: bool) -> int | None:
             report_error(err.format_message(), "USAGE" if usage else "ERROR", as_json=True)
         else:
             err.show()
-        return 2 if usage else err.exit_code
+        return EXIT_USAGE if usage else err.exit_code
     if isinstance(err, typer.Abort):  # click's word for Ctrl-C (and SIGTERM, SIGHUP)
         interrupted(as_json)
-        return 130
+        return EXIT_INTERRUPTED
     return None
 
 

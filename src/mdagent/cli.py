@@ -13,6 +13,8 @@ import contextlib
 import os
 import sys
 
+from mdagent.errors import EXIT_FAILED
+
 # "Run a typed command for a person" lives in mdagent.person, shared with the
 # interactive session; these names stay importable from here.
 from mdagent.person import (
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException:
         if signals.received() is None:
             raise
-        status = 1  # whatever broke while stopping, the signal is why we end
+        status = EXIT_FAILED  # whatever broke while stopping, the signal is why we end
     if signals.received() is not None:
         _quiet_dead_terminal()
     return signals.exit_status(status)

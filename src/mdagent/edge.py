@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 
-from mdagent.errors import MdagentError
+from mdagent.errors import EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, MdagentError
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
@@ -45,15 +45,15 @@ def guarded(
         return err.exit_code
     except KeyboardInterrupt:
         interrupted(as_json)
-        return 130
+        return EXIT_INTERRUPTED
     except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_FAILED)
     except BrokenPipeError:
         # The reader went away: point stdout at /dev/null so flushing at exit
         # cannot raise again (Python's advice).
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+        return EXIT_BROKEN_PIPE
     except Exception as err:
         status = translate(err) if translate is not None else None
         if status is not None:
@@ -62,7 +62,7 @@ def guarded(
             raise
         message = f"internal error: {type(err).__name__}: {err} (rerun with -v)"
         report_error(message, "INTERNAL", as_json=as_json)
-        return 1
+        return EXIT_FAILED
 
 
 def interrupted(as_json: bool = False) -> None:

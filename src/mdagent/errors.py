@@ -15,6 +15,44 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+# -- exit statuses ----------------------------------------------------------------
+# What `agent` exits with. The error classes below, the CLI edges
+# (mdagent.edge, mdagent.app) and the person's command runner (mdagent.person)
+# take their numbers from here, and the docs' table is generated from
+# EXIT_STATUSES, so the two cannot disagree.
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_TIMEOUT = 124
+EXIT_DENIED = 126
+EXIT_HANGUP = 129  # 128 + SIGHUP, as a shell reports it (mdagent.signals)
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+#: ``(status, meaning)`` for every status above, in the order the docs list them.
+EXIT_STATUSES: tuple[tuple[int, str], ...] = (
+    (EXIT_OK, "ok"),
+    (EXIT_FAILED, "the tool failed (a process: its own exit status, passed through unchanged)"),
+    (
+        EXIT_USAGE,
+        'usage: unknown command (with the list and "did you mean", across slash commands '
+        "and subcommands: `agent /tools` → `agent tools`), a required argument left out or "
+        "invalid arguments (with the usage line), broken configuration",
+    ),
+    (EXIT_TIMEOUT, "timed out (the whole process group is killed)"),
+    (EXIT_DENIED, "denied by policy"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C stops the tool and its process group)"),
+    (EXIT_HANGUP, "hang-up (SIGHUP): as 130; the call is recorded as interrupted"),
+    (EXIT_TERMINATED, "terminated (SIGTERM): as 130; the call is recorded as interrupted"),
+    (
+        EXIT_BROKEN_PIPE,
+        "the reader of the output went away (`agent /x | head -1`), as a shell reports SIGPIPE",
+    ),
+)
+
+
 class MdagentError(Exception):
     """Base class of every error mdagent raises on purpose.
 
@@ -24,7 +62,7 @@ class MdagentError(Exception):
     subclass of a class with a code shares it (``HookBlocked`` is ``DENIED``).
     """
 
-    exit_code = 1
+    exit_code = EXIT_FAILED
     code = "ERROR"
     #: The saved session a failed turn belongs to: ``--json`` reports it
     #: beside the error, so a script can continue or inspect that session.
@@ -40,7 +78,7 @@ class MdagentError(Exception):
 class ConfigError(MdagentError):
     """A declaration file is wrong; carries where (``path``, ``line``, ``col``)."""
 
-    exit_code = 2
+    exit_code = EXIT_USAGE
     code = "CONFIG"
 
     def __init__(self, message: str, path: str | None = None, line: int = 0, col: int = 0):
@@ -62,7 +100,7 @@ class ConfigError(MdagentError):
 class UsageError(MdagentError):
     """The user called something the wrong way (unknown command, bad arguments)."""
 
-    exit_code = 2
+    exit_code = EXIT_USAGE
     code = "USAGE"
 
 
@@ -71,7 +109,7 @@ class ToolFailed(MdagentError):
 
     code = "TOOL_FAILED"
 
-    def __init__(self, message: str, exit_code: int = 1):
+    def __init__(self, message: str, exit_code: int = EXIT_FAILED):
         super().__init__(message)
         self.exit_code = exit_code
 
@@ -79,14 +117,14 @@ class ToolFailed(MdagentError):
 class PolicyDenied(MdagentError):
     """The policy refused a call."""
 
-    exit_code = 126
+    exit_code = EXIT_DENIED
     code = "DENIED"
 
 
 class Interrupted(MdagentError):
     """The user pressed Ctrl-C."""
 
-    exit_code = 130
+    exit_code = EXIT_INTERRUPTED
     code = "INTERRUPTED"
 
 
@@ -97,14 +135,14 @@ class StateError(MdagentError):
     put on the record fails with it instead of running.
     """
 
-    exit_code = 1
+    exit_code = EXIT_FAILED
     code = "STATE"
 
 
 class ProviderError(MdagentError):
     """A model provider could not be reached or answered with an error."""
 
-    exit_code = 1
+    exit_code = EXIT_FAILED
     code = "PROVIDER"
 
 

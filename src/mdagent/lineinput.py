@@ -123,6 +123,7 @@ class TerminalInput:
         from mdagent.repl import PROMPT
 
         self.repl = repl
+        self.interrupted = False  # a Ctrl-C the last read saw after its own
         self.session: PromptSession[str] = PromptSession(
             PROMPT,
             history=FileHistory(str(history_file(repl.runtime.workdir))),
@@ -156,7 +157,11 @@ class TerminalInput:
         import asyncio
 
         from mdagent import signals
+        from mdagent.repl import EmptyInterrupt
 
+        if self.interrupted:
+            self.interrupted = False
+            raise EmptyInterrupt()
         app = self.session.app
         arrived: list[int] = []
         loops: list[asyncio.AbstractEventLoop] = []
@@ -177,9 +182,59 @@ class TerminalInput:
             loops.append(asyncio.get_running_loop())
             if arrived:  # came before the loop was running
                 stop()
+            elif interrupts:
+                interrupt()
 
-        with signals.deferred(on_signal):
-            text = self.session.prompt(pre_run=started)
+        def interrupt() -> None:
+            if app.future is not None and not app.future.done():
+                app.exit(exception=EmptyInterrupt())
+
+        def on_interrupt(signum: int, frame: Any) -> None:
+            # A SIGINT comes only while the terminal is not in raw mode: just
+            # before the prompt takes the keys or as it gives them back. Left to
+            # asyncio it cancels the prompt's task, and the Ctrl-C is lost or
+            # ends the session with a CancelledError; here it is a Ctrl-C at
+            # an empty prompt, like the key itself.
+            interrupts.append(signum)
+            if loops:
+                with contextlib.suppress(RuntimeError):
+                    loops[0].call_soon_threadsafe(interrupt)
+
+        interrupts: list[int] = []
+        previous = _take_sigint(on_interrupt)
+        try:
+            with signals.deferred(on_signal):
+                text = self.session.prompt(pre_run=started, handle_sigint=False)
+        except EmptyInterrupt:
+            # The key ended the prompt and a second Ctrl-C came as it closed:
+            # the next read answers with it at once (twice in a row leaves).
+            self.interrupted = bool(interrupts)
+            raise
+        finally:
+            _give_back_sigint(previous)
         if arrived:  # came as the prompt was returning a line
             raise signals.Terminated(arrived[0])
+        if interrupts:  # came as the prompt was returning: Ctrl-C wins over the line
+            raise EmptyInterrupt()
         return text
+
+
+def _take_sigint(handler: Any) -> Any:
+    """Install ``handler`` for SIGINT; the one it replaced (None: left alone)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN or previous is None:
+        return None
+    signal.signal(signal.SIGINT, handler)
+    return previous
+
+
+def _give_back_sigint(previous: Any) -> None:
+    import signal
+
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)

@@ -13,7 +13,15 @@ import json
 import os
 import sys
 
-from mdagent.errors import ToolFailed, UsageError
+from mdagent.errors import (
+    EXIT_DENIED,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    ToolFailed,
+    UsageError,
+)
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
@@ -149,18 +157,18 @@ def _is_exit_status(data: dict[str, Any]) -> bool:
 def exit_status(result) -> int:
     """0 ok; 1 failure (a process: its own status); 124 timeout; 126 denied; 130 interrupted."""
     if result.ok:
-        return 0
+        return EXIT_OK
     data = result.data
     if data.get("code") == "DENIED":
-        return 126
+        return EXIT_DENIED
     if data.get("timed_out"):
-        return 124
+        return EXIT_TIMEOUT
     if data.get("interrupted"):
-        return 130
+        return EXIT_INTERRUPTED
     code = data.get("exit_code")
     if isinstance(code, int) and 0 < code < 256:
         return code
-    return 1
+    return EXIT_FAILED
 
 
 def command_help(runtime: Runtime, name: str) -> str:
