@@ -15,6 +15,7 @@ import pytest
 
 from conftest import trust_as_is
 from mdagent.ask import run_ask, run_prompt_skill
+from mdagent.calls import Decision
 from mdagent.conversation import Conversation, capped, repair_history
 from mdagent.display import Display, short_arguments
 from mdagent.errors import Interrupted, ProviderError, UsageError
@@ -22,7 +23,7 @@ from mdagent.loop import Agent
 from mdagent.prompts import find_agents_md, model_tools, skill_index, system_prompt
 from mdagent.providers.base import Reply, ToolCall
 from mdagent.runtime import Options, Runtime
-from mdagent.toolbox import Decision, Toolbox
+from mdagent.toolbox import Toolbox
 
 
 class ScriptedModel:

@@ -14,9 +14,10 @@ import pytest
 
 from conftest import agent_executable, gone_soon
 from mdagent.builtins import register_builtins
+from mdagent.calls import ToolContext
 from mdagent.catalog import NAMES_AND_ALIASES as BUILTIN_NAMES
 from mdagent.catalog import SPECS
-from mdagent.toolbox import Toolbox, ToolContext
+from mdagent.toolbox import Toolbox
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ import pytest
 
 from mdagent.builtins import register_builtins, search
 from mdagent.builtins.search import expand_braces, is_ignored, parse_gitignore
-from mdagent.toolbox import Toolbox, ToolContext
+from mdagent.calls import ToolContext
+from mdagent.toolbox import Toolbox
 
 
 @pytest.fixture
@@ -233,7 +234,8 @@ def test_a_backtracking_regex_meets_the_timeout(call, ws, engine):
 
 
 def test_a_backtracking_regex_stops_on_cancel(ws, engine):
-    from mdagent.toolbox import Toolbox, ToolContext
+    from mdagent.calls import ToolContext
+    from mdagent.toolbox import Toolbox
 
     (ws / "a.txt").write_text("x" + "a" * 60 + "!\n")
     tb = Toolbox()

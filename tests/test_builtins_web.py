@@ -10,9 +10,11 @@ from urllib.parse import quote
 
 import pytest
 
+from mdagent.approvers import ScriptedApprover
 from mdagent.builtins import register_builtins
+from mdagent.calls import ToolContext
 from mdagent.policy import Policy
-from mdagent.toolbox import Toolbox, ToolContext
+from mdagent.toolbox import Toolbox
 
 
 @pytest.fixture
@@ -105,7 +107,7 @@ def test_connection_refused_is_a_clear_failure(fetch):
 def test_httpx_is_imported_only_when_fetching():
     script = (
         "import sys, tempfile\n"
-        "from mdagent.toolbox import Toolbox, ToolContext\n"
+        "from mdagent.calls import ToolContext\nfrom mdagent.toolbox import Toolbox\n"
         "from mdagent.builtins import register_builtins\n"
         "tb = Toolbox(); register_builtins(tb)\n"
         "tb.run('glob', {'pattern': '*'}, ToolContext(workdir=tempfile.gettempdir()))\n"
@@ -122,7 +124,7 @@ def test_httpx_is_imported_only_when_fetching():
 
 def guarded_fetch(tmp_path, policy_settings, caller="model"):
     settings = {"policy": policy_settings}
-    tb = Toolbox(policy=Policy(settings, workdir=tmp_path, interactive=False))
+    tb = Toolbox(policy=Policy(settings, workdir=tmp_path))
     register_builtins(tb, ["fetch"])
 
     def fetch(url):
@@ -225,7 +227,8 @@ def test_time_spent_asking_about_a_redirect_is_not_the_servers(tmp_path, server)
         return "yes"
 
     settings = {"policy": {"mode": "ask"}, "fetch": {"timeout": 1}}
-    policy = Policy(settings, workdir=tmp_path, interactive=True, prompt=slow_person)
+    person = ScriptedApprover(lambda question: slow_person(question.tool, question.args))
+    policy = Policy(settings, workdir=tmp_path, approver=person)
     tb = Toolbox(policy=policy)
     register_builtins(tb, ["fetch"])
     ctx = ToolContext(workdir=str(tmp_path), settings=settings, caller="model")

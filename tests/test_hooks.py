@@ -8,6 +8,8 @@ import time
 
 import pytest
 
+from mdagent.approvers import ScriptedApprover
+from mdagent.calls import HookDecision, ToolContext
 from mdagent.environment import child_env
 from mdagent.errors import ConfigError
 from mdagent.hooks import (
@@ -18,7 +20,7 @@ from mdagent.hooks import (
     session_hooks,
 )
 from mdagent.policy import Policy
-from mdagent.toolbox import HookDecision, Toolbox, ToolContext
+from mdagent.toolbox import Toolbox
 
 
 @pytest.fixture
@@ -260,7 +262,6 @@ def model_box(tmp_path, policy=None, before=(), **policy_kw):
         policy=Policy(
             {"policy": policy or {}},
             workdir=tmp_path,
-            interactive=False,
             project_layer=tmp_path / ".agents",
             **policy_kw,
         )
@@ -352,10 +353,10 @@ def test_a_person_is_asked_what_a_hook_asks_without_always(tmp_path):
         asked.append((tool_name, args))
         return "yes"
 
+    person = ScriptedApprover(lambda question: prompt(question.tool, question.args))
     box = model_box(
-        tmp_path, {"mode": "full"}, [{"run": answer({"decision": "ask"})}], prompt=prompt
+        tmp_path, {"mode": "full"}, [{"run": answer({"decision": "ask"})}], approver=person
     )
-    box.policy.interactive = True
     assert as_model(box, tmp_path, "exec", {"command": "ls"}).ok
     assert asked == [("exec", {"command": "ls"})]
 

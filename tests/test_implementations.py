@@ -489,7 +489,7 @@ def guarded_http_tool(url, policy_settings, tmp_path, caller="person"):
     from mdagent.policy import Policy
 
     settings = {"policy": policy_settings}
-    box = Toolbox(policy=Policy(settings, workdir=tmp_path, interactive=False))
+    box = Toolbox(policy=Policy(settings, workdir=tmp_path))
     register_builtins(box, ["fetch"])
     declared(box, "web", {"http": {"url": url}})
     return lambda: box.run("web", {}, ctx(settings=settings, caller=caller))
@@ -669,7 +669,8 @@ def test_check_implementation_with_no_params_says_so():
 
 def test_composing_exec_quotes_values_like_a_shell_template(tmp_path):
     from mdagent.builtins import register_builtins
-    from mdagent.toolbox import Toolbox, ToolContext
+    from mdagent.calls import ToolContext
+    from mdagent.toolbox import Toolbox
 
     box = Toolbox()
     register_builtins(box, names=["exec"])

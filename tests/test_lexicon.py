@@ -39,9 +39,9 @@ def test_every_shell_runs_its_c_script_as_code_in_both_models(shell, tmp_path):
     (segment, *inner) = parse(f"{shell} -c 'rm -rf x'")
     assert segment.dynamic
     assert [s.text for s in inner] == ["rm -rf x"]
-    allow = Policy({"policy": {"allow": [f"exec({shell} *)"]}}, workdir=tmp_path, interactive=False)
+    allow = Policy({"policy": {"allow": [f"exec({shell} *)"]}}, workdir=tmp_path)
     assert _decision(allow, f"{shell} -c 'rm -rf x'") == "ask"
-    deny = Policy({"policy": {"deny": ["exec(rm *)"]}}, workdir=tmp_path, interactive=False)
+    deny = Policy({"policy": {"deny": ["exec(rm *)"]}}, workdir=tmp_path)
     assert _decision(deny, f"{shell} -c 'rm -rf x'") == "deny"
 
 
@@ -51,7 +51,5 @@ def test_every_code_builtin_is_refused_a_placeholder_and_never_covered(builtin, 
         check_shell(f"{builtin} x {{value}}")
     with contextlib.suppress(Unparseable):  # coproc: a keyword the grammar does not know
         assert parse(f"{builtin} x y")[0].dynamic
-    allow = Policy(
-        {"policy": {"allow": [f"exec({builtin} *)"]}}, workdir=tmp_path, interactive=False
-    )
+    allow = Policy({"policy": {"allow": [f"exec({builtin} *)"]}}, workdir=tmp_path)
     assert _decision(allow, f"{builtin} x y") == "ask"

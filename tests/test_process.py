@@ -331,8 +331,9 @@ def test_exec_run_and_shell_tools_share_run_tool_process(tmp_path, monkeypatch):
     """Scrubbed environment, workspace cwd, own session: one code path for all three."""
     from mdagent import process
     from mdagent.builtins import register_builtins
+    from mdagent.calls import ToolContext
     from mdagent.implementations import make_handler
-    from mdagent.toolbox import Toolbox, ToolContext
+    from mdagent.toolbox import Toolbox
 
     started = []
     real = process.start_child
@@ -363,8 +364,8 @@ def test_exec_run_and_shell_tools_share_run_tool_process(tmp_path, monkeypatch):
 
 
 def test_run_tool_process_confines_cwd_and_reads_the_settings(tmp_path):
+    from mdagent.calls import ToolContext
     from mdagent.process import run_tool_process
-    from mdagent.toolbox import ToolContext
 
     (tmp_path / "sub").mkdir()
     ctx = ToolContext(workdir=str(tmp_path), settings={"exec": {"timeout": 0.5}})

@@ -9,9 +9,10 @@ import textwrap
 
 import pytest
 
+from mdagent.calls import ToolContext
 from mdagent.errors import UsageError
 from mdagent.store import MIGRATIONS, REDACTED, AuditLog, Store
-from mdagent.toolbox import Toolbox, ToolContext
+from mdagent.toolbox import Toolbox
 
 
 @pytest.fixture
@@ -205,7 +206,7 @@ def test_audit_log_records_every_call_with_secrets_redacted(store, monkeypatch):
 def test_audit_log_records_policy_decisions(store, hermetic, tmp_path):
     from mdagent.policy import Policy
 
-    box = Toolbox(policy=Policy({}, workdir=tmp_path, interactive=False, store=store))
+    box = Toolbox(policy=Policy({}, workdir=tmp_path, store=store))
     box.add("exec", description="run", params={"command": {"type": "string"}}, handler=dict)
     box.add("read_file", description="read", handler=dict, security="safe")
     box.audit = AuditLog(store)

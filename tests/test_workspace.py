@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from mdagent.calls import ToolContext
 from mdagent.errors import PolicyDenied
-from mdagent.toolbox import ToolContext
 from mdagent.workspace import (
     confine,
     confine_for,

@@ -12,9 +12,9 @@ __all__ = ["Commands", "Result", "Tool", "ToolContext", "Toolbox", "__version__"
 #: Public name -> "module:attribute" (mdagent.lazy), imported on first use.
 _HOMES = {
     "Commands": "mdagent.commands:Commands",
-    "Result": "mdagent.toolbox:Result",
+    "Result": "mdagent.calls:Result",
     "Tool": "mdagent.toolbox:Tool",
-    "ToolContext": "mdagent.toolbox:ToolContext",
+    "ToolContext": "mdagent.calls:ToolContext",
     "Toolbox": "mdagent.toolbox:Toolbox",
 }
 
@@ -22,8 +22,9 @@ TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
+    from mdagent.calls import Result, ToolContext
     from mdagent.commands import Commands
-    from mdagent.toolbox import Result, Tool, Toolbox, ToolContext
+    from mdagent.toolbox import Tool, Toolbox
 
 
 def __getattr__(name: str) -> Any:

@@ -26,10 +26,11 @@ from mdagent.prompts import model_tools, system_prompt
 from mdagent.specs import unmet_requirement
 
 if TYPE_CHECKING:
+    from mdagent.calls import ToolContext
     from mdagent.providers.base import Provider, ProviderConfig
     from mdagent.runtime import Runtime
     from mdagent.specs import CommandSpec, Skill
-    from mdagent.toolbox import Toolbox, ToolContext
+    from mdagent.toolbox import Toolbox
 
 
 def make_provider(
@@ -400,8 +401,8 @@ def skill_message(
     toolbox, policy): the body's ``` !`cmd` ``` run as its calls. Without
     one nothing can run them: each says so in the prompt.
     """
+    from mdagent.calls import ToolContext
     from mdagent.promptskills import render
-    from mdagent.toolbox import ToolContext
 
     if ctx is None:
         ctx = ToolContext(workdir=os.getcwd())

@@ -64,10 +64,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mdagent.calls import HookDecision
 from mdagent.defaults import HOOK_TIMEOUT
 from mdagent.errors import ConfigError, PolicyDenied, logger
 from mdagent.policy import names_for, names_match
-from mdagent.toolbox import HookDecision
 
 log = logger("mdagent.hooks")
 

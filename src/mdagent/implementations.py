@@ -27,7 +27,8 @@ from collections.abc import Callable, Container, Iterable, Mapping
 from pathlib import Path
 
 from mdagent import templates
-from mdagent.toolbox import ToolContext, accepts_context
+from mdagent.calls import ToolContext
+from mdagent.toolbox import accepts_context
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:

@@ -29,10 +29,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mdagent.calls import Result, ToolContext
 from mdagent.conversation import Conversation, tool_message
 from mdagent.defaults import DEFAULT_SETTINGS
 from mdagent.errors import Interrupted, ProviderError, unknown_tool
-from mdagent.toolbox import Result, Toolbox, ToolContext, UnknownTool
+from mdagent.toolbox import Toolbox, UnknownTool
 
 if TYPE_CHECKING:
     from mdagent.hooks import SessionHooks

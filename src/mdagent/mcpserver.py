@@ -37,9 +37,10 @@ from mdagent.mcpclient import one_line, require_sdk
 from mdagent.specs import unmet_requirement
 
 if TYPE_CHECKING:
+    from mdagent.calls import Result
     from mdagent.runtime import Runtime
     from mdagent.specs import Skill
-    from mdagent.toolbox import Result, Toolbox
+    from mdagent.toolbox import Toolbox
 
 #: Seconds a served call may run past its tool's own timeout before it is
 #: answered as a failure (the tool's own limit should fire first).
@@ -73,7 +74,7 @@ class Served:
         runtime.check_settings()
         # Never interactive: stdin and stdout belong to the protocol, and a
         # person at this terminal did not ask for the call.
-        self.policy = runtime.policy(interactive=False)
+        self.policy = runtime.policy(approver=runtime.approver(interactive=False))
         self.box: Toolbox = runtime.toolbox(policy=self.policy, mcp=False)
         self.tools = model_tools(self.box, runtime.settings)  # as `agent ask` would send them
         self.names = {t["name"] for t in self.tools}

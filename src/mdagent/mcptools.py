@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from mdagent.calls import ToolContext
 from mdagent.defaults import setting
 from mdagent.errors import ToolFailed, UsageError
 from mdagent.mcpconfig import (
@@ -32,7 +33,7 @@ from mdagent.mcpconfig import (
     write_listing,
 )
 from mdagent.specs import CommandSpec, ToolSpec
-from mdagent.toolbox import Tool, Toolbox, ToolContext, UnknownTool
+from mdagent.toolbox import Tool, Toolbox, UnknownTool
 
 if TYPE_CHECKING:
     from mdagent.mcpclient import McpClients
@@ -195,7 +196,7 @@ class ServerDown(UnknownTool):
         self.reason = reason
 
     def run(self, args: Any = None, context: Any = None):  # noqa: D102 - UnknownTool's contract
-        from mdagent.toolbox import Result
+        from mdagent.calls import Result
 
         return Result.failure(self.reason, code="MCP_UNAVAILABLE")
 

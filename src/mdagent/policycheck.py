@@ -141,7 +141,6 @@ def runtime_policy(runtime: Any) -> Policy:
     return Policy(
         runtime.settings,
         workdir=runtime.workdir,
-        interactive=False,
         project_layer=runtime.project_layer,
         sources=runtime.registry.sources,
     )
@@ -149,7 +148,7 @@ def runtime_policy(runtime: Any) -> Policy:
 
 def model_context(runtime: Any) -> Any:
     """A context for judging a model's call in ``runtime`` (nothing is run)."""
-    from mdagent.toolbox import ToolContext
+    from mdagent.calls import ToolContext
 
     return ToolContext(
         caller="model",

@@ -45,8 +45,8 @@ from mdagent.errors import PolicyDenied, ToolFailed, UsageError
 from mdagent.skills import LIVE_CONTEXT
 
 if TYPE_CHECKING:
+    from mdagent.calls import Result, ToolContext
     from mdagent.specs import Skill
-    from mdagent.toolbox import Result, ToolContext
 
 #: What one command's output or one included file may add to the prompt.
 MAX_INSERT = 20_000

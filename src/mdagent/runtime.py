@@ -17,11 +17,12 @@ from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 
+from mdagent.calls import ToolContext
 from mdagent.errors import ConfigError, Problem
 from mdagent.layers import find_layers, project_layer, project_root
 from mdagent.registry import Registry, load_registry
 from mdagent.specs import ToolSpec, unmet_requirement
-from mdagent.toolbox import Toolbox, ToolContext
+from mdagent.toolbox import Toolbox
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
@@ -229,18 +230,38 @@ class Runtime:
         # Settings read on the first write: `agent sessions` need not load the registry.
         return Store(settings=lambda: self.settings)
 
-    def policy(self, interactive: bool | None = None, prompt=None, allow: Iterable[str] = ()):
-        """The policy for calls of this process.
+    def approver(self, interactive: bool | None = None):
+        """Who answers the policy's questions here (:mod:`mdagent.approvers`).
+
+        A person at the terminal when one is there (``interactive`` None: when
+        ``/dev/tty`` opens or stdin is a terminal), else nobody. An "always"
+        answer written into the project's settings keeps the workspace's
+        trust current.
+        """
+        from mdagent.approvers import RefusingApprover, TerminalApprover
+
+        if interactive is None:
+            from mdagent.approval import terminal_available
+
+            interactive = terminal_available()
+        if not interactive:
+            return RefusingApprover()
+        return TerminalApprover(
+            self.project_layer,
+            workdir=self.workdir,
+            saved=lambda: self.keep_trust_current(
+                "this folder is not trusted: its allow rules apply once you run `agent trust`"
+            ),
+        )
+
+    def policy(self, approver=None, allow: Iterable[str] = ()):
+        """The policy for calls of this process, asking ``approver`` (default: :meth:`approver`).
 
         ``allow`` adds allow rules for this policy only (a prompt skill's
         ``allowed-tools``); deny rules still apply.
         """
         from mdagent.policy import Policy
 
-        if interactive is None:
-            from mdagent.approval import terminal_available
-
-            interactive = terminal_available()
         settings = self.settings
         if allow:
             section = dict(settings.get("policy") or {})
@@ -252,13 +273,9 @@ class Runtime:
             settings,
             workdir=self.workdir,
             store=self.store,
-            interactive=interactive,
+            approver=approver if approver is not None else self.approver(),
             approve_all=self.options.yes,
-            prompt=prompt,
             project_layer=self.project_layer,
-            saved=lambda: self.keep_trust_current(
-                "this folder is not trusted: its allow rules apply once you run `agent trust`"
-            ),
         )
 
     @cached_property
@@ -354,7 +371,7 @@ class Runtime:
         """
         rate_limited = any(self.registry.tools[name].rate_limit for name in self.registry.tools)
         if self.settings.get("policy", {}).get("deny") or rate_limited:
-            return self.policy(interactive=False)
+            return self.policy(approver=self.approver(interactive=False))
         return None
 
     def unavailable(self, spec: ToolSpec) -> str | None:
