@@ -159,7 +159,7 @@ def alive(pid: int) -> bool:
     return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
 
 
-def gone_soon(pid: int, within: float = 5.0) -> bool:
+def gone_soon(pid: int, within: float = 20.0) -> bool:
     """Wait up to ``within`` seconds for ``pid`` to end; whether it did."""
     end = time.monotonic() + within
     while time.monotonic() < end:
@@ -191,7 +191,7 @@ def processes_running(command_line: str) -> list[int]:
     return found
 
 
-def none_running(command_line: str, within: float = 5.0) -> bool:
+def none_running(command_line: str, within: float = 20.0) -> bool:
     """Wait up to ``within`` seconds until no process runs ``command_line``; whether none does
     (a process the kernel is killing may take a moment to be gone)."""
     end = time.monotonic() + within

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import threading
-import time
 
 import pytest
 
@@ -242,7 +241,6 @@ def test_a_backtracking_regex_stops_on_cancel(ws, engine):
     register_builtins(tb)
     ctx = ToolContext(workdir=str(ws))
     threading.Timer(1.0, ctx.cancel.set).start()
-    started = time.monotonic()
     result = tb.run("grep", {"pattern": "(?<=x)(a+)+$"}, ctx)
-    assert result.data.get("interrupted") is True
-    assert time.monotonic() - started < 50  # the default timeout is 60 s
+    # Interrupted, not timed out: the cancel stopped it, not the 60 s default timeout.
+    assert result.data.get("interrupted") is True and not result.data.get("timed_out")

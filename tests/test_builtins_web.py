@@ -75,10 +75,8 @@ def test_the_body_is_capped(fetch, server):
 
 
 def test_the_time_is_capped(fetch, server):
-    started = time.monotonic()
     result = fetch(f"{server}/slow", {"fetch": {"timeout": 0.3}})
-    assert time.monotonic() - started < 2.5
-    assert not result.ok and result.error == "timed out after 0.3 s"
+    assert not result.ok and result.error == "timed out after 0.3 s"  # not "too late", 3 s on
 
 
 def test_binary_bodies_are_described_not_dumped(fetch, server):
@@ -197,25 +195,23 @@ def test_a_redirect_to_another_scheme_is_refused(fetch, server):
 
 
 @pytest.mark.parametrize("path", ["/trickle", "/trickle-headers"])
-def test_a_trickling_server_cannot_hold_a_call_past_its_timeout(fetch, server, path):
-    started = time.monotonic()
+def test_a_trickling_server_cannot_hold_a_call_past_its_timeout(fetch, server, web, path):
     result = fetch(f"{server}{path}", {"fetch": {"timeout": 1}})
-    assert time.monotonic() - started < 5  # the server would take 30 s
     assert not result.ok and result.error == "timed out after 1 s"
     assert result.data["timed_out"] is True
+    assert web.finished == []  # the call ended while the server still had 30 s to send
 
 
-def test_cancel_stops_a_fetch_at_once(tmp_path, server):
+def test_cancel_stops_a_fetch_at_once(tmp_path, server, web):
     tb = Toolbox()
     register_builtins(tb, ["fetch"])
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()
-    started = time.monotonic()
     result = tb.run(
         "fetch", {"url": f"{server}/trickle"}, ToolContext(workdir=str(tmp_path), cancel=cancel)
     )
-    assert time.monotonic() - started < 5
     assert not result.ok and result.error == "interrupted" and result.data["interrupted"] is True
+    assert web.finished == []  # stopped at once, not after the server's 30 s
 
 
 def test_time_spent_asking_about_a_redirect_is_not_the_servers(tmp_path, server):
