@@ -51,6 +51,21 @@ def fresh_caches():
 
 
 @pytest.fixture(autouse=True)
+def notices_on_stderr():
+    """Notices (mdagent.notices) shown on stderr, as ``agent``'s entry point shows them.
+
+    Tests that call a module directly see what a person would; tests/test_notices.py
+    checks the library's default (the log) and that the entry point installs this.
+    """
+    from mdagent import notices
+    from mdagent.console import show_notice
+
+    previous = notices.show_with(show_notice)
+    yield
+    notices.show_with(previous)
+
+
+@pytest.fixture(autouse=True)
 def hermetic(tmp_path_factory, monkeypatch):
     """Point the user layer, the state dir and HOME at fresh temporary folders.
 

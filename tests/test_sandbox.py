@@ -525,12 +525,13 @@ def tool_run(dirs, code: str, *, caller: str = "model", **sandbox_settings):
 @pytest.fixture
 def told(monkeypatch):
     """What run_tool_process told the person, this run."""
-    from mdagent import approval, process
+    from mdagent import notices, process
 
     said: list[str] = []
     monkeypatch.setattr(process, "_TOLD", set())
-    monkeypatch.setattr(approval, "tell", lambda message, out=None: said.append(message))
-    return said
+    previous = notices.show_with(lambda message, warning: said.append(message))
+    yield said
+    notices.show_with(previous)
 
 
 @needs_landlock

@@ -1655,4 +1655,7 @@ def _click_status(err: Exception, as_json: bool) -> int | None:
 
 
 if __name__ == "__main__":  # pragma: no cover
+    from mdagent.cli import show_notices
+
+    show_notices()
     sys.exit(run_app(sys.argv[1:]))

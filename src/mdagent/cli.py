@@ -91,6 +91,7 @@ def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     options, rest = _global_options(argv)
     _configure_logging(options.verbose)
+    show_notices()
     slash = rest is not None and rest[:1] and rest[0].startswith("/")
     completing = any(v in os.environ for v in _COMPLETE_VARS)
     if slash and not completing:
@@ -160,6 +161,19 @@ def _configure_logging(verbose: bool) -> None:
         logging.basicConfig(
             level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(message)s"
         )
+
+
+def show_notices() -> None:
+    """Show the notices of the modules below the edge (:mod:`mdagent.notices`) on stderr."""
+    from mdagent import notices
+
+    notices.show_with(_show_notice)
+
+
+def _show_notice(message: str, warning: bool) -> None:
+    from mdagent.console import show_notice  # on the first notice, not at start-up
+
+    show_notice(message, warning)
 
 
 # -- the fast path -------------------------------------------------------------

@@ -56,7 +56,6 @@ or ``*``: every tool.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import shlex
@@ -64,6 +63,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mdagent import notices
 from mdagent.calls import HookDecision
 from mdagent.defaults import HOOK_TIMEOUT
 from mdagent.errors import ConfigError, PolicyDenied, logger
@@ -274,10 +274,7 @@ def _invalid(text: str, exc: ValueError) -> str:
 
 def _warn(message: str) -> None:
     log.warning("%s", message)
-    with contextlib.suppress(OSError, ValueError):  # stderr closed: the log has it
-        from mdagent.console import say_warning
-
-        say_warning(message)
+    notices.warn(message)
 
 
 class SessionHooks:

@@ -42,10 +42,10 @@ if TYPE_CHECKING:
 
 def _tell(message: str) -> None:
     # The one place a server's failure reaches the person while the rest
-    # carries on (a model's turn, a listing): one line on stderr.
-    from mdagent.approval import tell
+    # carries on (a model's turn, a listing): a notice the edge shows.
+    from mdagent import notices
 
-    tell(message)
+    notices.tell(message)
 
 
 class McpTools:

@@ -355,14 +355,14 @@ _TOLD_LOCK = threading.Lock()
 
 
 def _tell_once(message: str) -> None:
-    """Show ``message`` on stderr the first time this run meets it (tool calls run in threads)."""
+    """A notice for the person the first time this run meets it (tool calls run in threads)."""
     with _TOLD_LOCK:
         if message in _TOLD:
             return
         _TOLD.add(message)
-    from mdagent.approval import tell
+    from mdagent import notices
 
-    tell(message)
+    notices.tell(message)
 
 
 def _sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) -> Any:
