@@ -755,6 +755,26 @@ def model_refusal(skill: Skill) -> str | None:
     return f"it is unavailable here: {reason}" if reason else None
 
 
+def skill_read_roots(ctx: Any, path: str | os.PathLike[str], root: Path) -> tuple[Path, ...]:
+    """The skill folders that admit ``path`` for reading, beyond the workspace ``root``.
+
+    For the read-only tools (``read_file``, ``glob``, ``grep``) only: a path
+    :func:`mdagent.workspace.confine` refused may still lie inside the folder
+    of a skill the model may load, where its ``references/`` and ``scripts/``
+    live even outside the workspace. Pass what this returns as extra roots to
+    ``confine`` and ``open_parent``; writing tools and ``exec`` never use it.
+    """
+    skills = getattr(getattr(ctx, "registry", None), "skills", None)
+    if not skills:
+        return ()
+    candidate = Path(os.fspath(path)).expanduser()
+    try:
+        near = (candidate if candidate.is_absolute() else root / candidate).resolve()
+    except (OSError, RuntimeError):
+        return ()
+    return tuple(model_skill_folders(skills, near))
+
+
 def model_skill_folders(skills: Any, near: Path) -> list[Path]:
     """The resolved folders of the skills the model may load that hold ``near``.
 

@@ -141,30 +141,6 @@ def confine_for(ctx: Any, path: str | os.PathLike[str]) -> Path:
     return confine(candidate, root, extras)
 
 
-def skill_read_roots(ctx: Any, path: str | os.PathLike[str], root: Path) -> tuple[Path, ...]:
-    """The skill folders that admit ``path`` for reading, beyond the workspace.
-
-    For the read-only tools (``read_file``, ``glob``, ``grep``) only: a path
-    :func:`confine` refused may still lie inside the folder of a skill the
-    model may load (one the ``skill`` tool returns), where its
-    ``references/`` and ``scripts/`` live even outside the workspace (a
-    user-layer or bundled skill). Pass what this returns as extra roots to
-    :func:`confine` and :func:`open_parent`; empty when there is none.
-    Writing tools and ``exec``'s folder never use it.
-    """
-    skills = getattr(getattr(ctx, "registry", None), "skills", None)
-    if not skills:
-        return ()
-    candidate = Path(os.fspath(path)).expanduser()
-    try:
-        near = (candidate if candidate.is_absolute() else root / candidate).resolve()
-    except (OSError, RuntimeError):
-        return ()
-    from mdagent.skills import model_skill_folders
-
-    return tuple(model_skill_folders(skills, near))
-
-
 def display_path(path: Path, root: Path) -> str:
     """``path`` as a user would type it: relative to ``root`` when inside, else absolute."""
     try:

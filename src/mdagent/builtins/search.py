@@ -27,7 +27,7 @@ from mdagent.defaults import setting
 from mdagent.environment import env_for
 from mdagent.errors import PolicyDenied
 from mdagent.globs import gitignore_regex
-from mdagent.workspace import confine, display_path, roots_from, skill_read_roots
+from mdagent.workspace import confine, display_path, roots_from
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
@@ -268,7 +268,7 @@ def _base(ctx: Any, path: str | None) -> tuple[Path, Path, list[Path]]:
     """``(base, root, extras)``; raises PolicyDenied for a path outside the workspace.
 
     Searching only reads: the folders of the skills the model may load count
-    as inside (:func:`~mdagent.workspace.skill_read_roots`).
+    as inside (:func:`~mdagent.skills.skill_read_roots`).
     """
     root, extras = roots_from(ctx)
     if not path:
@@ -276,6 +276,8 @@ def _base(ctx: Any, path: str | None) -> tuple[Path, Path, list[Path]]:
     try:
         return confine(path, root, extras), root, list(extras)
     except PolicyDenied:
+        from mdagent.skills import skill_read_roots  # only for a path outside the workspace
+
         skill_roots = skill_read_roots(ctx, path, root)
         if not skill_roots:
             raise
