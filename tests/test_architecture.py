@@ -20,7 +20,7 @@ KNOWN_CYCLES = [
     {"mdagent.yamlfast", "mdagent.yamlsource"},
     {"mdagent.interpreters", "mdagent.programs"},
     {"mdagent.namespaces", "mdagent.sandbox"},
-    {"mdagent.mcpconfig", "mdagent.registry", "mdagent.trust"},
+    {"mdagent.registry", "mdagent.trust"},
     {"mdagent.lineinput", "mdagent.repl", "mdagent.session_commands"},
     {"mdagent.app", "mdagent.cli"},
 ]

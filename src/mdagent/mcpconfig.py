@@ -40,6 +40,8 @@ SEPARATOR = "__"
 #: What every provider accepts in a tool name (OpenAI: ``^[a-zA-Z0-9_-]{1,64}$``).
 NAME_LIMIT = 64
 CACHE_PREFIX = "registry-mcp-"
+#: The shape of a cached tool list; a file of another format is not read.
+LISTING_FORMAT = 1
 #: What one server may offer, so a hostile or broken one costs bounded time
 #: and memory. Its tool (and prompt) list may run to MAX_PAGES pages and
 #: MAX_LISTED entries. Inlining the local ``$ref``s of its tools' input
@@ -363,18 +365,18 @@ def cache_path(config: ServerConfig, workdir: str | os.PathLike[str] | None = No
 
 def read_listing(config: ServerConfig, workdir: Any = None) -> dict[str, Any] | None:
     """The cached ``{"tools": [...], "prompts": [...]}`` of ``config``, or None."""
-    from mdagent.registry import _read_cache
+    from mdagent.statefiles import read_json
 
-    data = _read_cache(cache_path(config, workdir))
+    data = read_json(cache_path(config, workdir), LISTING_FORMAT)
     listing = data.get("listing") if data else None
     return listing if isinstance(listing, dict) else None
 
 
 def write_listing(config: ServerConfig, listing: dict[str, Any], workdir: Any = None) -> None:
     """Cache ``listing`` under the server's stamp (atomically; a failure costs speed only)."""
-    from mdagent.registry import CACHE_FORMAT, _write_cache
+    from mdagent.statefiles import write_json
 
-    _write_cache(cache_path(config, workdir), {"format": CACHE_FORMAT, "listing": listing})
+    write_json(cache_path(config, workdir), {"format": LISTING_FORMAT, "listing": listing})
 
 
 # -- where servers were declared ---------------------------------------------------------

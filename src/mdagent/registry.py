@@ -36,8 +36,6 @@ imports neither yaml nor frontmatter.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -45,6 +43,7 @@ from pathlib import Path
 from mdagent.errors import Problem
 from mdagent.layers import Layer, state_dir
 from mdagent.specs import CommandSpec, LazyRecords, Skill, ToolSpec, command_key, compact
+from mdagent.statefiles import read_json, write_json
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
@@ -600,14 +599,11 @@ def _layers_key(layers: list[Layer]) -> str:
 
 
 def _read_cache(path: Path) -> dict[str, Any] | None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return None  # missing, or torn (not written by _write_cache): never used
-    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
-        return None
-    return data
+    return read_json(path, CACHE_FORMAT)
+
+
+# The atomic write of every cache file (mdagent.statefiles, shared with the MCP tool lists).
+_write_cache = write_json
 
 
 def _stamps(value: Any) -> bool:
@@ -711,29 +707,6 @@ def _valid_shard(data: dict[str, Any] | None, token: str) -> bool:
 
 def _valid_rest(data: dict[str, Any] | None, token: str) -> bool:
     return data is not None and data.get("token") == token and _problem_rows(data.get("problems"))
-
-
-def _write_cache(path: Path, data: dict[str, Any]) -> None:
-    """Write atomically (temp file + rename): concurrent writers never leave half a file."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # What tempfile.mkstemp does, without its import (~3 ms) on a cold
-        # compile: a name no other writer uses, created exclusively, 0600.
-        tmp = path.with_name(f".registry-{os.getpid()}-{os.urandom(6).hex()}.tmp")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(tmp, flags, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                # dumps, not dump: json.dump streams through the pure-Python
-                # encoder, several times slower on a cold compile's megabytes.
-                fh.write(json.dumps(data, separators=(",", ":"), check_circular=False).encode())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-    except OSError:
-        pass  # a read-only state dir costs speed, never correctness
 
 
 def _stamp(path: str, st: os.stat_result | None = None) -> list[Any]:
