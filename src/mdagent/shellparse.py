@@ -761,7 +761,7 @@ def _names_assigned(program: str, args: tuple[str, ...]) -> tuple[str, ...]:
 
 def _outputs(core: tuple[str, ...], kinds: tuple[str, ...]) -> list[tuple[str, str]]:
     """The files ``--output=FILE``-style options of ``core`` name, with their kinds."""
-    from mdagent.programs import abbreviated
+    from mdagent.longoptions import abbreviated
 
     out = []
     for i, word in enumerate(core[1:], start=1):
