@@ -19,7 +19,6 @@ MAX_LINES = 800
 KNOWN_CYCLES = [
     {"mdagent.namespaces", "mdagent.sandbox"},
     {"mdagent.registry", "mdagent.trust"},
-    {"mdagent.lineinput", "mdagent.repl", "mdagent.session_commands"},
     {"mdagent.app", "mdagent.cli"},
 ]
 KNOWN_LONG = {

@@ -11,7 +11,7 @@ Imported only by the interactive session (prompt_toolkit costs start-up time
   typed, a command's arguments after it, file paths relative to the working
   directory otherwise;
 - Ctrl-C clears a typed line; at an empty prompt it ends the read with
-  :class:`~mdagent.repl.EmptyInterrupt` (twice in a row leaves); Ctrl-D on
+  :class:`~mdagent.session_commands.EmptyInterrupt` (twice in a row leaves); Ctrl-D on
   an empty line leaves;
 - a bottom toolbar with the model, the session id and the tokens used.
 """
@@ -85,7 +85,7 @@ def first_line(text: str | None) -> str:
 
 def key_bindings() -> KeyBindings:
     """Enter sends, Esc Enter and a trailing backslash continue, Ctrl-C as a shell does."""
-    from mdagent.repl import EmptyInterrupt
+    from mdagent.session_commands import EmptyInterrupt
 
     keys = KeyBindings()
 
@@ -120,7 +120,7 @@ class TerminalInput:
     """Reads one message at a time from the person at the terminal."""
 
     def __init__(self, repl: Repl) -> None:
-        from mdagent.repl import PROMPT
+        from mdagent.session_commands import PROMPT
 
         self.repl = repl
         self.interrupted = False  # a Ctrl-C the last read saw after its own
@@ -157,7 +157,7 @@ class TerminalInput:
         import asyncio
 
         from mdagent import signals
-        from mdagent.repl import EmptyInterrupt
+        from mdagent.session_commands import EmptyInterrupt
 
         if self.interrupted:
             self.interrupted = False

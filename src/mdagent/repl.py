@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from mdagent.commands import Commands
 from mdagent.console import is_terminal
 from mdagent.errors import Interrupted, MdagentError, UsageError
+from mdagent.session_commands import EmptyInterrupt, Exit
 from mdagent.signals import Terminated, received
 
 if TYPE_CHECKING:
@@ -31,16 +32,7 @@ if TYPE_CHECKING:
     from mdagent.display import Display
     from mdagent.providers.base import Provider, ProviderConfig
 
-PROMPT = "› "
 BANNER = "mdagent — /help for commands, /exit to leave"
-
-
-class Exit(Exception):
-    """``/exit`` or ``/quit``: leave the session."""
-
-
-class EmptyInterrupt(Exception):
-    """Ctrl-C at an empty prompt (a second one in a row leaves the session)."""
 
 
 class Repl:

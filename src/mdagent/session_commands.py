@@ -17,6 +17,18 @@ from mdagent.errors import UsageError
 if TYPE_CHECKING:
     from mdagent.repl import Repl
 
+#: The session's prompt (mdagent.lineinput draws it).
+PROMPT = "› "
+
+
+class Exit(Exception):
+    """``/exit`` or ``/quit``: leave the session (raised by the commands, caught by the session)."""
+
+
+class EmptyInterrupt(Exception):
+    """Ctrl-C at an empty prompt (a second one in a row leaves the session)."""
+
+
 #: What the model is asked for by ``/compact``.
 COMPACT_REQUEST = (
     "Summarise this conversation so that it can continue from the summary alone: "
@@ -54,14 +66,10 @@ def register_builtins(repl: Repl) -> None:  # noqa: C901
 
     @register("exit", "Leave the session")
     def _exit(_: str | None) -> None:
-        from mdagent.repl import Exit
-
         raise Exit
 
     @register("quit", "Leave the session")
     def _quit(_: str | None) -> None:
-        from mdagent.repl import Exit
-
         raise Exit
 
     def tool_names() -> list[str]:
