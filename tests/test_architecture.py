@@ -19,7 +19,6 @@ MAX_LINES = 800
 KNOWN_CYCLES = [
     {"mdagent.namespaces", "mdagent.sandbox"},
     {"mdagent.registry", "mdagent.trust"},
-    {"mdagent.app", "mdagent.cli"},
 ]
 KNOWN_LONG = {
     "app.py",

@@ -1620,7 +1620,7 @@ def run_app(argv: list[str]) -> int:
 
     def run() -> int:
         # `mdagent` or `agent`: click names the completion variable and script after it.
-        from mdagent.cli import program_name
+        from mdagent.edge import program_name
 
         returned = command.main(args=argv, prog_name=program_name(), standalone_mode=False)
         return returned if isinstance(returned, int) else 0
@@ -1655,7 +1655,7 @@ def _click_status(err: Exception, as_json: bool) -> int | None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    from mdagent.cli import show_notices
+    from mdagent.edge import show_notices
 
     show_notices()
     sys.exit(run_app(sys.argv[1:]))

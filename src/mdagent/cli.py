@@ -13,6 +13,7 @@ import contextlib
 import os
 import sys
 
+from mdagent.edge import program_name, show_notices
 from mdagent.errors import EXIT_FAILED
 
 # "Run a typed command for a person" lives in mdagent.person, shared with the
@@ -36,17 +37,6 @@ _VALUED = {
     "--script": "script",
 }
 _COMPLETE_VARS = ("_AGENT_COMPLETE", "_MDAGENT_COMPLETE")
-
-
-def program_name(argv0: str | None = None) -> str:
-    """``mdagent`` when run by that name, else ``agent``: the name given to click.
-
-    click names the completion variable and the script ``--show-completion``
-    and ``--install-completion`` emit after it (``_MDAGENT_COMPLETE``,
-    ``complete ... mdagent``), so each installed name completes itself.
-    """
-    name = os.path.basename(sys.argv[0] if argv0 is None else argv0)
-    return "mdagent" if name == "mdagent" else "agent"
 
 
 def _completion_variable() -> None:
@@ -161,19 +151,6 @@ def _configure_logging(verbose: bool) -> None:
         logging.basicConfig(
             level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(message)s"
         )
-
-
-def show_notices() -> None:
-    """Show the notices of the modules below the edge (:mod:`mdagent.notices`) on stderr."""
-    from mdagent import notices
-
-    notices.show_with(_show_notice)
-
-
-def _show_notice(message: str, warning: bool) -> None:
-    from mdagent.console import show_notice  # on the first notice, not at start-up
-
-    show_notice(message, warning)
 
 
 # -- the fast path -------------------------------------------------------------

@@ -3,7 +3,9 @@
 Both ways into mdagent end here: ``agent /name`` (the fast path of
 :mod:`mdagent.cli`) and every typer subcommand (:func:`mdagent.app.run_app`).
 The line is ``agent: …`` on stderr (red on a terminal) or, with ``--json``,
-one ``{"ok": false, "error": {"code", "message"}}`` object on stdout.
+one ``{"ok": false, "error": {"code", "message"}}`` object on stdout. The
+edge also names the program (:func:`program_name`) and shows the notices
+of the modules below it (:func:`show_notices`).
 """
 
 from __future__ import annotations
@@ -72,3 +74,27 @@ def interrupted(as_json: bool = False) -> None:
 
     with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
         report_error(signals.message(), "INTERRUPTED", as_json=as_json)
+
+
+def program_name(argv0: str | None = None) -> str:
+    """``mdagent`` when run by that name, else ``agent``: the name given to click.
+
+    click names the completion variable and the script ``--show-completion``
+    and ``--install-completion`` emit after it (``_MDAGENT_COMPLETE``,
+    ``complete ... mdagent``), so each installed name completes itself.
+    """
+    name = os.path.basename(sys.argv[0] if argv0 is None else argv0)
+    return "mdagent" if name == "mdagent" else "agent"
+
+
+def show_notices() -> None:
+    """Show the notices of the modules below the edge (:mod:`mdagent.notices`) on stderr."""
+    from mdagent import notices
+
+    notices.show_with(_show_notice)
+
+
+def _show_notice(message: str, warning: bool) -> None:
+    from mdagent.console import show_notice  # on the first notice, not at start-up
+
+    show_notice(message, warning)
