@@ -23,7 +23,7 @@ from pathlib import Path
 
 from mdagent.defaults import PROJECT_DIR, settings_path
 from mdagent.errors import ConfigError, logger
-from mdagent.policy import Question
+from mdagent.policy import Nobody, Question
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
@@ -32,16 +32,12 @@ if TYPE_CHECKING:
 log = logger("mdagent.approvers")
 
 
-class RefusingApprover:
-    """Nobody to ask: the policy refuses every question, saying how to allow the call."""
+class RefusingApprover(Nobody):
+    """Nobody to ask: the policy refuses every question, saying how to allow the call.
 
-    interactive = False
-
-    def ask(self, question: Question) -> str:
-        raise EOFError("no terminal to ask on")
-
-    def remember(self, rule: str) -> None:
-        return None
+    The policy's own default (:class:`mdagent.policy.Nobody`), named for the
+    runtime to hand in where nobody can answer.
+    """
 
 
 class SettingsApprover:

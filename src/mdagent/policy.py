@@ -640,8 +640,9 @@ class Approver(Protocol):
     def remember(self, rule: str) -> None: ...
 
 
-class _Nobody:
-    """No one to ask: every question is refused (the default)."""
+class Nobody:
+    """No one to ask: every question is refused (the default approver;
+    :class:`mdagent.approvers.RefusingApprover` is this one)."""
 
     interactive = False
 
@@ -702,7 +703,7 @@ class Policy:
         self.ask = rules("ask")
         self.deny = rules("deny")
         self.workdir = Path(workdir)
-        self.approver: Approver = approver if approver is not None else _Nobody()
+        self.approver: Approver = approver if approver is not None else Nobody()
         self.approve_all = approve_all
         self.project_layer = Path(project_layer) if project_layer is not None else None
         self.store = store
