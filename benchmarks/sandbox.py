@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 
 from mdagent import namespaces, process
+from mdagent.calls import ToolContext
 from mdagent.policy import Policy
 from mdagent.process import run_tool_process
-from mdagent.toolbox import ToolContext
 
 ROUTES = ("none", "landlock", "bwrap", "direct")
 
@@ -46,7 +46,7 @@ def context(root: Path, route: str) -> ToolContext:
     paths between calls, as in a real run."""
     if route not in _CONTEXTS:
         settings = {"sandbox": {"mode": "off"}} if route == "none" else {}
-        policy = Policy(settings, workdir=root, interactive=False)
+        policy = Policy(settings, workdir=root)
         _CONTEXTS[route] = ToolContext(
             workdir=str(root), caller="model", settings=settings, policy=policy
         )

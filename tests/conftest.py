@@ -51,6 +51,21 @@ def fresh_caches():
 
 
 @pytest.fixture(autouse=True)
+def notices_on_stderr():
+    """Notices (mdagent.notices) shown on stderr, as ``agent``'s entry point shows them.
+
+    Tests that call a module directly see what a person would; tests/test_notices.py
+    checks the library's default (the log) and that the entry point installs this.
+    """
+    from mdagent import notices
+    from mdagent.console import show_notice
+
+    previous = notices.show_with(show_notice)
+    yield
+    notices.show_with(previous)
+
+
+@pytest.fixture(autouse=True)
 def hermetic(tmp_path_factory, monkeypatch):
     """Point the user layer, the state dir and HOME at fresh temporary folders.
 
@@ -159,7 +174,7 @@ def alive(pid: int) -> bool:
     return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
 
 
-def gone_soon(pid: int, within: float = 5.0) -> bool:
+def gone_soon(pid: int, within: float = 20.0) -> bool:
     """Wait up to ``within`` seconds for ``pid`` to end; whether it did."""
     end = time.monotonic() + within
     while time.monotonic() < end:
@@ -191,7 +206,7 @@ def processes_running(command_line: str) -> list[int]:
     return found
 
 
-def none_running(command_line: str, within: float = 5.0) -> bool:
+def none_running(command_line: str, within: float = 20.0) -> bool:
     """Wait up to ``within`` seconds until no process runs ``command_line``; whether none does
     (a process the kernel is killing may take a moment to be gone)."""
     end = time.monotonic() + within

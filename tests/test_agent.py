@@ -15,6 +15,7 @@ import pytest
 
 from conftest import trust_as_is
 from mdagent.ask import run_ask, run_prompt_skill
+from mdagent.calls import Decision
 from mdagent.conversation import Conversation, capped, repair_history
 from mdagent.display import Display, short_arguments
 from mdagent.errors import Interrupted, ProviderError, UsageError
@@ -22,7 +23,7 @@ from mdagent.loop import Agent
 from mdagent.prompts import find_agents_md, model_tools, skill_index, system_prompt
 from mdagent.providers.base import Reply, ToolCall
 from mdagent.runtime import Options, Runtime
-from mdagent.toolbox import Decision, Toolbox
+from mdagent.toolbox import Toolbox
 
 
 class ScriptedModel:
@@ -125,7 +126,9 @@ def test_a_tool_result_goes_back_to_the_model():
         }
     ]
     # The call's line, then its outcome: ✓, and how long it took.
-    assert re.fullmatch(r"→ echo  pong\n  ✓ echo · \d+\.\d s\n", agent.display.err.getvalue())
+    assert re.fullmatch(
+        r"→ echo  pong\n  ✓ echo · (\d+\.\d s|\d+ s|\d+ min \d+ s)\n", agent.display.err.getvalue()
+    )
     # Text before a tool call ends its line before the answer's text starts.
     assert agent.display.out.getvalue() == "Looking.\nIt said pong.\n"
 
@@ -266,17 +269,31 @@ def test_capped_keeps_short_text():
 # -- concurrency ------------------------------------------------------------------------
 
 
-def sleepy_box(security_of):
-    """Tools that sleep 0.3 s and record when they ran."""
-    spans: dict[str, tuple[float, float]] = {}
+def recording_box(security_of, *, meet: int = 0):
+    """Tools that log ``("start", tag)`` and ``("end", tag)`` as they run.
+
+    With ``meet``, each call waits (up to 60 s) until that many calls run at
+    once: calls run one after another never get there, however fast or busy
+    the machine. Without it, each call pauses a little, room for another to
+    start if one could.
+    """
+    events: list[tuple[str, str]] = []
+    lock = threading.Lock()
+    meeting = threading.Barrier(meet, timeout=60) if meet else None
     box = Toolbox()
     for name, security in security_of.items():
 
         def handler(args, _name=name):
-            start = time.perf_counter()
-            time.sleep(0.3)
-            spans[args.get("tag", _name)] = (start, time.perf_counter())
-            return {"output": args.get("tag", _name)}
+            tag = args.get("tag", _name)
+            with lock:
+                events.append(("start", tag))
+            if meeting is not None:
+                meeting.wait()
+            else:
+                time.sleep(0.05)
+            with lock:
+                events.append(("end", tag))
+            return {"output": tag}
 
         box.add(
             name,
@@ -285,27 +302,24 @@ def sleepy_box(security_of):
             handler=handler,
             security=security,
         )
-    return box, spans
-
-
-def overlap(a, b):
-    return a[0] < b[1] and b[0] < a[1]
+    return box, events
 
 
 def test_independent_safe_calls_run_concurrently():
-    box, spans = sleepy_box({"glob": "safe", "read_file": "safe"})
+    box, events = recording_box({"glob": "safe", "read_file": "safe"}, meet=2)
     model = ScriptedModel(
         reply("", call("glob", {"tag": "g"}), call("read_file", {"tag": "r"})), reply("ok")
     )
     agent_for(model, box).run("go")
-    assert overlap(spans["g"], spans["r"])
+    # Both started before either ended: they met.
+    assert sorted(events[:2]) == [("start", "g"), ("start", "r")]
     # Results come back in the model's order, whichever finished first.
     results = tool_messages(model.requests[1]["messages"])
     assert [json.loads(m["content"])["output"] for m in results] == ["g", "r"]
 
 
 def test_other_calls_run_alone_and_in_order():
-    box, spans = sleepy_box({"read_file": "safe", "write_file": "moderate"})
+    box, events = recording_box({"read_file": "safe", "write_file": "moderate"})
     model = ScriptedModel(
         reply(
             "",
@@ -316,7 +330,7 @@ def test_other_calls_run_alone_and_in_order():
         reply("ok"),
     )
     agent_for(model, box).run("go")
-    assert spans["r1"][1] <= spans["w"][0] and spans["w"][1] <= spans["r2"][0]
+    assert events == [(edge, tag) for tag in ("r1", "w", "r2") for edge in ("start", "end")]
     results = tool_messages(model.requests[1]["messages"])
     assert [json.loads(m["content"])["output"] for m in results] == ["r1", "w", "r2"]
 

@@ -10,20 +10,16 @@ import os
 import threading
 
 import pytest
-import yaml
 
 from mdagent import approval
 from mdagent.approval import (
     _coloured_diff,
     _read_line,
-    add_allow_rule,
     ask_terminal,
     format_call,
     proposed_change,
-    remove_allow_rule,
     tell,
 )
-from mdagent.errors import ConfigError
 
 
 class Tty(io.StringIO):
@@ -235,81 +231,3 @@ def test_tell_writes_one_line_and_never_fails():
             raise OSError("gone")
 
     tell("x", Broken())
-
-
-# -- "always" and revoke: the text edits -------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "after"),
-    [
-        ("policy:\nmodel: {}\n", 'policy:\n  allow:\n    - "x"\nmodel: {}\n'),
-        ("policy:\n  mode: ask\n", 'policy:\n  allow:\n    - "x"\n  mode: ask\n'),
-        (
-            "policy:\n  mode: ask\nmodel: {}\n",
-            'policy:\n  allow:\n    - "x"\n  mode: ask\nmodel: {}\n',
-        ),
-    ],
-)
-def test_always_adds_its_rule_where_it_belongs(tmp_path, text, after):
-    target = tmp_path / "agent.yaml"
-    target.write_text(text)
-    add_allow_rule(target, "x")
-    assert target.read_text() == after
-
-
-def test_a_lone_allow_rule_is_kept_beside_the_new_one(tmp_path):
-    target = tmp_path / "agent.yaml"
-    target.write_text("policy:\n  allow: read_file\n")
-    add_allow_rule(target, "x")
-    assert yaml.safe_load(target.read_text())["policy"]["allow"] == ["read_file", "x"]
-
-
-def test_a_refusal_to_add_names_the_file(tmp_path):
-    target = tmp_path / "agent.yaml"
-    target.write_text("policy: {mode: ask}  # keep me\n")
-    with pytest.raises(ConfigError) as err:
-        add_allow_rule(target, "read_file")
-    assert err.value.path == str(target)
-
-
-@pytest.mark.parametrize(
-    ("text", "left"),
-    [
-        # an item of three lines, then another
-        (
-            "policy:\n  allow:\n    - rule: x\n      reason: a\n      note: b\n    - y\n",
-            "policy:\n  allow:\n    - y\n",
-        ),
-        # a block scalar ends at the start of the next line
-        ("policy:\n  allow:\n    - |-\n      x\n    - y\n", "policy:\n  allow:\n    - y\n"),
-        (
-            "policy:\n  allow:\n    - >-\n      x\n  deny: [z]\n",
-            "policy:\n  allow: []\n  deny: [z]\n",
-        ),
-    ],
-)
-def test_revoke_removes_the_whole_item_and_nothing_after_it(tmp_path, text, left):
-    target = tmp_path / "agent.yaml"
-    target.write_text(text)
-    assert remove_allow_rule(target, "x") == 3
-    assert target.read_text() == left
-
-
-def test_revoke_says_where_the_file_is_broken_and_what_to_do(tmp_path):
-    target = tmp_path / "agent.yaml"
-    target.write_text("policy:\n  allow: [x\n")
-    with pytest.raises(ConfigError) as err:
-        remove_allow_rule(target, "x")
-    assert (err.value.path, err.value.line) == (str(target), 3)
-    target.write_text("base: &rules [x, y]\npolicy:\n  allow: *rules  # shared\n")
-    with pytest.raises(ConfigError) as err:
-        remove_allow_rule(target, "x")
-    assert err.value.message.endswith("without losing comments; remove it by hand")
-
-
-def test_revoke_dumps_a_comment_free_file_in_its_own_order_and_characters(tmp_path):
-    target = tmp_path / "agent.yaml"
-    target.write_text("zeta: é\nbase: &rules [x, y]\npolicy:\n  allow: *rules\n")
-    remove_allow_rule(target, "x")
-    assert target.read_text() == ("zeta: é\nbase:\n- x\n- y\npolicy:\n  allow:\n  - y\n")

@@ -8,13 +8,15 @@ import shlex
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
 from conftest import agent_executable, gone_soon
-from mdagent.builtins import BUILTIN_NAMES, SPECS, register_builtins
-from mdagent.toolbox import Toolbox, ToolContext
+from mdagent.builtins import register_builtins
+from mdagent.calls import ToolContext
+from mdagent.catalog import NAMES_AND_ALIASES as BUILTIN_NAMES
+from mdagent.catalog import SPECS
+from mdagent.toolbox import Toolbox
 
 
 @pytest.fixture
@@ -110,10 +112,9 @@ def test_non_zero_exit_is_a_failure_that_keeps_the_output(box, ws):
 
 
 def test_timeout_kills_the_whole_group(box, ws):
-    started = time.monotonic()
+    # The background job holds the pipe: waiting for it would bring "late".
     result = run(box, ws, command="(sleep 30; echo late) & echo $!; sleep 30", timeout=1)
-    assert time.monotonic() - started < 5
-    assert not result.ok
+    assert not result.ok and "late" not in result.data["stdout"]
     assert result.error == "timed out after 1 s"
     assert result.data["exit_code"] == 124 and result.data["timed_out"] is True
     assert gone_soon(int(result.data["stdout"].split()[0]))
@@ -203,9 +204,8 @@ def test_a_closed_stdout_stops_the_command_with_141(box, ws, tmp_path):
                 raise BrokenPipeError(32, "Broken pipe")
             return super().write(text)
 
-    started = time.monotonic()
+    # Not stopped by the closed pipe, `yes` would run into its timeout (124).
     result = run(box, ws, command="yes", timeout=30, output=ClosingPipe())
-    assert time.monotonic() - started < 5
     assert result.data["exit_code"] == 141 and result.error == "exit status 141"
 
 
@@ -224,16 +224,14 @@ def test_agent_piped_into_head_stops_the_command(workspace):
         f"{shlex.quote(agent_executable())} /t {command} 2>err.txt | head -1;"
         ' echo "status=${PIPESTATUS[0]}"'
     )
-    started = time.monotonic()
     done = subprocess.run(
         ["bash", "-c", script],
         cwd=workspace,
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=90,  # a hang guard, well below the 120 s exec timeout
         start_new_session=True,
     )
-    assert time.monotonic() - started < 10
     assert done.stdout == "y\nstatus=141\n", done.stderr
     assert (workspace / "err.txt").read_text() == ""  # no "Exception ignored ... BrokenPipeError"
     assert gone_soon(int(pidfile.read_text()))

@@ -9,7 +9,8 @@ import tracemalloc
 import pytest
 
 from mdagent.builtins import files, register_builtins
-from mdagent.toolbox import Toolbox, ToolContext
+from mdagent.calls import ToolContext
+from mdagent.toolbox import Toolbox
 
 
 @pytest.fixture

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import shutil
 import threading
-import time
 
 import pytest
 
 from mdagent.builtins import register_builtins, search
 from mdagent.builtins.search import expand_braces, is_ignored, parse_gitignore
-from mdagent.toolbox import Toolbox, ToolContext
+from mdagent.calls import ToolContext
+from mdagent.toolbox import Toolbox
 
 
 @pytest.fixture
@@ -233,14 +233,14 @@ def test_a_backtracking_regex_meets_the_timeout(call, ws, engine):
 
 
 def test_a_backtracking_regex_stops_on_cancel(ws, engine):
-    from mdagent.toolbox import Toolbox, ToolContext
+    from mdagent.calls import ToolContext
+    from mdagent.toolbox import Toolbox
 
     (ws / "a.txt").write_text("x" + "a" * 60 + "!\n")
     tb = Toolbox()
     register_builtins(tb)
     ctx = ToolContext(workdir=str(ws))
     threading.Timer(1.0, ctx.cancel.set).start()
-    started = time.monotonic()
     result = tb.run("grep", {"pattern": "(?<=x)(a+)+$"}, ctx)
-    assert result.data.get("interrupted") is True
-    assert time.monotonic() - started < 50  # the default timeout is 60 s
+    # Interrupted, not timed out: the cancel stopped it, not the 60 s default timeout.
+    assert result.data.get("interrupted") is True and not result.data.get("timed_out")

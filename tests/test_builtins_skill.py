@@ -7,8 +7,9 @@ import pytest
 from conftest import write
 from mdagent.builtins import register_builtins
 from mdagent.builtins.skill import MAX_FILES, skill_files
+from mdagent.calls import ToolContext
 from mdagent.specs import Skill
-from mdagent.toolbox import Toolbox, ToolContext
+from mdagent.toolbox import Toolbox
 
 
 class FakeRegistry:

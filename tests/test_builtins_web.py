@@ -10,9 +10,11 @@ from urllib.parse import quote
 
 import pytest
 
+from mdagent.approvers import ScriptedApprover
 from mdagent.builtins import register_builtins
+from mdagent.calls import ToolContext
 from mdagent.policy import Policy
-from mdagent.toolbox import Toolbox, ToolContext
+from mdagent.toolbox import Toolbox
 
 
 @pytest.fixture
@@ -73,10 +75,8 @@ def test_the_body_is_capped(fetch, server):
 
 
 def test_the_time_is_capped(fetch, server):
-    started = time.monotonic()
     result = fetch(f"{server}/slow", {"fetch": {"timeout": 0.3}})
-    assert time.monotonic() - started < 2.5
-    assert not result.ok and result.error == "timed out after 0.3 s"
+    assert not result.ok and result.error == "timed out after 0.3 s"  # not "too late", 3 s on
 
 
 def test_binary_bodies_are_described_not_dumped(fetch, server):
@@ -105,7 +105,7 @@ def test_connection_refused_is_a_clear_failure(fetch):
 def test_httpx_is_imported_only_when_fetching():
     script = (
         "import sys, tempfile\n"
-        "from mdagent.toolbox import Toolbox, ToolContext\n"
+        "from mdagent.calls import ToolContext\nfrom mdagent.toolbox import Toolbox\n"
         "from mdagent.builtins import register_builtins\n"
         "tb = Toolbox(); register_builtins(tb)\n"
         "tb.run('glob', {'pattern': '*'}, ToolContext(workdir=tempfile.gettempdir()))\n"
@@ -122,7 +122,7 @@ def test_httpx_is_imported_only_when_fetching():
 
 def guarded_fetch(tmp_path, policy_settings, caller="model"):
     settings = {"policy": policy_settings}
-    tb = Toolbox(policy=Policy(settings, workdir=tmp_path, interactive=False))
+    tb = Toolbox(policy=Policy(settings, workdir=tmp_path))
     register_builtins(tb, ["fetch"])
 
     def fetch(url):
@@ -195,25 +195,23 @@ def test_a_redirect_to_another_scheme_is_refused(fetch, server):
 
 
 @pytest.mark.parametrize("path", ["/trickle", "/trickle-headers"])
-def test_a_trickling_server_cannot_hold_a_call_past_its_timeout(fetch, server, path):
-    started = time.monotonic()
+def test_a_trickling_server_cannot_hold_a_call_past_its_timeout(fetch, server, web, path):
     result = fetch(f"{server}{path}", {"fetch": {"timeout": 1}})
-    assert time.monotonic() - started < 5  # the server would take 30 s
     assert not result.ok and result.error == "timed out after 1 s"
     assert result.data["timed_out"] is True
+    assert web.finished == []  # the call ended while the server still had 30 s to send
 
 
-def test_cancel_stops_a_fetch_at_once(tmp_path, server):
+def test_cancel_stops_a_fetch_at_once(tmp_path, server, web):
     tb = Toolbox()
     register_builtins(tb, ["fetch"])
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()
-    started = time.monotonic()
     result = tb.run(
         "fetch", {"url": f"{server}/trickle"}, ToolContext(workdir=str(tmp_path), cancel=cancel)
     )
-    assert time.monotonic() - started < 5
     assert not result.ok and result.error == "interrupted" and result.data["interrupted"] is True
+    assert web.finished == []  # stopped at once, not after the server's 30 s
 
 
 def test_time_spent_asking_about_a_redirect_is_not_the_servers(tmp_path, server):
@@ -225,7 +223,8 @@ def test_time_spent_asking_about_a_redirect_is_not_the_servers(tmp_path, server)
         return "yes"
 
     settings = {"policy": {"mode": "ask"}, "fetch": {"timeout": 1}}
-    policy = Policy(settings, workdir=tmp_path, interactive=True, prompt=slow_person)
+    person = ScriptedApprover(lambda question: slow_person(question.tool, question.args))
+    policy = Policy(settings, workdir=tmp_path, approver=person)
     tb = Toolbox(policy=policy)
     register_builtins(tb, ["fetch"])
     ctx = ToolContext(workdir=str(tmp_path), settings=settings, caller="model")

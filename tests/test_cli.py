@@ -236,9 +236,8 @@ def test_timeout_exit_124_kills_grandchild(workspace, run_agent):
     config(workspace, "agent.yaml", "exec: {timeout: 1}\n")
     skill(workspace, "t", "exec")
     pidfile = workspace / "grandchild.pid"
-    started = time.monotonic()
     result = run_agent("/t", f"(sleep 60; echo late) & echo $! > {pidfile}; wait")
-    assert result.returncode == 124 and time.monotonic() - started < 20
+    assert result.returncode == 124 and "late" not in result.stdout  # killed, not waited for
     assert "timed out" in result.stderr
     pid = int(pidfile.read_text())
     assert gone_soon(pid)
@@ -267,7 +266,7 @@ def test_ctrl_c_exits_130_and_stops_the_child(workspace):
         text=True,
     )
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30  # a hang guard: start-up on a busy machine
         while (
             not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline
         ):

@@ -22,3 +22,29 @@ def test_public_api_imports():
 
     for name in ("Toolbox", "Result", "ToolContext", "Commands"):
         assert hasattr(mdagent, name)
+
+
+def test_a_reader_that_went_away_ends_either_path_quietly(workspace):
+    # Both ways in share one error edge (mdagent.edge): a typed /name and a
+    # typer subcommand whose stdout's reader is gone end quietly (click ends
+    # its own commands with status 1 then, as it always did).
+    import os
+
+    from conftest import agent_executable, trust_as_is
+
+    trust_as_is(workspace)
+    for args, status in ((["/term", "echo hi"], 141), (["tools"], 1), (["commands"], 1)):
+        read, write = os.pipe()
+        os.close(read)  # every write to stdout now fails with EPIPE
+        try:
+            done = subprocess.run(
+                [agent_executable(), *args],
+                cwd=workspace,
+                stdout=write,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=60,
+            )
+        finally:
+            os.close(write)
+        assert (done.returncode, done.stderr) == (status, ""), args

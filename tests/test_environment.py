@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from mdagent.calls import ToolContext
 from mdagent.environment import (
     DEFAULT_EXCLUDE,
     child_env,
@@ -15,7 +16,6 @@ from mdagent.environment import (
     scrubbed_env,
     with_git_safety,
 )
-from mdagent.toolbox import ToolContext
 
 ENV = {
     "PATH": "/usr/bin",

@@ -34,4 +34,4 @@ def test_every_error_class_exits_with_a_listed_status():
     for cls in seen:
         assert cls.exit_code in listed, cls
     assert errors.UsageError.exit_code == errors.ConfigError.exit_code == 2
-    assert errors.PolicyDenied.exit_code == 126 and errors.ToolTimeout.exit_code == 124
+    assert errors.PolicyDenied.exit_code == 126 and errors.Interrupted.exit_code == 130

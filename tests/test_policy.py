@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mdagent.approvers import TerminalApprover
+from mdagent.calls import Decision, ToolContext
 from mdagent.errors import ConfigError
 from mdagent.policy import Policy, Rule
 from mdagent.shellparse import try_parse
-from mdagent.toolbox import Decision, Toolbox, ToolContext
+from mdagent.toolbox import Toolbox
 
 MODEL = "model"
 PERSON = "person"
@@ -53,9 +55,13 @@ def make_toolbox() -> Toolbox:
     return box
 
 
-def make_policy(root, policy=None, **kw):
-    kw.setdefault("interactive", False)
+def make_policy(root, policy=None, *, interactive=False, prompt=None, saved=None, **kw):
+    """The policy of ``root``; ``interactive``: a person answers at the terminal, or
+    ``prompt(tool_name, args)`` in the terminal question's place."""
     kw.setdefault("project_layer", root / ".agents")
+    if interactive:
+        ask = (lambda tool, args, **_: prompt(tool, args)) if prompt is not None else None
+        kw["approver"] = TerminalApprover(kw["project_layer"], ask=ask, workdir=root, saved=saved)
     return Policy({"policy": policy or {}}, workdir=root, **kw)
 
 
@@ -458,7 +464,7 @@ def test_always_saves_the_rule_keeping_the_file_and_stops_asking(root, box):
     assert saved["policy"]["allow"] == ["read_file", "exec(ls [*].py && wc -l [*].py)"]
 
     # A new process reads the rule: the same call runs, a different one still asks.
-    fresh = Policy(saved, workdir=root, interactive=False)
+    fresh = Policy(saved, workdir=root)
     assert check(fresh, box, "exec", cmd("ls *.py && wc -l *.py")).allowed
     assert not check(fresh, box, "exec", cmd("ls a.py; rm -rf /; x.py && wc -l b.py")).allowed
 
@@ -468,7 +474,7 @@ def test_always_for_a_file_saves_its_path(root, box):
     assert check(policy, box, "write_file", {"path": "src/new[1].py"}).allowed
     saved = yaml.safe_load((root / ".agents" / "config" / "agent.yaml").read_text())
     assert saved == {"policy": {"allow": ["write_file(./src/new\\[1].py)"]}}
-    fresh = Policy(saved, workdir=root, interactive=False)
+    fresh = Policy(saved, workdir=root)
     assert check(fresh, box, "write_file", {"path": "src/new[1].py"}).allowed
     assert not check(fresh, box, "write_file", {"path": "src/new1.py"}).allowed
 
@@ -515,8 +521,21 @@ def test_rate_limit(root, box, tmp_path):
     assert 0 < decision.extra["retry_after_ms"] <= 60_000
 
 
-def test_rate_limit_uses_the_state_dir_when_no_store_is_given(root, box, hermetic):
+def test_a_rate_limit_without_a_store_refuses_the_call_and_opens_nothing(root, box, hermetic):
+    # The policy decides on what it is given: the runtime hands it the store.
     policy = make_policy(root)
+    assert check(policy, box, "read_file", {"path": "x"}).allowed
+    refused = check(policy, box, "limited", {})
+    assert not refused.allowed and refused.code == "UNRECORDED"
+    assert "no store of rate-limit windows" in refused.reason
+    assert not (hermetic["state"] / "mdagent.db").exists()
+
+
+def test_the_runtimes_policy_counts_rate_limits_in_the_state_dir(root, box, hermetic):
+    from mdagent.runtime import Runtime
+
+    (root / ".agents").mkdir(exist_ok=True)
+    policy = Runtime(cwd=root).policy()
     assert not (hermetic["state"] / "mdagent.db").exists()  # nothing touched until needed
     check(policy, box, "read_file", {"path": "x"})
     assert not (hermetic["state"] / "mdagent.db").exists()
@@ -592,7 +611,7 @@ def test_a_leading_dot_slash_anchors_a_path_rule_at_the_workspace_root(root, box
 def test_always_for_a_file_saves_an_anchored_rule_and_says_so(root, box):
     told = []
     policy = make_policy(root, interactive=True, prompt=lambda *a: "always")
-    policy.notify = told.append
+    policy.approver.tell = told.append
     assert check(policy, box, "write_file", {"path": "agent.yaml"}).allowed
     saved = yaml.safe_load((root / ".agents" / "config" / "agent.yaml").read_text())
     assert saved == {"policy": {"allow": ["write_file(./agent.yaml)"]}}
@@ -600,7 +619,7 @@ def test_always_for_a_file_saves_an_anchored_rule_and_says_so(root, box):
         f"added allow rule `write_file(./agent.yaml)` to {Path('.agents/config/agent.yaml')}"
     ]
     asked = []
-    policy._prompt = lambda tool, args: asked.append(args) or "no"
+    policy.approver.ask_terminal = lambda tool, args, **_: asked.append(args) or "no"
     assert not check(policy, box, "write_file", {"path": "sub/agent.yaml"}).allowed
     assert asked == [{"path": "sub/agent.yaml"}]
 
@@ -825,7 +844,7 @@ def test_rules_carry_where_they_were_written(tmp_path, root, box):
         ("allow", 5, 7),
         ("tests", 8, 7),
     ]
-    policy = Policy(settings, workdir=root, interactive=False, sources=sources)
+    policy = Policy(settings, workdir=root, sources=sources)
     ls = policy.allow[1]
     assert (ls.text, ls.reason, ls.source.line, ls.source.layer) == (
         "exec(ls)",
@@ -1243,7 +1262,7 @@ def test_a_hook_that_asks(root, box):
     )
     asked = []
     interactive = make_policy(root, {"mode": "full"}, interactive=True, prompt=lambda *a: "always")
-    interactive._prompt = lambda *a: asked.append(a) or "always"
+    interactive.approver.ask_terminal = lambda *a, **_: asked.append(a) or "always"
     got = interactive.check(box.tool_for("exec"), cmd("make"), ctx, hook=hook)
     assert got == Decision(True, approved_by="user")  # "always" saves nothing for a hook
     assert not (root / ".agents" / "config" / "agent.yaml").exists()
@@ -1314,7 +1333,7 @@ def test_keyed_rules_name_arguments_in_any_case_and_lists(root, box):
 @pytest.mark.parametrize(("typed", "saved"), [(" A ", True), ("Always", True), ("Y", False)])
 def test_answers_are_read_in_any_case_and_short_form(root, box, typed, saved):
     policy = make_policy(root, interactive=True, prompt=lambda *a: typed)
-    policy.notify = lambda message: None
+    policy.approver.tell = lambda message: None
     assert check(policy, box, "exec", cmd("make")).allowed
     rules = root / ".agents" / "config" / "agent.yaml"
     assert rules.exists() is saved
@@ -1408,7 +1427,7 @@ def test_always_that_cannot_be_saved_allows_for_the_session_and_warns(root, box,
     (root / ".agents" / "config").write_text("not a folder")
     told = []
     policy = make_policy(root, interactive=True, prompt=lambda *a: "always")
-    policy.notify = told.append
+    policy.approver.tell = told.append
     with caplog.at_level("WARNING"):
         assert check(policy, box, "exec", cmd("make")).allowed
         assert check(policy, box, "exec", cmd("make")).allowed  # not asked again
@@ -1417,7 +1436,7 @@ def test_always_that_cannot_be_saved_allows_for_the_session_and_warns(root, box,
     assert [r.text for r in policy.allow].count("exec(make)") == 1
     assert "could not save allow rule 'exec(make)': " in caplog.text
     layerless = make_policy(root, interactive=True, prompt=lambda *a: "always", project_layer=None)
-    layerless.notify = told.append
+    layerless.approver.tell = told.append
     assert check(layerless, box, "exec", cmd("make test")).allowed
     assert told[-1] == (
         "note: no project layer (.agents/); `exec(make test)` is allowed for this session only"

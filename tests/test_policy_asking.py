@@ -13,9 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from mdagent.calls import Decision, ToolContext
 from mdagent.errors import ConfigError
 from mdagent.policy import Policy, Source, rule_sources
-from mdagent.toolbox import Decision, Toolbox, ToolContext
+from mdagent.toolbox import Toolbox
 from test_policy import MODEL, PERSON, check, cmd, make_policy
 
 
@@ -117,7 +118,7 @@ def test_a_prompt_closed_by_the_person_is_a_refusal(root, box, tool, args):
 def test_the_settings_file_named_in_a_refusal(root, box, tmp_path):
     how = "exec needs approval: no terminal to ask on; rerun with --yes or add `exec(make)` to"
     # No project layer: the file "always" would write in one.
-    policy = Policy({}, workdir=root, interactive=False)
+    policy = Policy({}, workdir=root)
     assert check(policy, box, "exec", cmd("make")).reason == (
         f"{how} policy.allow in {Path('.agents/config/agent.yaml')}"
     )
@@ -237,7 +238,7 @@ def test_a_failed_save_of_always_is_logged_and_said(root, box, caplog):
     settings_file.write_text("policy: [unclosed\n")
     told = []
     policy = make_policy(root, interactive=True, prompt=lambda *a: "always")
-    policy.notify = told.append
+    policy.approver.tell = told.append
     with caplog.at_level("WARNING", logger="mdagent.policy"):
         assert check(policy, box, "exec", cmd("make")) == Decision(True, approved_by="always")
     assert len(told) == 1 and told[0].startswith(
@@ -330,7 +331,7 @@ def test_a_rate_limit_that_cannot_be_checked_refuses_the_call(root):
 )
 def test_bad_policy_settings_say_which_key_is_wrong(root, section, message):
     with pytest.raises(ConfigError) as raised:
-        Policy({"policy": section}, workdir=root, interactive=False)
+        Policy({"policy": section}, workdir=root)
     assert str(raised.value) == message
 
 
@@ -355,7 +356,6 @@ def test_where_a_rule_was_written_defaults_to_line_1_column_1(root):
     policy = Policy(
         {"policy": {"deny": ["fetch", "exec(rm *)"]}},
         workdir=root,
-        interactive=False,
         sources=written,
     )
     assert [r.source for r in policy.deny] == [

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from mdagent.toolbox import ToolContext
+from mdagent.calls import ToolContext
 from test_policy import MODEL, check, make_policy
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
+from mdagent.calls import Decision, HookDecision, ToolContext
 from mdagent.errors import ConfigError
 from mdagent.policy import Rule
 from mdagent.policycheck import verdict_dict
-from mdagent.toolbox import Decision, HookDecision, ToolContext
 from test_policy import MODEL, PERSON, cmd, make_policy
 
 PROTECTED = ".agents/config/agent.yaml (the project layer)"
@@ -265,7 +265,7 @@ def test_always_in_this_session_is_what_allows_the_repeated_call(root, box):
         return "always"
 
     policy = make_policy(root, {}, interactive=True, prompt=prompt)
-    policy.notify = lambda message: None
+    policy.approver.tell = lambda message: None
     ctx = context(root)
     # No allow pattern covers a substitution: the saved rule cannot allow it again.
     command = cmd("echo $(id)")

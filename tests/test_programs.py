@@ -10,12 +10,10 @@ import subprocess
 
 import pytest
 
+from mdagent.longoptions import LONG_OPTIONS, abbreviated, dangerous_option
 from mdagent.programs import (
-    LONG_OPTIONS,
     Runs,
-    abbreviated,
     assigned,
-    dangerous_option,
     device_path,
     foreign_repository,
     git_places,

@@ -30,6 +30,9 @@ def compact(data: dict) -> str:
 
 
 DONE = "data: [DONE]\n\n"
+#: A duration as the display writes it (display.format_seconds): the event, whatever
+#: the clock said on a busy machine.
+DURATION = r"(?:\d+\.\d s|\d+ s|\d+ min \d+ s)"
 
 
 def chunk(delta: dict | None = None, finish: str | None = None, **top) -> str:
@@ -535,13 +538,14 @@ class Clock:
 def test_retry_after_ms_comes_before_retry_after(run_agent, server):
     clock = Clock()
     server.add(
-        clock({"status": 429, "headers": {"retry-after-ms": "300", "retry-after": "30"}}),
+        clock({"status": 429, "headers": {"retry-after-ms": "300", "retry-after": "3600"}}),
         clock({"text": "ok"}),
     )
+    # The hour of retry-after would outlast the run's time limit: answered at all
+    # means retry-after-ms was read; a wait is never shorter than asked, however busy.
     result = ask(run_agent, server, "hello")
     assert result.returncode == 0, result.stderr
-    gap = clock.times[1] - clock.times[0]
-    assert 0.25 <= gap < 10  # 0.3 s as asked in milliseconds, not the 30 s of retry-after
+    assert clock.times[1] - clock.times[0] >= 0.25
 
 
 def test_retry_after_as_an_http_date(run_agent, server):
@@ -552,7 +556,7 @@ def test_retry_after_as_an_http_date(run_agent, server):
     server.add(clock({"status": 503, "headers": {"Retry-After": when}}), clock({"text": "ok"}))
     result = ask(run_agent, server, "hello")
     assert result.returncode == 0, result.stderr
-    assert 0.5 <= clock.times[1] - clock.times[0] < 15
+    assert clock.times[1] - clock.times[0] >= 0.5  # waited for the date, never less
 
 
 @pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 529])
@@ -791,9 +795,9 @@ def test_each_call_shows_its_outcome_and_a_failure_is_an_error_result(run_agent,
     assert result.returncode == 0, result.stderr
     lines = result.stderr.splitlines()
     assert lines[0] == "→ exec  echo fine"
-    assert re.fullmatch(r"  ✓ exec · exit 0 · \d+\.\d s", lines[1])
+    assert re.fullmatch(rf"  ✓ exec · exit 0 · {DURATION}", lines[1])
     assert lines[2] == "→ exec  exit 3"
-    assert re.fullmatch(r"  ✗ exec · exit 3 · \d+\.\d s", lines[3])
+    assert re.fullmatch(rf"  ✗ exec · exit 3 · {DURATION}", lines[3])
     ok, bad = sent(server)["messages"][2]["content"]
     assert ok["tool_use_id"] == "toolu_ok" and "is_error" not in ok
     assert bad["tool_use_id"] == "toolu_bad" and bad["is_error"] is True
@@ -808,7 +812,7 @@ def test_a_refused_call_shows_its_error_code(run_agent, server, workspace):
     result = ask(run_agent, server, "write it")
     assert result.returncode == 0, result.stderr
     (line,) = [line for line in result.stderr.splitlines() if "✗" in line]
-    assert re.fullmatch(r"  ✗ write_file needs approval: .*--yes.* · DENIED · \d+\.\d s", line)
+    assert re.fullmatch(rf"  ✗ write_file needs approval: .*--yes.* · DENIED · {DURATION}", line)
     assert not (workspace / "a.txt").exists()
 
 
@@ -820,9 +824,12 @@ def test_a_long_call_shows_that_it_is_running(server, workspace):
     with Terminal(
         "--provider", "openai", "--base-url", server.url, "ask", "--yes", "go", cwd=workspace
     ) as term:
-        term.expect(r"running exec · [12]\.\d s", timeout=15)
-        assert term.wait(timeout=20) == 0
-    assert re.search(r"^  ✓ exec · exit 0 · 2\.\d s$", term.text, re.MULTILINE)
+        # The spinner's line shows while the call runs (after a second of it),
+        # then the outcome's; what the clock reads on a busy machine is not asserted.
+        term.expect(rf"running exec · {DURATION}", timeout=60)
+        assert term.wait(timeout=60) == 0
+    assert re.search(rf"^  ✓ exec · exit 0 · {DURATION}$", term.text, re.MULTILINE)
+    assert term.stream.index("running exec") < term.stream.index("✓ exec")
 
 
 # -- 7. deadlines that mean something ----------------------------------------------------------
@@ -841,7 +848,6 @@ def test_keepalives_alone_do_not_keep_a_request_alive(case, run_agent, server, w
     api, pieces = KEEPALIVES[case]
     settings(workspace, "model:\n  timeout: 1\n")
     server.add({"sse": pieces, "gap": 0.1})  # 30 s of keep-alives if nobody hangs up
-    start = time.monotonic()
     result = ask(run_agent, server, "hello", api=api)
     assert result.returncode == 1
     (line,) = agent_lines(result.stderr)
@@ -850,7 +856,6 @@ def test_keepalives_alone_do_not_keep_a_request_alive(case, run_agent, server, w
         r"keep-alives, no data, for 1 s \(model\.timeout\)",
         line,
     )
-    assert time.monotonic() - start < 15
 
 
 def test_a_slow_steady_answer_is_not_cut_by_the_idle_limit(run_agent, server, workspace):
@@ -865,7 +870,6 @@ def test_a_slow_steady_answer_is_not_cut_by_the_idle_limit(run_agent, server, wo
 def test_request_timeout_bounds_a_whole_request(run_agent, server, workspace):
     settings(workspace, "model:\n  timeout: 5\n  request_timeout: 1\n")
     server.add({"sse": openai_stream(*["more "] * 300), "gap": 0.1})
-    start = time.monotonic()
     result = ask(run_agent, server, "hello")
     assert result.returncode == 1
     (line,) = agent_lines(result.stderr)
@@ -874,4 +878,3 @@ def test_request_timeout_bounds_a_whole_request(run_agent, server, workspace):
         r"\(model\.request_timeout\)",
         line,
     )
-    assert time.monotonic() - start < 15

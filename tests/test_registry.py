@@ -9,7 +9,7 @@ import pytest
 
 from conftest import write
 from mdagent.layers import Layer, find_layers
-from mdagent.registry import compile_registry, load_registry
+from mdagent.registry import COMPILER_MODULES, compile_registry, load_registry
 
 
 def skill(layer: Path, name: str, extra: str = "", folder: str | None = None) -> Path:
@@ -439,3 +439,10 @@ def test_a_file_saved_while_compiling_is_compiled_again_next_run(tmp_path, monke
     assert second.skills["one"].description == "saved during the compile"
     assert not second.from_cache
     assert path.read_text().count("saved during the compile") == 1
+
+
+def test_every_compiler_module_the_cache_stamps_exists():
+    # A path left behind by a move would stamp nothing: a changed compiler
+    # would then leave old caches looking fresh.
+    package = Path(__import__("mdagent").__file__).parent
+    assert [m for m in COMPILER_MODULES if not (package / m).is_file()] == []

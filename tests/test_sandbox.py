@@ -514,8 +514,8 @@ def test_the_note_without_network_rules_says_the_file_rules_hold(monkeypatch):
 
 def tool_run(dirs, code: str, *, caller: str = "model", **sandbox_settings):
     """``python -c code`` through :func:`run_tool_process`, as a tool call of ``caller``."""
+    from mdagent.calls import ToolContext
     from mdagent.process import run_tool_process
-    from mdagent.toolbox import ToolContext
 
     settings = {"sandbox": sandbox_settings} if sandbox_settings else {}
     ctx = ToolContext(workdir=str(dirs["ws"]), caller=caller, settings=settings)
@@ -525,12 +525,13 @@ def tool_run(dirs, code: str, *, caller: str = "model", **sandbox_settings):
 @pytest.fixture
 def told(monkeypatch):
     """What run_tool_process told the person, this run."""
-    from mdagent import approval, process
+    from mdagent import notices
 
     said: list[str] = []
-    monkeypatch.setattr(process, "_TOLD", set())
-    monkeypatch.setattr(approval, "tell", lambda message, out=None: said.append(message))
-    return said
+    monkeypatch.setattr(notices, "_told", set())
+    previous = notices.show_with(lambda message, warning: said.append(message))
+    yield said
+    notices.show_with(previous)
 
 
 @needs_landlock
@@ -597,8 +598,8 @@ def test_a_call_whose_child_cannot_enter_the_sandbox_runs_nothing(dirs, monkeypa
 
 @needs_landlock
 def test_policy_paths_are_writable_like_the_workspace(dirs, told):
+    from mdagent.calls import ToolContext
     from mdagent.process import run_tool_process
-    from mdagent.toolbox import ToolContext
 
     settings = {"policy": {"paths": [str(dirs["outside"])]}}
     ctx = ToolContext(workdir=str(dirs["ws"]), caller="model", settings=settings)

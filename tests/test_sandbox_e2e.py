@@ -23,7 +23,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import take_route, trust_as_is, write
-from mdagent import process, sandbox
+from mdagent import notices, sandbox
 from model_server import ModelServer
 
 
@@ -289,7 +289,7 @@ def in_process(places, monkeypatch, capsys):
     # The run's private temp folder, in this test's own temp dir.
     monkeypatch.setattr(tempfile, "tempdir", places.env["TMPDIR"])
     monkeypatch.setattr(sandbox, "_PRIVATE_TMP", [])
-    monkeypatch.setattr(process, "_TOLD", set())  # a fresh run: the note may be said again
+    monkeypatch.setattr(notices, "_told", set())  # a fresh run: the note may be said again
     saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
 
     def run(*argv: str) -> SimpleNamespace:

@@ -384,13 +384,13 @@ def test_plan_fails_closed_where_the_sandbox_cannot_apply(workspace, tmp_path, m
     import tempfile
 
     from conftest import trust_as_is
-    from mdagent import cli, process, sandbox
+    from mdagent import cli, notices, sandbox
 
     monkeypatch.setenv("AGENT_SANDBOX", "landlock")
     monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(sandbox, "_PRIVATE_TMP", [])
-    monkeypatch.setattr(process, "_TOLD", set())
+    monkeypatch.setattr(notices, "_told", set())
     saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
     settings(workspace, "policy: {mode: full}\nsandbox: {required: false}\n")
     write(workspace / "notes.txt", "hi\n")

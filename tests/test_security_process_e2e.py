@@ -16,7 +16,6 @@ import os
 import random
 import signal
 import subprocess
-import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -111,13 +110,12 @@ def test_a_trickling_server_cannot_hold_a_call_past_its_timeout(workspace, run_a
     else:
         http_tool(workspace, trickle, timeout=2)
         argv = ["/web"]
-    started = time.monotonic()
-    result = run_agent(*argv, timeout=40)
-    took = time.monotonic() - started
-    # The server would take 30 s; each byte comes well within a read timeout.
-    assert took < 15, took
+    result = run_agent(*argv, timeout=60)
+    # Each byte comes well within a read timeout; the whole call's deadline ends it
+    # while the server still has 30 s to send.
     assert result.returncode == 124, result.stderr
     assert "timed out after 2 s" in result.stderr
+    assert web.finished == []
 
 
 # -- item 13: SIGTERM and SIGHUP --------------------------------------------------------

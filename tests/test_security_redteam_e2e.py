@@ -282,9 +282,7 @@ def test_the_rule_always_saves_covers_nothing_below_the_path(
     from mdagent.policy import Policy, _path_matches, _path_views
 
     (workspace / "src").mkdir()
-    saved = Policy({}, workdir=workspace, interactive=False).rule_for(
-        write_file_tool(), {"path": path}
-    )
+    saved = Policy({}, workdir=workspace).rule_for(write_file_tool(), {"path": path})
     assert saved == rule
 
     def allowed(pattern: str, target: str) -> bool:

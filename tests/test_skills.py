@@ -507,3 +507,42 @@ def test_huge_files_and_alias_bombs_are_refused_before_they_cost_anything(tmp_pa
     skill, problems = load_skill(bomb)
     assert skill is None and "YAML aliases expand this document" in problems[0].message
     assert problems[0].line >= 4
+
+
+# -- the folders a model's read may reach (mdagent.workspace.confine's extra roots) --
+
+
+def test_skill_read_roots_asks_the_registry_about_the_resolved_path(tmp_path, monkeypatch):
+    import mdagent.skills
+    from mdagent.calls import ToolContext
+    from mdagent.skills import skill_read_roots
+
+    asked = []
+
+    def folders(skills, near):
+        asked.append((skills, near))
+        return [Path("/skills/one")]
+
+    monkeypatch.setattr(mdagent.skills, "model_skill_folders", folders)
+
+    class Registry:
+        skills = {"one": object()}
+
+    ctx = ToolContext(workdir=str(tmp_path))
+    root = tmp_path.resolve()
+    assert skill_read_roots(ctx, "x", root) == ()  # no registry: no skill folder
+    ctx = ctx.replace(registry=Registry())
+    assert skill_read_roots(ctx, "refs/../a.md", root) == (Path("/skills/one"),)
+    assert skill_read_roots(ctx, "/abs/b.md", root) == (Path("/skills/one"),)
+    assert asked == [
+        (Registry.skills, root / "a.md"),
+        (Registry.skills, Path("/abs/b.md")),
+    ]
+    Registry.skills = {}
+    assert skill_read_roots(ctx, "x", root) == ()
+
+
+def test_skill_read_roots_of_a_context_without_a_registry(tmp_path):
+    from mdagent.skills import skill_read_roots
+
+    assert skill_read_roots(object(), "x", tmp_path.resolve()) == ()

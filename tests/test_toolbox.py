@@ -414,7 +414,7 @@ def test_handler_calling_exit_is_a_failure_not_the_end_of_the_process():
 
 
 def test_policy_decision_and_observers():
-    from mdagent.toolbox import Decision
+    from mdagent.calls import Decision
 
     seen = []
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from mdagent.calls import ToolContext
 from mdagent.errors import PolicyDenied
-from mdagent.toolbox import ToolContext
 from mdagent.workspace import (
     confine,
     confine_for,
@@ -244,41 +244,6 @@ def test_a_path_that_cannot_be_resolved_is_refused_with_the_reason(ws, monkeypat
     with pytest.raises(PolicyDenied) as err:
         confine("src/a.py", ws)
     assert str(err.value) == "cannot check src/a.py: Invalid argument"
-
-
-def test_skill_read_roots_asks_the_registry_about_the_resolved_path(ws, monkeypatch):
-    import mdagent.skills
-    from mdagent.workspace import skill_read_roots
-
-    asked = []
-
-    def folders(skills, near):
-        asked.append((skills, near))
-        return [Path("/skills/one")]
-
-    monkeypatch.setattr(mdagent.skills, "model_skill_folders", folders)
-
-    class Registry:
-        skills = {"one": object()}
-
-    ctx = ToolContext(workdir=str(ws))
-    root = ws.resolve()
-    assert skill_read_roots(ctx, "x", root) == ()  # no registry: no skill folder
-    ctx = ctx.replace(registry=Registry())
-    assert skill_read_roots(ctx, "refs/../a.md", root) == (Path("/skills/one"),)
-    assert skill_read_roots(ctx, "/abs/b.md", root) == (Path("/skills/one"),)
-    assert asked == [
-        (Registry.skills, root / "a.md"),
-        (Registry.skills, Path("/abs/b.md")),
-    ]
-    Registry.skills = {}
-    assert skill_read_roots(ctx, "x", root) == ()
-
-
-def test_skill_read_roots_of_a_context_without_a_registry(ws):
-    from mdagent.workspace import skill_read_roots
-
-    assert skill_read_roots(object(), "x", ws.resolve()) == ()
 
 
 # -- a person's command typed in a subfolder ----------------------------------------

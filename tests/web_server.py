@@ -17,6 +17,7 @@ Pages:
 ``/slow``             200 after 3 s
 ``/trickle``          200, a byte every 0.1 s for 30 s: never a read timeout
 ``/trickle-headers``  the status line and headers themselves, a byte every 0.1 s
+                      (a trickle sent to its end is recorded in ``finished``)
 ``/image``            200, a few bytes of PNG
 anything else         404, "no such page"
 
@@ -37,6 +38,9 @@ class WebServer:
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, str]] = []
+        #: The path of every trickle the client stayed for to the end (the
+        #: event a test of a deadline asserts is absent, instead of a clock).
+        self.finished: list[str] = []
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -136,6 +140,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(bytes([byte]))
                 self.wfile.flush()
                 time.sleep(0.1)
+            self.server.web.finished.append(self.path)
 
     def log_message(self, *args):
         pass

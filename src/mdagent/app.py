@@ -15,7 +15,14 @@ import typer
 from typer.core import TyperGroup
 
 from mdagent.console import first_line, say_error, table
-from mdagent.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, MdagentError, UsageError
+from mdagent.errors import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    MdagentError,
+    UsageError,
+    unknown_tool,
+)
 from mdagent.runtime import Options, Runtime
 
 
@@ -200,7 +207,7 @@ def root(
         output_format=output_format or "text",
         mode=mode,
     )
-    from mdagent.cli import check_run_options
+    from mdagent.runtime import check_run_options
 
     check_run_options(ctx.obj)
     if ctx.invoked_subcommand is None:
@@ -361,9 +368,7 @@ def tools(
     if name is not None:
         spec = runtime.tool_spec(name)
         if spec is None:
-            raise UsageError(
-                f"unknown tool: {name}. Available: {', '.join(sorted(registry.tools))}"
-            )
+            raise UsageError(unknown_tool(name, registry.tools))
         specs = [spec]
     rows = [(s, runtime.unavailable(s)) for s in sorted(specs, key=lambda s: s.name)]
     if not all_ and name is None:
@@ -722,9 +727,7 @@ def new_skill(
         tool = "exec"
     runtime = _runtime(ctx)
     if tool is not None and runtime.registry.tool(tool) is None:
-        raise UsageError(
-            f"unknown tool: {tool}. Available: {', '.join(sorted(runtime.registry.tools))}"
-        )
+        raise UsageError(unknown_tool(tool, runtime.registry.tools))
     folder = runtime.project_layer / "skills" / name
     target = folder / "SKILL.md"
     if target.exists():
@@ -803,9 +806,7 @@ def new_command(
         )
     spec = runtime.registry.tool(tool)
     if spec is None:
-        raise UsageError(
-            f"unknown tool: {tool}. Available: {', '.join(sorted(runtime.registry.tools))}"
-        )
+        raise UsageError(unknown_tool(tool, runtime.registry.tools))
     mode = arg_mode or ("raw" if "command" in spec.params else "parsed")
     entry = command_entry(name, spec.name, mode)
     _add_declaration(ctx, runtime, "commands.yaml", entry, f"agent /{name} --help")
@@ -1112,7 +1113,7 @@ def ask(
 ) -> None:
     """Run an agent turn: the model answers, calling the declared tools."""
     values = {k: v for k, v in locals().items() if k != "ctx"}  # the parameters, as named
-    from mdagent.ask import ask_command
+    from mdagent.askcommand import ask_command
 
     raise typer.Exit(ask_command(_options(ctx), **values))
 
@@ -1788,75 +1789,65 @@ def _stream_requested(argv: list[str]) -> bool:
 
 
 def run_app(argv: list[str]) -> int:
-    """Run the typer app on ``argv``; errors become one line and an exit status.
+    """Run the typer app on ``argv``; errors become one line and an exit status
+    (:func:`mdagent.edge.guarded`).
 
     With ``--json`` (global or the command's own) the line is one
     ``{"ok": false, "error": {"code", "message"}}`` object on stdout instead.
     """
     from typer.main import get_command
 
-    from mdagent.console import report_error
+    from mdagent.edge import guarded
 
     command = get_command(app)
-    verbose = any(a in ("-v", "--verbose") for a in argv)
     as_json = _json_requested(command, argv)
-    stream = _stream_requested(argv)
-    if stream:
+    if _stream_requested(argv):
         as_json = "stream"  # report_error writes the final `result` event
-    try:
+
+    def run() -> int:
         # `mdagent` or `agent`: click names the completion variable and script after it.
-        from mdagent.cli import program_name
+        from mdagent.edge import program_name
 
         returned = command.main(args=argv, prog_name=program_name(), standalone_mode=False)
-    except MdagentError as err:
-        report_error(
-            str(err), err.code, as_json=as_json, session=err.session, exit_status=err.exit_code
-        )
-        return err.exit_code
-    except KeyboardInterrupt:
-        _say_interrupted(as_json)
-        return EXIT_INTERRUPTED
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except Exception as err:
-        click = _click_module("exceptions")
-        if isinstance(err, typer.Exit):
-            return err.exit_code
-        if isinstance(err, click.ClickException):
-            usage = isinstance(err, click.UsageError)
-            if as_json:
-                report_error(
-                    err.format_message(),
-                    "USAGE" if usage else "ERROR",
-                    as_json=as_json,
-                    exit_status=EXIT_USAGE if usage else err.exit_code,
-                )
-            else:
-                err.show()
-            return EXIT_USAGE if usage else err.exit_code
-        if isinstance(err, typer.Abort):  # click's word for Ctrl-C (and SIGTERM, SIGHUP)
-            _say_interrupted(as_json)
-            return EXIT_INTERRUPTED
-        if verbose:
-            raise
-        message = f"internal error: {type(err).__name__}: {err} (rerun with -v)"
-        report_error(message, "INTERNAL", as_json=as_json, exit_status=EXIT_FAILED)
-        return EXIT_FAILED
-    return returned if isinstance(returned, int) else 0
+        return returned if isinstance(returned, int) else 0
+
+    return guarded(
+        run,
+        as_json=as_json,
+        verbose=any(a in ("-v", "--verbose") for a in argv),
+        translate=_click_status,
+    )
 
 
-def _say_interrupted(as_json: bool | str = False) -> None:
-    """One line saying the run was interrupted (and by which signal, if one)."""
-    import contextlib
-
-    from mdagent import signals
+def _click_status(err: Exception, as_json: bool | str) -> int | None:
+    """The exit status of click's own exceptions, said the way click says them (None: not one)."""
     from mdagent.console import report_error
+    from mdagent.edge import interrupted
 
-    with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
-        report_error(
-            signals.message(), "INTERRUPTED", as_json=as_json, exit_status=EXIT_INTERRUPTED
-        )
+    click = _click_module("exceptions")
+    if isinstance(err, typer.Exit):
+        return err.exit_code
+    if isinstance(err, click.ClickException):
+        usage = isinstance(err, click.UsageError)
+        status = EXIT_USAGE if usage else err.exit_code
+        if as_json:
+            report_error(
+                err.format_message(),
+                "USAGE" if usage else "ERROR",
+                as_json=as_json,
+                exit_status=status,
+            )
+        else:
+            err.show()
+        return status
+    if isinstance(err, typer.Abort):  # click's word for Ctrl-C (and SIGTERM, SIGHUP)
+        interrupted(as_json)
+        return EXIT_INTERRUPTED
+    return None
 
 
 if __name__ == "__main__":  # pragma: no cover
+    from mdagent.edge import show_notices
+
+    show_notices()
     sys.exit(run_app(sys.argv[1:]))

@@ -54,6 +54,7 @@ from mdagent.checkpointstore import (
     workspace_key,
     write_json,
 )
+from mdagent.defaults import DEFAULT_SETTINGS
 from mdagent.errors import UsageError
 from mdagent.records import Record
 
@@ -86,21 +87,22 @@ RECENT = 64
 MAX_PROMPT = 1000
 
 
+_DEFAULTS = DEFAULT_SETTINGS["checkpoints"]
+
+
 class CheckpointSettings(Record):
     """The ``checkpoints:`` settings (defaults in :data:`mdagent.defaults.DEFAULT_SETTINGS`)."""
 
-    enabled: bool = True
-    max_file_bytes: int = 10_000_000
-    max_files: int = 50_000
-    keep_days: float = 30
-    keep_mib: float = 2048
+    enabled: bool = _DEFAULTS["enabled"]
+    max_file_bytes: int = _DEFAULTS["max_file_bytes"]
+    max_files: int = _DEFAULTS["max_files"]
+    keep_days: float = _DEFAULTS["keep_days"]
+    keep_mib: float = _DEFAULTS["keep_mib"]
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | None) -> CheckpointSettings:
         """The settings' ``checkpoints`` block over the defaults (None: the defaults)."""
-        from mdagent.defaults import DEFAULT_SETTINGS
-
-        block = dict(DEFAULT_SETTINGS["checkpoints"])
+        block = dict(_DEFAULTS)
         given = settings.get("checkpoints") if isinstance(settings, Mapping) else None
         if isinstance(given, Mapping):
             block.update({k: v for k, v in given.items() if v is not None and k in block})

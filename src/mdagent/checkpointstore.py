@@ -409,7 +409,7 @@ class GitStore:
                 raise
             return self._snapshot(max_file_bytes, max_files, exclude)
 
-    def _snapshot(self, max_file_bytes: int, max_files: int, exclude: tuple[str, ...]) -> Snapshot:
+    def _snapshot(self, max_file_bytes: int, max_files: int, exclude: tuple[str, ...]) -> Snapshot:  # noqa: C901
         # This loop runs once per file of the workspace on every checkpoint, so
         # it is written for speed: paths stay bytes as git wrote them (decoding
         # 10,000 of them costs more than the loop), file types are tested with

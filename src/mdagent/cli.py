@@ -2,8 +2,9 @@
 
 ``agent [OPTIONS] /NAME [ARGS...]`` takes a fast path that never builds the
 typer app (typer and rich cost more start-up time than the command itself);
-every other subcommand goes through typer. Errors are caught once, here, and
-become one line on stderr and an exit status (DESIGN §6).
+every other subcommand goes through typer. Errors are caught once, at the one
+edge both paths share (:mod:`mdagent.edge`), and become one line on stderr and
+an exit status (DESIGN §6).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import contextlib
 import os
 import sys
 
-from mdagent.errors import EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, MdagentError
+from mdagent.edge import program_name, show_notices
+from mdagent.errors import EXIT_FAILED
 
 # "Run a typed command for a person" lives in mdagent.person, shared with the
 # interactive session; these names stay importable from here.
@@ -24,7 +26,7 @@ from mdagent.person import (
     run_tool_command,
     unknown_command,
 )
-from mdagent.runtime import Options, Runtime
+from mdagent.runtime import Options, Runtime, check_run_options
 
 _FLAGS = {"--no-user": "no_user", "--json": "json", "--yes": "yes", "-y": "yes"}
 _VERBOSE = {"-v", "--verbose"}
@@ -36,19 +38,7 @@ _VALUED = {
     "--output-format": "output_format",
     "--mode": "mode",
 }
-OUTPUT_FORMATS = ("text", "json", "stream-json")
 _COMPLETE_VARS = ("_AGENT_COMPLETE", "_MDAGENT_COMPLETE")
-
-
-def program_name(argv0: str | None = None) -> str:
-    """``mdagent`` when run by that name, else ``agent``: the name given to click.
-
-    click names the completion variable and the script ``--show-completion``
-    and ``--install-completion`` emit after it (``_MDAGENT_COMPLETE``,
-    ``complete ... mdagent``), so each installed name completes itself.
-    """
-    name = os.path.basename(sys.argv[0] if argv0 is None else argv0)
-    return "mdagent" if name == "mdagent" else "agent"
 
 
 def _completion_variable() -> None:
@@ -93,6 +83,7 @@ def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     options, rest = _global_options(argv)
     _configure_logging(options.verbose)
+    show_notices()
     slash = rest is not None and rest[:1] and rest[0].startswith("/")
     completing = any(v in os.environ for v in _COMPLETE_VARS)
     if slash and not completing:
@@ -100,7 +91,7 @@ def _main(argv: list[str] | None) -> int:
     if rest and rest[0] == "ask" and not completing:
         parsed = ask_words(rest[1:])
         if parsed is not None:  # anything it does not know (--help, a typo) goes to typer
-            from mdagent.ask import ask_command
+            from mdagent.askcommand import ask_command
 
             return _guarded(options, lambda: ask_command(options, **parsed))
     if completing:
@@ -227,22 +218,6 @@ def _settled(options: Options) -> Options:
     return options
 
 
-def check_run_options(options: Options) -> Options:
-    """``options``, or a :class:`UsageError` for an ``--output-format`` or ``--mode`` it cannot take."""
-    from mdagent.errors import UsageError
-
-    if options.output_format not in OUTPUT_FORMATS:
-        raise UsageError(
-            f"--output-format: {options.output_format!r} is not one of {', '.join(OUTPUT_FORMATS)}"
-        )
-    if options.mode is not None:
-        from mdagent.policy import MODES
-
-        if options.mode not in MODES:
-            raise UsageError(f"--mode: {options.mode!r} is not one of {', '.join(MODES)}")
-    return options
-
-
 def _configure_logging(verbose: bool) -> None:
     # Without -v nothing is configured (and logging is not even imported):
     # mdagent's loggers carry a NullHandler (errors.logger), so tracebacks
@@ -256,43 +231,16 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def _guarded(options: Options, action) -> int:
-    """Run ``action``; any error becomes one line and an exit status.
+    """Run ``action`` at the one error edge (:func:`mdagent.edge.guarded`).
 
-    The line is ``agent: …`` on stderr (red on a terminal) or, with
-    ``--json``, one ``{"ok": false, "error": {...}}`` object on stdout.
+    The format of a failure is read when it fails: ``ask`` sets its own as it runs.
     """
-    from mdagent.console import report_error
+    from mdagent.edge import guarded
 
-    def as_json() -> bool | str:  # read when it fails: `ask` sets its own format as it runs
+    def as_json() -> bool | str:
         return "stream" if options.output_format == "stream-json" else options.json
 
-    try:
-        return action()
-    except MdagentError as err:
-        report_error(
-            str(err), err.code, as_json=as_json(), session=err.session, exit_status=err.exit_code
-        )
-        return err.exit_code
-    except KeyboardInterrupt:
-        from mdagent import signals
-
-        with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
-            report_error(
-                signals.message(), "INTERRUPTED", as_json=as_json(), exit_status=EXIT_INTERRUPTED
-            )
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # The reader went away (`agent /x | head -1`): point stdout at
-        # /dev/null so flushing at exit cannot raise again (Python's advice).
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_BROKEN_PIPE
-    except Exception as err:  # a bug: still one line unless -v
-        if options.verbose:
-            raise
-        message = f"internal error: {type(err).__name__}: {err} (rerun with -v)"
-        report_error(message, "INTERNAL", as_json=as_json(), exit_status=EXIT_FAILED)
-        return EXIT_FAILED
+    return guarded(action, as_json=as_json, verbose=options.verbose)
 
 
 # -- the fast path -------------------------------------------------------------

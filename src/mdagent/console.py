@@ -8,6 +8,7 @@ so ``agent tools | grep`` sees whole descriptions.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterable, Sequence
@@ -110,6 +111,18 @@ def say_warning(message: str, stream: Any = None) -> None:
     """Print ``agent: warning: message`` on stderr, yellow on a colour terminal."""
     stream = sys.stderr if stream is None else stream
     print(paint(f"agent: warning: {message}", "yellow", stream), file=stream)
+
+
+def show_notice(message: str, warning: bool = False) -> None:
+    """A notice (:mod:`mdagent.notices`) as one line on stderr: ``agent: warning: …`` or ``agent: …``.
+
+    Nothing when stderr is closed or gone (the log has the warnings).
+    """
+    with contextlib.suppress(OSError, ValueError):
+        if warning:
+            say_warning(message)
+        else:
+            print(f"agent: {message}", file=sys.stderr, flush=True)
 
 
 def error_json(code: str, message: str, session: str | None = None) -> str:

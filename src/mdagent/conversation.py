@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from mdagent.toolbox import Result
+from mdagent.calls import Result
 
 if TYPE_CHECKING:
     from mdagent.store import Store

@@ -9,11 +9,11 @@ from pathlib import Path
 from mdagent.defaults import DEFAULT_SETTINGS
 from mdagent.errors import ConfigError, Problem
 from mdagent.implementations import IMPLEMENTATION_KEYS
+from mdagent.names import did_you_mean
 from mdagent.specs import CommandSpec, ToolSpec
 from mdagent.yamlsource import (
     Located,
     decode,
-    did_you_mean,
     load_yaml,
     plain,
     position,
@@ -52,7 +52,7 @@ def _schema_problems(
 
     ``instance`` is ``plain(data)`` when the caller has made it already.
     """
-    from mdagent.schemacompile import schema_check
+    from mdagent.schemas import check as schema_check
     from mdagent.schemas import validator
 
     problems = []
@@ -232,7 +232,7 @@ def _param_problems(data: Any, name: Any, copy: dict[str, Any], where: str) -> l
                 "(letters, digits, '_', '.' and '-', 1-64 characters)",
             )
     schema = {"type": "object", "properties": params}  # `required`: the declarations schema
-    from mdagent.schemacompile import plainly_valid_schema
+    from mdagent.fastcheck import plainly_valid_schema
 
     # The metaschema is jsonschema's slowest check; most parameter schemas
     # are plainly valid, and only the others need it.

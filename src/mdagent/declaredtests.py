@@ -38,7 +38,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from mdagent.errors import MdagentError, Problem, ToolFailed, UsageError
+from mdagent.errors import MdagentError, ToolFailed, UsageError
 from mdagent.records import Record
 
 #: Folders left out of the workspace copy: rebuilt caches and environments,
@@ -296,6 +296,7 @@ class _WorkingFolder:
 
 def _copy_workspace(runtime: Any, tmp: Path) -> Any:
     """A Runtime like ``runtime`` whose workspace is a fresh copy under ``tmp``."""
+    from mdagent.approvers import RefusingApprover
     from mdagent.registry import compile_registry
     from mdagent.runtime import Runtime
 
@@ -326,7 +327,7 @@ def _copy_workspace(runtime: Any, tmp: Path) -> Any:
     copy.__dict__["trust"] = runtime.trust
     # Nobody is asked during a test, not even on a terminal: a prompt skill's
     # turn builds its policy through this method, and an ask must be a refusal.
-    copy.policy = functools.partial(Runtime.policy, copy, interactive=False)
+    copy.policy = functools.partial(Runtime.policy, copy, approver=RefusingApprover())
     return copy
 
 
@@ -362,7 +363,7 @@ def _call(runtime: Any, test: DeclaredTest) -> tuple[dict[str, Any], int]:
         runtime.settings,
         workdir=runtime.workdir,
         store=runtime.store,
-        interactive=False,  # nobody to ask: an ask is a refusal, unless approve: true
+        # No approver: nobody to ask, an ask is a refusal, unless approve: true.
         approve_all=approve,
         project_layer=runtime.project_layer,
     )
@@ -600,12 +601,3 @@ def _diff(want: str, got: str, limit: int = 12) -> str:
     if len(lines) > limit:
         lines = [*lines[:limit], f"… ({len(lines) - limit} more diff lines)"]
     return "".join(f"\n{line}" for line in lines)
-
-
-def failure_problems(outcomes: Iterable[Outcome]) -> list[Problem]:
-    """One :class:`Problem` per failing test, at its line (for tools that list problems)."""
-    return [
-        Problem(o.test.path, o.test.line, o.test.col, "error", f"{o.test.label}: {f}")
-        for o in outcomes
-        for f in o.failures
-    ]

@@ -134,8 +134,8 @@ def check_command_with(command: CommandSpec, tool: ToolSpec) -> list[tuple[str, 
     ``command`` that would put a word where the shell reads code.
     """
     from mdagent.implementations import shell_argument
+    from mdagent.names import did_you_mean
     from mdagent.templates import check_shell, placeholders
-    from mdagent.yamlsource import did_you_mean
 
     with_ = command.command_with or {}
     problems: list[tuple[str, str]] = []

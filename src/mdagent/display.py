@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from mdagent.console import is_terminal
 
 if TYPE_CHECKING:
-    from mdagent.toolbox import Result
+    from mdagent.calls import Result
 
 
 class Display:

@@ -8,6 +8,7 @@ once, prints one line and exits with the error's ``exit_code``. With
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 # -- exit statuses ----------------------------------------------------------------
 # What `agent` exits with. The error classes below, the CLI edges
-# (mdagent.cli, mdagent.app) and the person's command runner (mdagent.person)
+# (mdagent.edge, mdagent.app) and the person's command runner (mdagent.person)
 # take their numbers from here, and the docs' table is generated from
 # EXIT_STATUSES, so the two cannot disagree.
 
@@ -131,13 +132,6 @@ class PolicyDenied(MdagentError):
     code = "DENIED"
 
 
-class ToolTimeout(MdagentError):
-    """A tool ran past its time limit."""
-
-    exit_code = EXIT_TIMEOUT
-    code = "TIMEOUT"
-
-
 class Interrupted(MdagentError):
     """The user pressed Ctrl-C."""
 
@@ -163,7 +157,9 @@ class ProviderError(MdagentError):
     code = "PROVIDER"
 
 
-SEVERITIES = ("error", "warning", "info")
+def unknown_tool(name: str, available: Iterable[str]) -> str:
+    """The one message for a tool name that matches none: ``unknown tool: x. Available: a, b``."""
+    return f"unknown tool: {name}. Available: {', '.join(sorted(available)) or '(none)'}"
 
 
 class Problem(tuple):

@@ -56,7 +56,6 @@ or ``*``: every tool.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import shlex
@@ -64,9 +63,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mdagent import notices
+from mdagent.calls import HookDecision
+from mdagent.defaults import HOOK_TIMEOUT
 from mdagent.errors import ConfigError, PolicyDenied, logger
 from mdagent.policy import names_for, names_match
-from mdagent.toolbox import HookDecision
 
 log = logger("mdagent.hooks")
 
@@ -75,7 +76,6 @@ EVENTS = ("before", "after", "session_start", "prompt", "stop")
 GUARDS = frozenset({"before", "session_start", "prompt"})
 DECISIONS = ("allow", "ask", "deny")
 ON_ERROR = ("block", "warn")
-DEFAULT_TIMEOUT = 30.0
 BLOCK_STATUS = 2
 # Hook output is only read for an answer, a reason or a warning; keep it small.
 MAX_OUTPUT = 20_000
@@ -100,7 +100,7 @@ class CommandHook:
     workdir: str
     env: Mapping[str, str] = field(repr=False)
     tool: str | None = None
-    timeout: float = DEFAULT_TIMEOUT
+    timeout: float = HOOK_TIMEOUT
     on_error: str = "block"
     # Real name -> the tool's declared aliases (the toolbox's, when installed).
     aliases: Callable[[str], Iterable[str]] | None = field(default=None, repr=False, compare=False)
@@ -274,10 +274,7 @@ def _invalid(text: str, exc: ValueError) -> str:
 
 def _warn(message: str) -> None:
     log.warning("%s", message)
-    with contextlib.suppress(OSError, ValueError):  # stderr closed: the log has it
-        from mdagent.console import say_warning
-
-        say_warning(message)
+    notices.warn(message)
 
 
 class SessionHooks:
@@ -367,7 +364,7 @@ def check_hook(
         raise ConfigError(f"{where}: `run` must be a command string or a list of words")
     elif not run.strip():
         raise ConfigError(f"{where}: `run` is empty")
-    timeout = entry.get("timeout", DEFAULT_TIMEOUT)
+    timeout = entry.get("timeout", HOOK_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ConfigError(f"{where}: `timeout` must be a positive number of seconds")
     on_error = entry.get("on_error", "block")

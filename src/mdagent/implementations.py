@@ -27,7 +27,8 @@ from collections.abc import Callable, Container, Iterable, Mapping
 from pathlib import Path
 
 from mdagent import templates
-from mdagent.toolbox import ToolContext, accepts_context
+from mdagent.calls import ToolContext
+from mdagent.toolbox import accepts_context
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     ToolHandler = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
 
 __all__ = [
-    "HTTP_MAX_BYTES",
     "HTTP_METHODS",
     "IMPLEMENTATION_KEYS",
     "check_implementation",
@@ -48,7 +48,6 @@ __all__ = [
 IMPLEMENTATION_KEYS = ("run", "shell", "handler", "http", "tool")
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 HTTP_KEYS = ("method", "url", "headers", "json", "body", "timeout")
-HTTP_MAX_BYTES = 1_000_000
 # Composition is a tool calling a tool; a cycle in declarations (a -> b -> a)
 # would otherwise recurse until Python's own limit.
 MAX_COMPOSITION_DEPTH = 8
@@ -57,7 +56,7 @@ MAX_COMPOSITION_DEPTH = 8
 # -- load time -----------------------------------------------------------------
 
 
-def check_implementation(
+def check_implementation(  # noqa: C901
     spec: Mapping[str, Any],
     params: Mapping[str, Any],
     tool_names: Container[str],
@@ -153,7 +152,7 @@ def shell_argument(target: Any, with_: Mapping[str, Any]) -> str | None:
     exec's ``command`` is shell code, so its template is expanded like a
     ``shell:`` one (every value quoted), never pasted in as raw text.
     """
-    from mdagent.builtins import real_name
+    from mdagent.catalog import real_name
 
     command = with_.get("command")
     if not isinstance(target, str) or not isinstance(command, str):
@@ -478,7 +477,7 @@ def _http_handler(http: Mapping[str, Any], params, required, timeout) -> ToolHan
             url,
             ctx,
             timeout=float(limit),
-            max_bytes=HTTP_MAX_BYTES,
+            max_bytes=int(DEFAULT_SETTINGS["fetch"]["max_bytes"]),
             failed=f"{method} {_origin(url)} failed",
             **options,
         )

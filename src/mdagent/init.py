@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mdagent.defaults import settings_path
+
 if TYPE_CHECKING:
     from mdagent.providers.base import ProviderConfig
 
@@ -119,7 +121,7 @@ def write_init(layer: Path, choice: str | None) -> list[tuple[Path, bool]]:
     overwrites what a person wrote.
     """
     files = [
-        (layer / "config" / "agent.yaml", config_text(choice)),
+        (settings_path(layer), config_text(choice)),
         (layer / "skills" / EXAMPLE_SKILL / "SKILL.md", EXAMPLE_SKILL_TEXT),
     ]
     done = []

@@ -214,7 +214,7 @@ _MAKE_ASSIGNMENT = re.compile(r"([^\s=:!?+$]+)\s*(:::=|::=|:=|\?=|\+=|!=|=)(.*)"
 _PLAIN_VALUE = re.compile(r"[\w.,/@%+:-]*")
 
 
-def inline_code(argv: tuple[str, ...] | list[str]) -> str | None:
+def inline_code(argv: tuple[str, ...] | list[str]) -> str | None:  # noqa: C901
     """How ``argv`` runs code given on its command line (``"python3 -c"``), or None.
 
     ``argv`` is a command without wrappers (``Segment.core``).
@@ -232,7 +232,7 @@ def inline_code(argv: tuple[str, ...] | list[str]) -> str | None:
     spec = _TABLE.get(key)
     if spec is None:
         return None
-    from mdagent.programs import dangerous_option
+    from mdagent.longoptions import dangerous_option
 
     exits = False
     i = 0
@@ -357,12 +357,12 @@ def make_inline(program: str, words: list[str]) -> str | None:
     A makefile runs its recipes as shell code, so text on the command line
     that becomes makefile text is code; GNU make reads options among its
     targets, so every word is read, and takes any prefix of a long option
-    (``--ev``, ``--f=-``; see :data:`mdagent.programs.LONG_OPTIONS`). A
+    (``--ev``, ``--f=-``; see :data:`mdagent.longoptions.LONG_OPTIONS`). A
     variable set on the command line overrides the makefile's: one whose
     value is more than a plain word (a file name, a number) may put a
     command into any recipe, ``!=`` runs one.
     """
-    from mdagent.programs import dangerous_option
+    from mdagent.longoptions import dangerous_option
 
     i = 0
     options = True

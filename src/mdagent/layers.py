@@ -18,11 +18,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from stat import S_ISREG
 
+from mdagent.defaults import PROJECT_DIR
 from mdagent.errors import UsageError
 from mdagent.records import Record
-
-PROJECT_DIR = ".agents"
-
 
 #: Other agents' skill folders, by layer kind: (where they are, what to call them).
 INTEROP_KINDS = {

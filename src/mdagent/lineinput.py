@@ -11,7 +11,7 @@ Imported only by the interactive session (prompt_toolkit costs start-up time
   typed, a command's arguments after it, file paths relative to the working
   directory otherwise;
 - Ctrl-C clears a typed line; at an empty prompt it ends the read with
-  :class:`~mdagent.repl.EmptyInterrupt` (twice in a row leaves); Ctrl-D on
+  :class:`~mdagent.session_commands.EmptyInterrupt` (twice in a row leaves); Ctrl-D on
   an empty line leaves;
 - ``@`` opens a menu of the files under the working directory (``@path``
   sends the file with the message, :mod:`mdagent.mentions`);
@@ -100,7 +100,7 @@ def key_bindings(repl: Repl | None = None) -> KeyBindings:
     permission mode when no completion menu is open."""
     from prompt_toolkit.filters import Condition
 
-    from mdagent.repl import EmptyInterrupt
+    from mdagent.session_commands import EmptyInterrupt
 
     keys = KeyBindings()
 
@@ -159,7 +159,7 @@ class TerminalInput:
     """Reads one message at a time from the person at the terminal."""
 
     def __init__(self, repl: Repl) -> None:
-        from mdagent.repl import PROMPT, SHELL_PROMPT
+        from mdagent.session_commands import PROMPT, SHELL_PROMPT
 
         self.repl = repl
         self.interrupted = False  # a Ctrl-C the last read saw after its own
@@ -193,7 +193,7 @@ class TerminalInput:
         import asyncio
 
         from mdagent import signals
-        from mdagent.repl import EmptyInterrupt
+        from mdagent.session_commands import EmptyInterrupt
 
         if self.interrupted:
             self.interrupted = False

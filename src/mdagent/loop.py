@@ -29,16 +29,24 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mdagent.calls import Result, ToolContext
 from mdagent.conversation import Conversation, tool_message
-from mdagent.errors import EXIT_FAILED, EXIT_OK, EXIT_STEP_LIMIT, Interrupted, ProviderError
-from mdagent.toolbox import Result, Toolbox, ToolContext, UnknownTool
+from mdagent.defaults import DEFAULT_SETTINGS
+from mdagent.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_STEP_LIMIT,
+    Interrupted,
+    ProviderError,
+    unknown_tool,
+)
+from mdagent.toolbox import Toolbox, UnknownTool
 
 if TYPE_CHECKING:
     from mdagent.checkpointing import TurnCheckpoints
     from mdagent.hooks import SessionHooks
     from mdagent.providers.base import Provider, Reply, ToolCall
 
-DEFAULT_MAX_STEPS = 25
 #: The same call this many times in a row is answered with a notice instead.
 REPEAT_LIMIT = 3
 #: Safe calls running at once; more would only queue on the same disk.
@@ -205,7 +213,7 @@ class Agent:
         tools: list[dict[str, Any]],
         conversation: Conversation | None = None,
         display: Screen,
-        max_steps: int = DEFAULT_MAX_STEPS,
+        max_steps: int = DEFAULT_SETTINGS["agent"]["max_steps"],
         context: ContextFactory | None = None,
         hooks: SessionHooks | None = None,
         checkpoints: TurnCheckpoints | None = None,
@@ -424,8 +432,7 @@ class Agent:
             )
         tool = self.toolbox.tool_for(call.name)
         if isinstance(tool, UnknownTool) or tool.name not in self.tool_names:
-            listing = ", ".join(sorted(self.tool_names)) or "(none)"
-            return None, Result.failure(f"unknown tool: {call.name}. Available: {listing}")
+            return None, Result.failure(unknown_tool(call.name, self.tool_names))
         key = (tool.name, json.dumps(call.arguments, sort_keys=True, default=str))
         self._repeats = self._repeats + 1 if key == self._last_call else 1
         self._last_call = key

@@ -30,15 +30,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mdagent.defaults import DEFAULT_SETTINGS, setting
 from mdagent.errors import ToolFailed
 from mdagent.records import Record
-from mdagent.specs import TIERS, ToolSpec, setting
+from mdagent.specs import TIERS, ToolSpec
 
 #: Between the server's name and its tool's in the registry: ``github__create_issue``.
 SEPARATOR = "__"
 #: What every provider accepts in a tool name (OpenAI: ``^[a-zA-Z0-9_-]{1,64}$``).
 NAME_LIMIT = 64
 CACHE_PREFIX = "registry-mcp-"
+#: The shape of a cached tool list; a file of another format is not read.
+LISTING_FORMAT = 1
 #: What one server may offer, so a hostile or broken one costs bounded time
 #: and memory. Its tool (and prompt) list may run to MAX_PAGES pages and
 #: MAX_LISTED entries. Inlining the local ``$ref``s of its tools' input
@@ -70,8 +73,8 @@ class ServerConfig(Record):
     tier: str = "full"
     allow: list[str] = []
     deny: list[str] = []
-    startup_timeout: float = 30.0
-    timeout: float = 120.0
+    startup_timeout: float = float(DEFAULT_SETTINGS["mcp"]["startup_timeout"])
+    timeout: float = float(DEFAULT_SETTINGS["mcp"]["timeout"])
 
     @property
     def transport(self) -> str:
@@ -171,8 +174,8 @@ def server_configs(settings: Mapping[str, Any]) -> dict[str, ServerConfig]:
     block = settings.get("mcp_servers") if isinstance(settings, Mapping) else None
     if not isinstance(block, Mapping):
         return {}
-    startup = float(setting(settings, "mcp", "startup_timeout", 30))
-    timeout = float(setting(settings, "mcp", "timeout", 120))
+    startup = float(setting(settings, "mcp", "startup_timeout"))
+    timeout = float(setting(settings, "mcp", "timeout"))
     out = {}
     for name, entry in block.items():
         if not isinstance(entry, Mapping) or entry.get("enabled") is False:
@@ -362,18 +365,18 @@ def cache_path(config: ServerConfig, workdir: str | os.PathLike[str] | None = No
 
 def read_listing(config: ServerConfig, workdir: Any = None) -> dict[str, Any] | None:
     """The cached ``{"tools": [...], "prompts": [...]}`` of ``config``, or None."""
-    from mdagent.registry import _read_cache
+    from mdagent.statefiles import read_json
 
-    data = _read_cache(cache_path(config, workdir))
+    data = read_json(cache_path(config, workdir), LISTING_FORMAT)
     listing = data.get("listing") if data else None
     return listing if isinstance(listing, dict) else None
 
 
 def write_listing(config: ServerConfig, listing: dict[str, Any], workdir: Any = None) -> None:
     """Cache ``listing`` under the server's stamp (atomically; a failure costs speed only)."""
-    from mdagent.registry import CACHE_FORMAT, _write_cache
+    from mdagent.statefiles import write_json
 
-    _write_cache(cache_path(config, workdir), {"format": CACHE_FORMAT, "listing": listing})
+    write_json(cache_path(config, workdir), {"format": LISTING_FORMAT, "listing": listing})
 
 
 # -- where servers were declared ---------------------------------------------------------

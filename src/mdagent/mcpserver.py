@@ -31,14 +31,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
-from mdagent.errors import UsageError
+from mdagent.defaults import setting
+from mdagent.errors import UsageError, unknown_tool
 from mdagent.mcpclient import one_line, require_sdk
-from mdagent.specs import setting, unmet_requirement
+from mdagent.specs import unmet_requirement
 
 if TYPE_CHECKING:
+    from mdagent.calls import Result
     from mdagent.runtime import Runtime
     from mdagent.specs import Skill
-    from mdagent.toolbox import Result, Toolbox
+    from mdagent.toolbox import Toolbox
 
 #: Seconds a served call may run past its tool's own timeout before it is
 #: answered as a failure (the tool's own limit should fire first).
@@ -72,7 +74,7 @@ class Served:
         runtime.check_settings()
         # Never interactive: stdin and stdout belong to the protocol, and a
         # person at this terminal did not ask for the call.
-        self.policy = runtime.policy(interactive=False)
+        self.policy = runtime.policy(approver=runtime.approver(interactive=False))
         self.box: Toolbox = runtime.toolbox(policy=self.policy, mcp=False)
         self.tools = model_tools(self.box, runtime.settings)  # as `agent ask` would send them
         self.names = {t["name"] for t in self.tools}
@@ -116,7 +118,7 @@ class Served:
         if own is None and name == "exec":
             own = setting(self.runtime.settings, "exec", "timeout", None)
         if own is None:
-            own = setting(self.runtime.settings, "mcp", "timeout", 120)
+            own = setting(self.runtime.settings, "mcp", "timeout")
         return float(own) + GRACE
 
     def run(self, name: str, args: dict[str, Any], cancel: Any) -> Result:
@@ -287,8 +289,7 @@ def build_server(served: Served) -> Any:
     async def call_tool(ctx: Any, params: Any) -> Any:
         name = params.name
         if name not in served.names:
-            available = ", ".join(sorted(served.names)) or "(none)"
-            raise bad_request(f"unknown tool: {name}. Available: {available}")
+            raise bad_request(unknown_tool(name, served.names))
         import threading
 
         cancel = threading.Event()

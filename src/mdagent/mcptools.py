@@ -21,6 +21,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from mdagent.calls import ToolContext
+from mdagent.defaults import setting
 from mdagent.errors import ToolFailed, UsageError
 from mdagent.mcpconfig import (
     prompt_command,
@@ -31,7 +33,7 @@ from mdagent.mcpconfig import (
     write_listing,
 )
 from mdagent.specs import CommandSpec, ToolSpec
-from mdagent.toolbox import Tool, Toolbox, ToolContext, UnknownTool
+from mdagent.toolbox import Tool, Toolbox, UnknownTool
 
 if TYPE_CHECKING:
     from mdagent.mcpclient import McpClients
@@ -40,10 +42,10 @@ if TYPE_CHECKING:
 
 def _tell(message: str) -> None:
     # The one place a server's failure reaches the person while the rest
-    # carries on (a model's turn, a listing): one line on stderr.
-    from mdagent.approval import tell
+    # carries on (a model's turn, a listing): a notice the edge shows.
+    from mdagent import notices
 
-    tell(message)
+    notices.tell(message)
 
 
 class McpTools:
@@ -138,7 +140,11 @@ class McpTools:
             clients = self.clients()
             fresh = server not in self._live
             result = clients.call_tool(
-                server, target["tool"], args, timeout=float(spec.timeout or 120), cancel=ctx.cancel
+                server,
+                target["tool"],
+                args,
+                timeout=float(spec.timeout or setting(ctx.settings, "mcp", "timeout")),
+                cancel=ctx.cancel,
             )
         except ToolFailed as err:
             return {"error": str(err)}
@@ -190,7 +196,7 @@ class ServerDown(UnknownTool):
         self.reason = reason
 
     def run(self, args: Any = None, context: Any = None):  # noqa: D102 - UnknownTool's contract
-        from mdagent.toolbox import Result
+        from mdagent.calls import Result
 
         return Result.failure(self.reason, code="MCP_UNAVAILABLE")
 
@@ -313,7 +319,7 @@ def run_prompt(runtime: Runtime, server: str, prompt_name: str, argv: list[str])
     prompt = mcp.prompt(server, prompt_name)
     command, stand_in = prompt_spec(server, prompt)
     if argv == ["--help"]:
-        print(help_text(command, stand_in))
+        print(help_text(command, stand_in))  # noqa: T201 - the prompt turn moves to the agent
         return 0
     arguments = parse_words(list(argv), stand_in, command)
     check = Tool(stand_in.name, "", dict, stand_in.params, tuple(stand_in.required))

@@ -47,7 +47,7 @@ def with_mentions(runtime: Runtime, text: str) -> str:
         return text
     from mdagent.approval import tell
 
-    box = runtime.toolbox(policy=runtime.policy(interactive=False))
+    box = runtime.toolbox(policy=runtime.policy(approver=runtime.approver(interactive=False)))
     blocks = []
     for shown in paths:
         absolute = str(runtime.cwd / os.path.expanduser(shown))

@@ -202,8 +202,7 @@ def nearest_name(registry, typed: str, *, slash: bool) -> str | None:
     in the other world wins (``agent /tools`` -> ``agent tools``, ``agent count``
     -> ``agent /count``), then the closest spelling, then a name it begins.
     """
-    import difflib
-
+    from mdagent.names import closest
     from mdagent.specs import command_key
 
     key = command_key(typed)
@@ -220,11 +219,8 @@ def nearest_name(registry, typed: str, *, slash: bool) -> str | None:
     else:
         names = {f"agent {n}": n for n in SUBCOMMANDS}
         names |= {f"agent /{n}": n for n in sorted(commands) if n not in SUBCOMMANDS}
-    close = difflib.get_close_matches(key, list(names.values()), n=1, cutoff=0.6)
-    close = close or [n for n in names.values() if key and n.startswith(key)][:1]
-    return (
-        next((full for full, short in names.items() if short == close[0]), None) if close else None
-    )
+    near = closest(key, names.values(), prefix=True)
+    return next((full for full, short in names.items() if short == near), None)
 
 
 def broken_declaration(registry, key: str) -> str | None:

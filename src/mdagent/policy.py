@@ -1,5 +1,11 @@
 """Which tool calls may run: deny/ask/allow rules, modes, approval and rate limits.
 
+The policy decides and never asks: a call is allowed, refused, or put as a
+:class:`Question` to the :class:`Approver` the runtime handed in (a person
+at the terminal, a script in tests, or nobody, which refuses). It prints
+nothing, reads no input and edits no file: remembering an "always" answer
+is the approver's (through :mod:`mdagent.edit`).
+
 Settings (``agent.yaml``)::
 
     policy:
@@ -79,32 +85,18 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from mdagent.errors import ConfigError, logger
+from mdagent.calls import Decision, ToolContext
+from mdagent.catalog import ALIASES, EXEC_TOOLS, FILE_TOOLS, READ_TOOLS, URL_TOOLS, WRITE_TOOLS
+from mdagent.defaults import PROJECT_DIR, settings_path
+from mdagent.errors import ConfigError
 from mdagent.globs import gitignore_regex
-from mdagent.toolbox import Decision, ToolContext
-
-log = logger("mdagent.policy")
+from mdagent.records import Record
 
 MODES = ("ask", "accept-edits", "plan", "allowlist", "deny", "full")
 #: The modes a person cycles through in the session (Shift+Tab), in order.
 CYCLE = ("ask", "accept-edits", "plan", "full")
-#: Built-in tools that only read: plan mode keeps them.
-READ_TOOLS = frozenset({"read_file", "glob", "grep", "fetch", "skill"})
-EXEC_TOOLS = frozenset({"exec"})
-FILE_TOOLS = frozenset({"read_file", "write_file", "edit_file", "glob", "grep"})
-WRITE_TOOLS = frozenset({"write_file", "edit_file"})
-URL_TOOLS = frozenset({"fetch"})
-# The built-in tools' aliases, so `bash(git *)` means exec even when a
-# registry declares exec without them.
-BUILTIN_ALIASES: Mapping[str, tuple[str, ...]] = {
-    "exec": ("bash", "sh", "shell", "execute"),
-    "read_file": ("read", "open"),
-    "write_file": ("write",),
-    "edit_file": ("edit",),
-}
-SETTINGS_FILE = Path(".agents") / "config" / "agent.yaml"
 
 Prompt = Callable[[str, Mapping[str, Any]], str]
 
@@ -224,9 +216,10 @@ def names_for(name: str, aliases: Iterable[str] = ()) -> tuple[str, ...]:
     """The names a rule (or a hook's ``tool`` filter) may use for the tool called ``name``.
 
     ``aliases`` are the tool's declared ones; the built-in tools' usual
-    aliases (:data:`BUILTIN_ALIASES`) are added.
+    aliases (:data:`mdagent.catalog.ALIASES`) are added, so ``bash(git *)`` means exec
+    even when a registry declares exec without them.
     """
-    return tuple(dict.fromkeys([name, *aliases, *BUILTIN_ALIASES.get(name, ())]))
+    return tuple(dict.fromkeys([name, *aliases, *ALIASES.get(name, ())]))
 
 
 def names_match(glob: str, names: Iterable[str]) -> bool:
@@ -617,29 +610,80 @@ class Verdict:
         return self.rule.reason if self.rule is not None else None
 
 
+class Question(Record):
+    """What the policy asks a person about one call it may not decide alone.
+
+    ``note`` is the line under the call saying why it is asked (None: the
+    usual question); ``always`` says "always" may be answered (it saves
+    ``suggestion``, the allow rule covering exactly this call); ``protected``:
+    the call would change the agent's own configuration, so every value and
+    every diff line is shown whole; ``workdir`` is where a file change is
+    worked out from; ``cancel`` is the call's cancel event (Ctrl-C drops the
+    question at once).
+    """
+
+    tool: str
+    args: dict[str, Any]
+    workdir: str
+    note: str | None = None
+    always: bool = True
+    protected: bool = False
+    suggestion: str | None = None
+    cancel: Any = None
+
+
+class Approver(Protocol):
+    """Who answers the policy's questions; the runtime hands one in.
+
+    ``interactive``: a person can be asked at all (False: every question is
+    refused with the reason and how to allow the call). :meth:`ask` returns
+    ``"yes"``, ``"no"`` or ``"always"`` (any case, ``y``/``n``/``a`` too), or
+    raises ``EOFError`` when nobody can answer after all (``"closed"`` in
+    its message: a person was there and ended the input). :meth:`remember`
+    keeps an "always" answer beyond this process (the project's settings)
+    and tells the person what it did. See :mod:`mdagent.approvers`.
+    """
+
+    interactive: bool
+
+    def ask(self, question: Question) -> str: ...
+
+    def remember(self, rule: str) -> None: ...
+
+
+class Nobody:
+    """No one to ask: every question is refused (the default approver;
+    :class:`mdagent.approvers.RefusingApprover` is this one)."""
+
+    interactive = False
+
+    def ask(self, question: Question) -> str:
+        raise EOFError("no terminal to ask on")
+
+    def remember(self, rule: str) -> None:
+        return None
+
+
 class Policy:
-    """Decides whether a call may run, asking a person when the settings say so.
+    """Decides whether a call may run: allow, deny, or a question for its approver.
 
     ``settings`` is the merged settings mapping (its ``policy`` key is read).
     ``workdir`` is the workspace root path rules are relative to. ``store``
-    (a :class:`mdagent.store.Store`) holds rate-limit windows; one is opened
-    on first need when omitted. ``interactive``: a person can be asked on a
-    terminal. ``approve_all`` (``--yes``) approves every question.
-    ``prompt(tool_name, args) -> "yes" | "no" | "always"`` asks the question
-    (default: :func:`mdagent.approval.ask_terminal`). ``project_layer`` is the
-    ``.agents`` folder whose ``config/agent.yaml`` "always" writes to.
+    holds rate-limit windows (``rate_limit(tool, max_calls, window_ms)`` ->
+    milliseconds to wait or None: :class:`mdagent.store.Store`); without one,
+    a call of a rate-limited tool is refused, never let through unchecked.
+    ``approver`` answers the questions an "ask" verdict puts
+    (:class:`Approver`; None: nobody, every question refused); the policy
+    itself never prints, reads input or edits a file. ``approve_all``
+    (``--yes``) approves every question but those about the agent's own
+    configuration. ``project_layer`` is the ``.agents`` folder whose
+    ``config/agent.yaml`` messages point to (and whose files are protected).
     ``sources`` (:attr:`mdagent.registry.Registry.sources`) says where each
     rule was written; rules carry it as :attr:`Rule.source`.
 
     ``policy.paths`` (extra workspace roots) is not read here: file tools
     confine paths with :func:`mdagent.workspace.roots_from`, its one reader.
-    ``notify(message)`` shows what an answer did ("added allow rule …");
-    default: :func:`mdagent.approval.tell`. ``saved()`` is called after
-    "always" wrote a rule into the project's settings (the runtime keeps the
-    workspace's trust current, :mod:`mdagent.trust`).
     """
-
-    notify: Callable[[str], None] | None = None
 
     def __init__(
         self,
@@ -647,12 +691,10 @@ class Policy:
         *,
         workdir: str | os.PathLike[str],
         store: Any = None,
-        interactive: bool,
+        approver: Approver | None = None,
         approve_all: bool = False,
-        prompt: Prompt | None = None,
         project_layer: Path | None = None,
         sources: Iterable[Mapping[str, Any]] = (),
-        saved: Callable[[], None] | None = None,
     ) -> None:
         section = (settings or {}).get("policy") or {}
         if not isinstance(section, Mapping):
@@ -672,16 +714,13 @@ class Policy:
         self.ask = rules("ask")
         self.deny = rules("deny")
         self.workdir = Path(workdir)
-        self.interactive = interactive
+        self.approver: Approver = approver if approver is not None else Nobody()
         self.approve_all = approve_all
         self.project_layer = Path(project_layer) if project_layer is not None else None
-        self._prompt = prompt
-        self._saved = saved
-        self._store = store
+        self.store = store
         # One question at a time; the agent may run calls concurrently, and a
-        # call waiting for the prompt must see an "always" given meanwhile.
+        # call waiting for the question must see an "always" given meanwhile.
         self._asking = threading.Lock()
-        self._store_lock = threading.Lock()
         self._always: set[str] = set()
 
     # -- the verdict -------------------------------------------------------------
@@ -939,7 +978,7 @@ class Policy:
         refused = Decision(
             False, self._no_terminal(tool, verdict), code="DENIED", extra=self._asked_extra(verdict)
         )
-        if not self.interactive:
+        if not self.approver.interactive:
             return refused
         # "always" saves an allow rule: no use where an ask rule or a hook asks.
         offer_always = verdict.asks in ("unmatched", "approval")
@@ -947,14 +986,15 @@ class Policy:
         with self._asking:
             if offer_always and key in self._always:  # answered while this call waited its turn
                 return Decision(True, approved_by="always")
-            answer = self._question(
-                tool, args, ctx, refused, always=offer_always, note=self._note(verdict)
-            )
+            question = self._question_for(tool, args, ctx, verdict.suggestion)
+            question = question._replace(always=offer_always, note=self._note(verdict))
+            answer = self._answer(question, refused)
             if isinstance(answer, Decision):
                 return answer
             if answer == "always" and offer_always and verdict.suggestion:
                 self._always.add(key)
-                self._tell(self._remember(verdict.suggestion))
+                self._allow_for_this_process(verdict.suggestion)
+                self.approver.remember(verdict.suggestion)
                 return Decision(True, approved_by="always")
             if answer in ("yes", "always"):
                 return Decision(True, approved_by="user")
@@ -1017,12 +1057,13 @@ class Policy:
             code="DENIED",
             extra={"protected": target, "needs_approval": True},
         )
-        if not self.interactive:
+        if not self.approver.interactive:
             return refused
         note = f"This changes {target}, part of the agent's own configuration."
+        question = self._question_for(tool, args, ctx, None)
         with self._asking:
-            answer = self._question(
-                tool, args, ctx, refused, always=False, note=note, protected=True
+            answer = self._answer(
+                question._replace(always=False, note=note, protected=True), refused
             )
         if isinstance(answer, Decision):
             return answer
@@ -1030,37 +1071,32 @@ class Policy:
             return Decision(True, approved_by="user")
         return _declined(tool.name)
 
-    def _question(
-        self,
-        tool: Any,
-        args: dict[str, Any],
-        ctx: Any,
-        refused: Decision,
-        *,
-        always: bool = True,
-        note: str | None = None,
-        protected: bool = False,
-    ) -> str | Decision:
-        """The person's answer, or the decision when nobody could answer."""
+    def _question_for(
+        self, tool: Any, args: dict[str, Any], ctx: Any, suggestion: str | None
+    ) -> Question:
+        return Question(
+            tool.name,
+            args,
+            self._workdir(ctx),
+            suggestion=suggestion,
+            cancel=getattr(ctx, "cancel", None),
+        )
+
+    def _answer(self, question: Question, refused: Decision) -> str | Decision:
+        """The approver's answer (``yes``, ``no``, ``always``), or the decision
+        when nobody could answer."""
         try:
-            return self._ask_person(
-                tool.name,
-                args,
-                getattr(ctx, "cancel", None),
-                always=always,
-                note=note,
-                workdir=self._workdir(ctx),
-                protected=protected,
-            )
+            answer = str(self.approver.ask(question)).strip().lower()
         except EOFError as closed:
             if "closed" in str(closed):  # a person was there and ended the input
                 return Decision(
                     False,
-                    f"the user closed the approval prompt for this {tool.name} call; "
+                    f"the user closed the approval prompt for this {question.tool} call; "
                     "do not retry it",
                     code="DENIED",
                 )
             return refused
+        return {"y": "yes", "a": "always", "n": "no"}.get(answer, answer)
 
     def _protected_target(
         self, real: str, args: Mapping[str, Any], ctx: Any, workdir: str
@@ -1120,73 +1156,11 @@ class Policy:
             )
         return cache[key]
 
-    def _ask_person(
-        self,
-        tool_name: str,
-        args: Mapping[str, Any],
-        cancel: Any = None,
-        *,
-        always: bool = True,
-        note: str | None = None,
-        workdir: str | None = None,
-        protected: bool = False,
-    ) -> str:
-        prompt = self._prompt
-        if prompt is None:
-            from mdagent.approval import ask_terminal
-
-            # The call's cancel event: Ctrl-C must drop the question at once,
-            # not leave it waiting to swallow the person's next line.
-            # `protected`: the agent's own configuration, shown whole.
-            answer = ask_terminal(
-                tool_name,
-                args,
-                cancel=cancel,
-                always=always,
-                note=note,
-                workdir=workdir,
-                protected=protected,
-            )
-        else:
-            answer = prompt(tool_name, args)
-        answer = str(answer).strip().lower()
-        return {"y": "yes", "a": "always", "n": "no"}.get(answer, answer)
-
-    def _remember(self, rule_text: str) -> str:
-        """Allow ``rule_text`` for the rest of the process and in the project layer.
-
-        Returns what happened, for the person (:meth:`_tell` shows it).
-        """
+    def _allow_for_this_process(self, rule_text: str) -> None:
+        """An "always" answer's rule, allowed from now on (the approver keeps it beyond)."""
         rule = Rule.parse(rule_text)
         if rule not in self.allow:
             self.allow.append(rule)
-        if self.project_layer is None:
-            return (
-                f"note: no project layer (.agents/); `{rule_text}` is allowed for this session only"
-            )
-        from mdagent.approval import add_allow_rule
-
-        target = self.project_layer / "config" / "agent.yaml"
-        try:
-            add_allow_rule(target, rule_text)
-        except (OSError, ConfigError) as exc:
-            log.warning("could not save allow rule %r: %s", rule_text, exc)
-            return (
-                f"warning: could not add `{rule_text}` to {target}: {exc}; "
-                "allowed for this session only"
-            )
-        if self._saved is not None:
-            self._saved()
-        return f"added allow rule `{rule_text}` to {self._settings_file()}"
-
-    def _tell(self, message: str) -> None:
-        """Show ``message`` to the person (``notify``, default: the approval prompt's stderr)."""
-        notify = self.notify
-        if notify is None:
-            from mdagent.approval import tell
-
-            notify = tell
-        notify(message)
 
     def _rate_limited(self, tool: Any) -> Decision | None:
         limit = tool.meta.get("rate_limit")
@@ -1195,6 +1169,8 @@ class Policy:
         max_calls = int(limit["max_calls"])
         window_ms = int(limit.get("window_ms") or 60_000)
         try:
+            if self.store is None:
+                raise LookupError("no store of rate-limit windows was given")
             wait_ms = self.store.rate_limit(tool.name, max_calls, window_ms)
         except Exception as exc:  # a limit that cannot be checked must not switch itself off
             return Decision(
@@ -1211,16 +1187,6 @@ class Policy:
             code="RATE_LIMITED",
             extra={"retryable": True, "retry_after_ms": wait_ms},
         )
-
-    @property
-    def store(self) -> Any:
-        """The store holding rate-limit windows (opened on first use)."""
-        with self._store_lock:
-            if self._store is None:
-                from mdagent.store import Store
-
-                self._store = Store()
-            return self._store
 
     # -- matching ----------------------------------------------------------------
 
@@ -1345,8 +1311,8 @@ class Policy:
 
     def _settings_file(self) -> str:
         if self.project_layer is None:
-            return str(SETTINGS_FILE)
-        target = self.project_layer / "config" / "agent.yaml"
+            return str(settings_path(PROJECT_DIR))
+        target = settings_path(self.project_layer)
         try:
             return str(target.relative_to(self.workdir))
         except ValueError:

@@ -31,8 +31,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mdagent.errors import ConfigError, Problem, UsageError
-from mdagent.policy import EXEC_TOOLS, FILE_TOOLS, URL_TOOLS, Policy, Rule, Source, Verdict
+from mdagent.catalog import EXEC_TOOLS, FILE_TOOLS, URL_TOOLS
+from mdagent.errors import ConfigError, Problem, UsageError, unknown_tool
+from mdagent.policy import Policy, Rule, Source, Verdict
 
 _CALL = re.compile(r"\s*([^()\s]+)\s*(?:\((.*)\))?\s*", re.S)
 
@@ -117,8 +118,7 @@ def _main_argument(tool_name: str) -> str | None:
 def _tool(registry: Any, name: str) -> Any:
     spec = registry.tool(name)
     if spec is None:
-        listing = ", ".join(sorted(registry.tools))
-        raise UsageError(f"unknown tool: {name}. Available: {listing}")
+        raise UsageError(unknown_tool(name, registry.tools))
     return spec
 
 
@@ -141,7 +141,6 @@ def runtime_policy(runtime: Any) -> Policy:
     return Policy(
         runtime.settings,
         workdir=runtime.workdir,
-        interactive=False,
         project_layer=runtime.project_layer,
         sources=runtime.registry.sources,
     )
@@ -149,7 +148,7 @@ def runtime_policy(runtime: Any) -> Policy:
 
 def model_context(runtime: Any) -> Any:
     """A context for judging a model's call in ``runtime`` (nothing is run)."""
-    from mdagent.toolbox import ToolContext
+    from mdagent.calls import ToolContext
 
     return ToolContext(
         caller="model",
@@ -315,9 +314,10 @@ def revoke(runtime: Any, rule: str) -> str:
     Raises :class:`UsageError` when that file has no such rule, naming the
     layer files that do.
     """
-    from mdagent.approval import remove_allow_rule
+    from mdagent.defaults import settings_path
+    from mdagent.edit import remove_allow_rule
 
-    target = Path(runtime.project_layer) / "config" / "agent.yaml"
+    target = settings_path(runtime.project_layer)
     line = remove_allow_rule(target, rule)
     if line is None:
         elsewhere = [

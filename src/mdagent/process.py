@@ -275,10 +275,9 @@ def run_tool_process(
     demands, or whose child cannot enter the sandbox, is refused
     (``code: DENIED``) and nothing runs.
     """
-    from mdagent.defaults import DEFAULT_SETTINGS
+    from mdagent.defaults import setting
     from mdagent.environment import env_for
     from mdagent.errors import MdagentError, PolicyDenied
-    from mdagent.specs import setting
     from mdagent.workspace import base_for, confine, roots_from
 
     root, extras = roots_from(ctx)
@@ -292,8 +291,7 @@ def run_tool_process(
         if not where.is_dir():
             return {"error": f"not a directory: {cwd}"}
     settings = getattr(ctx, "settings", None)
-    defaults = DEFAULT_SETTINGS["exec"]
-    limit = float(timeout or setting(settings, "exec", "timeout", defaults["timeout"]))
+    limit = float(timeout or setting(settings, "exec", "timeout"))
     try:
         box = _sandbox_for(ctx, settings, root, extras)
     except MdagentError as exc:  # sandbox.required unmet, a broken sandbox: block
@@ -315,7 +313,7 @@ def run_tool_process(
             cwd=str(where),
             env=env,
             timeout=limit,
-            max_output=int(setting(settings, "exec", "max_output", defaults["max_output"])),
+            max_output=int(setting(settings, "exec", "max_output")),
             output=output,
             # A watcher may take stderr itself (the spinner's tail of a model's call).
             error_output=getattr(output, "error_output", None),
@@ -351,24 +349,10 @@ def run_tool_process(
     if note:
         # The child's own error text is in stderr; this says the sandbox may be why.
         data["sandbox"] = note
-        _tell_once(note)
+        from mdagent import notices
+
+        notices.tell_once(note)
     return data
-
-
-# Notes already shown to the person in this process (one process is one run).
-_TOLD: set[str] = set()
-_TOLD_LOCK = threading.Lock()
-
-
-def _tell_once(message: str) -> None:
-    """Show ``message`` on stderr the first time this run meets it (tool calls run in threads)."""
-    with _TOLD_LOCK:
-        if message in _TOLD:
-            return
-        _TOLD.add(message)
-    from mdagent.approval import tell
-
-    tell(message)
 
 
 def _sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) -> Any:
@@ -404,7 +388,9 @@ def _sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) ->
         binds = list(protected_for(ctx).read_only_binds(places))
     box = prepare(sandbox_settings, root, extras, route=current, binds=binds)
     if box.unavailable:
-        _tell_once(unavailable_note(box.unavailable))
+        from mdagent import notices
+
+        notices.tell_once(unavailable_note(box.unavailable))
     return box
 
 

@@ -12,16 +12,8 @@ allow pattern cover the command (``Segment.dynamic``) and, where deny rules
 cannot see what runs (``hidden``), makes them fail closed
 (``Segment.unchecked``).
 
-Long options. GNU ``getopt_long`` and argp, git's parse-options and the
-parsers of less and zip take any unambiguous prefix of a long option for the
-option: ``git fetch --upl=CMD`` is ``--upload-pack=CMD``. A word that is a
-prefix of a dangerous long option counts as that option (:func:`abbreviated`),
-also where another option shares the prefix: the program refuses an
-ambiguous prefix, so reading it as the dangerous one costs nothing and errs
-on the safe side. :data:`LONG_OPTIONS` lists each such program with its
-dangerous options and the harmless options that happen to be prefixes of
-them (``tar --checkpoint``, an option of its own, is not
-``--checkpoint-action``).
+Long options (``git fetch --upl=CMD`` is ``--upload-pack=CMD``) are read
+with :mod:`mdagent.longoptions`, shared with :mod:`mdagent.interpreters`.
 
 Where a reading is uncertain (a sed script this module cannot follow, an
 option it does not know), the answer errs towards "runs code".
@@ -31,8 +23,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
+
+from mdagent.lexicon import SHELLS, STDIN_FILES
+from mdagent.longoptions import ALIASES as _ALIASES
+from mdagent.longoptions import abbreviated, dangerous_option
 
 COMPUTED = "computed"  # shellparse's kind of a word computed at run time
 
@@ -54,78 +49,6 @@ class Runs:
     inline: bool = False  # inline code (mdagent.interpreters): policy.inline_eval decides
 
 
-@dataclass(frozen=True)
-class LongOptions:
-    """How a program reads abbreviated long options, and which ones matter.
-
-    ``dangerous``: options that name a program or code to run, or a file
-    holding either. ``exact``: other options of the program that are
-    prefixes of a dangerous one; written in full they are themselves.
-    ``parser``: what reads them (each takes an unambiguous prefix, but
-    ripgrep, which is read as if it did).
-    """
-
-    parser: str
-    dangerous: frozenset[str]
-    exact: frozenset[str] = frozenset()
-
-
-def _long(parser: str, dangerous: str, exact: str = "") -> LongOptions:
-    return LongOptions(parser, frozenset(dangerous.split()), frozenset(exact.split()))
-
-
-# The programs whose long options may be abbreviated and that run what an
-# option names. The wrappers of shellparse (env, timeout, sudo…) read their
-# abbreviations there (`_options`); make's and julia's code options are read
-# in mdagent.interpreters with these entries.
-LONG_OPTIONS: dict[str, LongOptions] = {
-    "git": _long(
-        "parse-options",
-        "upload-pack receive-pack exec extcmd open-files-in-pager template config config-env "
-        "sendmail-cmd to-cmd cc-cmd header-cmd smtp-server httpd browser",
-        # format-patch/send-email --to and --cc, checkout-index --temp
-        "to cc temp",
-    ),
-    "tar": _long(
-        "argp",
-        "to-command checkpoint-action use-compress-program info-script new-volume-script "
-        "rsh-command rmt-command",
-        "checkpoint",
-    ),
-    "sed": _long("getopt_long", "expression file"),
-    "man": _long("argp", "pager html config-file"),
-    "zip": _long("zip's get_option", "unzip-command"),
-    "less": _long("less's own", "lesskey-file lesskey-src lesskey-content"),
-    # ripgrep takes no abbreviation that we know of; read as if it did (fail closed).
-    "rg": _long("ripgrep's own", "pre hostname-bin"),
-    "make": _long("getopt_long", "eval file makefile"),
-    "julia": _long("getopt_long", "eval print"),
-}
-# Names the same programs go by.
-_ALIASES = {"gtar": "tar", "bsdtar": "tar", "gsed": "sed", "gmake": "make"}
-
-
-def abbreviated(word: str, options: Iterable[str], exact: Iterable[str] = ()) -> str | None:
-    """The long option of ``options`` that ``word`` (``--upl=x``) abbreviates, or None.
-
-    Any prefix counts, also one shared with another option (fail closed: the
-    program refuses an ambiguous prefix); a word naming exactly one of
-    ``exact`` (another option of the program) does not.
-    """
-    if not word.startswith("--"):
-        return None
-    name = word[2:].split("=", 1)[0]
-    if not name or name in exact:
-        return None
-    return next((option for option in sorted(options) if option.startswith(name)), None)
-
-
-def dangerous_option(program: str, word: str) -> str | None:
-    """The dangerous long option of ``program`` (:data:`LONG_OPTIONS`) ``word`` stands for."""
-    spec = LONG_OPTIONS.get(_ALIASES.get(program, program))
-    return abbreviated(word, spec.dangerous, spec.exact) if spec else None
-
-
 def runs(core: tuple[str, ...], kinds: tuple[str, ...] | None = None) -> Runs | None:
     """Why ``core`` (a command without wrappers) runs more than its words show, or None.
 
@@ -137,7 +60,7 @@ def runs(core: tuple[str, ...], kinds: tuple[str, ...] | None = None) -> Runs | 
     kinds = kinds if kinds is not None else ("literal",) * len(core)
     program = core[0].rsplit("/", 1)[-1]
     name = _ALIASES.get(program, program)
-    if name in _SHELLS:
+    if name in SHELLS:
         reader = _shell
     elif name in _VIM:
         reader = _vim
@@ -317,7 +240,7 @@ _SED_FILE = set("rRwW")
 _SED_STANDARD = {"/dev/stdout", "/dev/stderr"}  # GNU sed writes these to its own output
 
 
-def _sed(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | None:
+def _sed(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | None:  # noqa: C901
     """``sed 'e cmd'``, ``s/x/y/e`` (the pattern space as a command), ``w FILE``:
     what the script runs or writes, read from ``-e``/``--expression`` or the
     first operand; ``-f FILE`` runs a script no rule reads."""
@@ -369,7 +292,7 @@ def _sed(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | 
                     return Runs(f"`{program} -{letter}` not understood")
     if files:
         script, kind = files[0]
-        if kind == COMPUTED or script == "-" or device_path(script) or script in _STDIN:
+        if kind == COMPUTED or script == "-" or device_path(script) or script in STDIN_FILES:
             return Runs(f"`{program} -f {script}` runs a script read from a file descriptor")
         return Runs(f"`{program} -f {script}` runs a script no rule reads", hidden=False)
     if not scripts:
@@ -675,8 +598,6 @@ def _vim(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | 
 
 # -- shells ------------------------------------------------------------------------
 
-_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "posh"}
-
 
 def _shell(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | None:
     """``bash -i`` (start-up files, ``PROMPT_COMMAND``), ``--rcfile``/``--init-file``,
@@ -723,8 +644,7 @@ def device_path(word: str) -> bool:
     return path.startswith(("/dev/", "/proc/")) and path not in _NOT_DEVICES
 
 
-_STDIN = {"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"}
-_NOT_DEVICES = {*_STDIN, "/dev/null"}
+_NOT_DEVICES = {*STDIN_FILES, "/dev/null"}
 
 
 _READERS = {
@@ -763,7 +683,7 @@ _CODE_VARIABLE_PREFIXES = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
 # Where a program finds its start-up files and configuration: a concern for
 # the programs that read them.
 _HOME_VARIABLES = {"HOME", "XDG_CONFIG_HOME"}
-_HOME_READERS = {"git", "less", "man", *_SHELLS, *_VIM}
+_HOME_READERS = {"git", "less", "man", *SHELLS, *_VIM}
 # Pager and editor values that run nothing but themselves.
 _PLAIN_PROGRAMS = re.compile(r"((/usr)?/bin/)?(cat|true|less|more)|:|")
 _PLAIN_PROGRAM_VARIABLES = {

@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mdagent.specs import TIERS, setting, unmet_requirement
+from mdagent.defaults import PROJECT_DIR, setting
+from mdagent.specs import TIERS, unmet_requirement
 
 if TYPE_CHECKING:
     from mdagent.registry import Registry
@@ -99,7 +100,7 @@ def find_agents_md(cwd: Path, workdir: Path) -> Path | None:
     """
     cwd = cwd.resolve()
     workdir = workdir.resolve()
-    is_project = (workdir / ".agents").is_dir() or (workdir / ".git").exists()
+    is_project = (workdir / PROJECT_DIR).is_dir() or (workdir / ".git").exists()
     inside = cwd == workdir or workdir in cwd.parents
     for folder in (cwd, *cwd.parents):
         candidate = folder / "AGENTS.md"

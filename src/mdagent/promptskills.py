@@ -45,8 +45,8 @@ from mdagent.errors import PolicyDenied, ToolFailed, UsageError
 from mdagent.skills import LIVE_CONTEXT
 
 if TYPE_CHECKING:
+    from mdagent.calls import Result, ToolContext
     from mdagent.specs import Skill
-    from mdagent.toolbox import Result, ToolContext
 
 #: What one command's output or one included file may add to the prompt.
 MAX_INSERT = 20_000
@@ -213,7 +213,7 @@ def render(
 
 
 def _interpolation_on(ctx: ToolContext) -> bool:
-    from mdagent.specs import setting
+    from mdagent.defaults import setting
 
     return setting(ctx.settings, "skills", "shell_interpolation", True) is not False
 

@@ -46,7 +46,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-PROJECT_DIR = ".agents"
+from mdagent.defaults import PROJECT_DIR
+
 # A git folder anywhere in the workspace: its config and hooks name programs
 # that git runs (core.fsmonitor, core.pager, aliases, filters, hooks), so a
 # model writing it could make an allowed `git status` run anything.

@@ -36,8 +36,6 @@ imports neither yaml nor frontmatter.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -45,12 +43,13 @@ from pathlib import Path
 from mdagent.errors import Problem
 from mdagent.layers import Layer, state_dir
 from mdagent.specs import CommandSpec, LazyRecords, Skill, ToolSpec, command_key, compact
+from mdagent.statefiles import read_json, write_json
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
     from typing import Any
 
-CACHE_FORMAT = 10
+CACHE_FORMAT = 11
 #: About this many command keys per shard: a lookup parses one shard this size.
 SHARD_SIZE = 64
 
@@ -81,18 +80,22 @@ RESERVED_NAMES = frozenset(
     }
 )
 
-_COMPILER_MODULES = (
+#: The files whose code decides what a compile gives (relative to the package): each
+#: is stamped, so a changed compiler invalidates every cache it wrote.
+COMPILER_MODULES = (
     "registry.py",
     "layers.py",
     "yamlsource.py",
+    "yamlfast.py",
     "skills.py",
     "declarations.py",
     "defaults.py",
-    "schemacompile.py",
+    "fastcheck.py",
     "specs.py",
-    "builtins/__init__.py",
+    "catalog.py",
     "implementations.py",
     "templates.py",
+    "lexicon.py",  # what templates refuse
     "dispatch.py",  # the usage words of /help's cached rows
     "console.py",  # and their descriptions' first lines
     "trust.py",  # what trust covers, and the untrusted view of the settings
@@ -174,16 +177,6 @@ class Registry:
     def command(self, name: str) -> CommandSpec | None:
         """The command ``/name`` (case and ``_``/``-`` are not significant)."""
         return self.commands.get(command_key(name))
-
-    def similar_commands(self, name: str) -> list[str]:
-        """Command names close to ``name``, best first (for "did you mean")."""
-        import difflib
-
-        key = command_key(name)
-        visible = [k for k, c in self.commands.items() if c.user_invocable]
-        close = difflib.get_close_matches(key, visible, n=3, cutoff=0.6)
-        prefixed = [k for k in sorted(visible) if k.startswith(key) and k not in close]
-        return close + prefixed[: 3 - len(close)]
 
     def listing_rows(self) -> list[list[str]]:
         """``[/name usage, first line of the description]`` of every user-invocable command.
@@ -608,14 +601,11 @@ def _layers_key(layers: list[Layer]) -> str:
 
 
 def _read_cache(path: Path) -> dict[str, Any] | None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return None  # missing, or torn (not written by _write_cache): never used
-    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
-        return None
-    return data
+    return read_json(path, CACHE_FORMAT)
+
+
+# The atomic write of every cache file (mdagent.statefiles, shared with the MCP tool lists).
+_write_cache = write_json
 
 
 def _stamps(value: Any) -> bool:
@@ -721,29 +711,6 @@ def _valid_rest(data: dict[str, Any] | None, token: str) -> bool:
     return data is not None and data.get("token") == token and _problem_rows(data.get("problems"))
 
 
-def _write_cache(path: Path, data: dict[str, Any]) -> None:
-    """Write atomically (temp file + rename): concurrent writers never leave half a file."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # What tempfile.mkstemp does, without its import (~3 ms) on a cold
-        # compile: a name no other writer uses, created exclusively, 0600.
-        tmp = path.with_name(f".registry-{os.getpid()}-{os.urandom(6).hex()}.tmp")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(tmp, flags, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                # dumps, not dump: json.dump streams through the pure-Python
-                # encoder, several times slower on a cold compile's megabytes.
-                fh.write(json.dumps(data, separators=(",", ":"), check_circular=False).encode())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-    except OSError:
-        pass  # a read-only state dir costs speed, never correctness
-
-
 def _stamp(path: str, st: os.stat_result | None = None) -> list[Any]:
     """``[path, size, mtime_ns]`` (size -1: absent), from ``st`` when it was just taken."""
     if st is None:
@@ -814,11 +781,11 @@ class _Compiler:
             self.watched[key] = _stamp(key, stat)
 
     def run(self) -> Registry:
-        from mdagent.builtins import SPECS as BUILTIN_SPECS
+        from mdagent.catalog import SPECS as BUILTIN_SPECS
         from mdagent.declarations import merge_settings
 
         here = Path(__file__).resolve().parent
-        for module in _COMPILER_MODULES:
+        for module in COMPILER_MODULES:
             self.watch(here / module)
         builtin_names = set(BUILTIN_SPECS)
         for name, spec in BUILTIN_SPECS.items():
@@ -1144,7 +1111,7 @@ class _Compiler:
 
     def _check_references(self, checks: list[tuple[ToolSpec, Path]]) -> None:
         from mdagent.implementations import check_implementation, message_line
-        from mdagent.yamlsource import did_you_mean
+        from mdagent.names import did_you_mean
 
         names = set(self.tools) | set(self.alias_of)
         broken_tools: set[str] = set()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from mdagent.display import Display
 
 if TYPE_CHECKING:
-    from mdagent.toolbox import Result
+    from mdagent.calls import Result
 
 #: Lines of a tool's output shown under its outcome line.
 PREVIEW_LINES = 3

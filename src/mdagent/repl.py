@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from mdagent.commands import Commands
 from mdagent.console import is_terminal
 from mdagent.errors import Interrupted, MdagentError, UsageError
+from mdagent.session_commands import SHELL_CONTEXT_CHARS, EmptyInterrupt, Exit
 from mdagent.signals import Terminated, received
 
 if TYPE_CHECKING:
@@ -31,11 +32,6 @@ if TYPE_CHECKING:
     from mdagent.display import Display
     from mdagent.providers.base import Provider, ProviderConfig
 
-PROMPT = "› "
-#: The prompt in shell mode (``!`` alone): each line runs as a command.
-SHELL_PROMPT = "! "
-#: How much of a ``!command``'s output goes into the conversation (head and tail kept).
-SHELL_CONTEXT_CHARS = 10_000
 BANNER = "mdagent — /help for commands, /exit to leave"
 #: The banner in fewer columns, longest first: a narrow terminal gets the one that fits.
 SHORT_BANNERS = ("mdagent — /help, /exit", "mdagent")
@@ -47,14 +43,6 @@ def banner(width: int | None) -> str:
         if width is None or len(text) <= width:
             return text
     return SHORT_BANNERS[-1]
-
-
-class Exit(Exception):
-    """``/exit`` or ``/quit``: leave the session."""
-
-
-class EmptyInterrupt(Exception):
-    """Ctrl-C at an empty prompt (a second one in a row leaves the session)."""
 
 
 class Repl:
@@ -148,8 +136,7 @@ class Repl:
 
     def unknown(self, name: str) -> str:
         """The unknown-command message: why, the nearest name (built-ins included)."""
-        import difflib
-
+        from mdagent.names import closest
         from mdagent.person import SUBCOMMANDS, broken_declaration, unknown_command
         from mdagent.specs import command_key
 
@@ -158,11 +145,9 @@ class Repl:
         if broken is not None:
             return broken  # known, and broken: where and why, not "unknown"
         first = unknown_command(self.runtime.registry, key).splitlines()[0]
-        names = [n[1:] for n in self.completions()]
-        close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
-        close = close or [n for n in names if n.startswith(key)][:1]
-        if close:
-            hint = f"did you mean /{close[0]}? "
+        near = closest(key, [n[1:] for n in self.completions()], prefix=True)
+        if near is not None:
+            hint = f"did you mean /{near}? "
         elif key in SUBCOMMANDS:  # `/doctor` typed here: it is a shell subcommand
             hint = f"did you mean `agent {key}` (at the shell)? "
         else:

@@ -17,11 +17,12 @@ from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 
+from mdagent.calls import ToolContext
 from mdagent.errors import ConfigError, Problem
 from mdagent.layers import find_layers, project_layer, project_root
 from mdagent.registry import Registry, load_registry
 from mdagent.specs import ToolSpec, unmet_requirement
-from mdagent.toolbox import Toolbox, ToolContext
+from mdagent.toolbox import Toolbox
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
@@ -99,6 +100,26 @@ class Options:
             "base_url": self.base_url,
             "script": self.script,
         }
+
+
+#: What ``--output-format`` takes.
+OUTPUT_FORMATS = ("text", "json", "stream-json")
+
+
+def check_run_options(options: Options) -> Options:
+    """``options``, or a :class:`UsageError` for an ``--output-format`` or ``--mode`` it cannot take."""
+    from mdagent.errors import UsageError
+
+    if options.output_format not in OUTPUT_FORMATS:
+        raise UsageError(
+            f"--output-format: {options.output_format!r} is not one of {', '.join(OUTPUT_FORMATS)}"
+        )
+    if options.mode is not None:
+        from mdagent.policy import MODES
+
+        if options.mode not in MODES:
+            raise UsageError(f"--mode: {options.mode!r} is not one of {', '.join(MODES)}")
+    return options
 
 
 class Runtime:
@@ -286,18 +307,38 @@ class Runtime:
         # Settings read on the first write: `agent sessions` need not load the registry.
         return Store(settings=lambda: self.settings)
 
-    def policy(self, interactive: bool | None = None, prompt=None, allow: Iterable[str] = ()):
-        """The policy for calls of this process.
+    def approver(self, interactive: bool | None = None):
+        """Who answers the policy's questions here (:mod:`mdagent.approvers`).
+
+        A person at the terminal when one is there (``interactive`` None: when
+        ``/dev/tty`` opens or stdin is a terminal), else nobody. An "always"
+        answer written into the project's settings keeps the workspace's
+        trust current.
+        """
+        from mdagent.approvers import RefusingApprover, TerminalApprover
+
+        if interactive is None:
+            from mdagent.approval import terminal_available
+
+            interactive = terminal_available()
+        if not interactive:
+            return RefusingApprover()
+        return TerminalApprover(
+            self.project_layer,
+            workdir=self.workdir,
+            saved=lambda: self.keep_trust_current(
+                "this folder is not trusted: its allow rules apply once you run `agent trust`"
+            ),
+        )
+
+    def policy(self, approver=None, allow: Iterable[str] = ()):
+        """The policy for calls of this process, asking ``approver`` (default: :meth:`approver`).
 
         ``allow`` adds allow rules for this policy only (a prompt skill's
         ``allowed-tools``); deny rules still apply.
         """
         from mdagent.policy import Policy
 
-        if interactive is None:
-            from mdagent.approval import terminal_available
-
-            interactive = terminal_available()
         settings = self.settings
         if allow:
             section = dict(settings.get("policy") or {})
@@ -309,13 +350,9 @@ class Runtime:
             settings,
             workdir=self.workdir,
             store=self.store,
-            interactive=interactive,
+            approver=approver if approver is not None else self.approver(),
             approve_all=self.options.yes,
-            prompt=prompt,
             project_layer=self.project_layer,
-            saved=lambda: self.keep_trust_current(
-                "this folder is not trusted: its allow rules apply once you run `agent trust`"
-            ),
         )
 
     @cached_property
@@ -412,7 +449,7 @@ class Runtime:
         rate_limited = any(self.registry.tools[name].rate_limit for name in self.registry.tools)
         section = self.settings.get("policy", {})
         if section.get("deny") or section.get("mode") == "plan" or rate_limited:
-            return self.policy(interactive=False)
+            return self.policy(approver=self.approver(interactive=False))
         return None
 
     def unavailable(self, spec: ToolSpec) -> str | None:
@@ -426,7 +463,7 @@ class Runtime:
         the files, decides. It points at the project's settings file, where
         ``sandbox:`` is changed. None when the sandbox works or is off.
         """
-        from mdagent.defaults import SETTINGS_FILE
+        from mdagent.defaults import settings_path
         from mdagent.sandbox import SandboxSettings, available, unavailable_note
 
         try:
@@ -440,7 +477,7 @@ class Runtime:
             message = f"sandbox.required is set but {reason}: model commands will be refused"
         else:
             message = unavailable_note(reason)
-        where = self.project_layer / "config" / SETTINGS_FILE
+        where = settings_path(self.project_layer)
         return Problem(str(where), 1, 1, "info", message)
 
     def check_settings(self) -> None:

@@ -91,6 +91,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from mdagent.defaults import DEFAULT_SETTINGS
 from mdagent.errors import ConfigError, MdagentError
 
 MODES = ("workspace-write", "read-only", "off")
@@ -159,15 +160,19 @@ class SandboxUnavailable(MdagentError):
     exit_code = 126
 
 
+_DEFAULTS = DEFAULT_SETTINGS["sandbox"]
+
+
 @dataclass(frozen=True)
 class SandboxSettings:
-    """The ``sandbox:`` settings: how the processes of a call are confined."""
+    """The ``sandbox:`` settings: how the processes of a call are confined
+    (defaults: ``DEFAULT_SETTINGS["sandbox"]``)."""
 
-    mode: str = "workspace-write"
-    network: bool = True
-    writable: tuple[str, ...] = ()
-    applies_to: str = "model"
-    required: bool = False
+    mode: str = _DEFAULTS["mode"]
+    network: bool = _DEFAULTS["network"]
+    writable: tuple[str, ...] = tuple(_DEFAULTS["writable"])
+    applies_to: str = _DEFAULTS["applies_to"]
+    required: bool = _DEFAULTS["required"]
 
     @classmethod
     def from_mapping(cls, data: Any, path: str | None = None) -> SandboxSettings:

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# The YAML node helpers "always" uses to add an allow rule as text.
-from mdagent.approval import _is_empty_scalar, _last_line, _value_of, locked_file, replace_file
+from mdagent.edit import is_empty_scalar, last_line, locked_file, replace_file, value_of
 from mdagent.errors import ConfigError, UsageError
 
 #: The declarations schema's name rule (``$defs/name``).
@@ -212,19 +211,19 @@ def _appended(text: str, entry: Entry) -> tuple[str, int, int] | None:
         return None
     lines = text.splitlines(keepends=True)
     if root is None or (isinstance(root, yaml.MappingNode) and not root.flow_style):
-        found = _value_of(root, entry.section) if root is not None else None
+        found = value_of(root, entry.section) if root is not None else None
         if found is None:  # a new section at the end
             column = root.value[0][0].start_mark.column if root is not None and root.value else 0
             block = f"{' ' * column}{entry.section}:\n" + _indented(entry.text, column + 2)
             return _spliced(lines, len(lines), block, newline, skip=1)
         key, value = found
-        if _is_empty_scalar(value):  # `tools:` with nothing under it yet
+        if is_empty_scalar(value):  # `tools:` with nothing under it yet
             block = _indented(entry.text, key.start_mark.column + 2)
             return _spliced(lines, key.start_mark.line + 1, block, newline)
         if isinstance(value, yaml.MappingNode) and not value.flow_style and value.value:
             column = value.value[0][0].start_mark.column
             block = _indented(entry.text, column)
-            return _spliced(lines, _last_line(value) + 1, block, newline)
+            return _spliced(lines, last_line(value) + 1, block, newline)
     return None
 
 

@@ -17,6 +17,22 @@ from mdagent.errors import UsageError
 if TYPE_CHECKING:
     from mdagent.repl import Repl
 
+#: The session's prompt (mdagent.lineinput draws it).
+PROMPT = "› "
+#: The prompt in shell mode (``!`` alone): each line runs as a command.
+SHELL_PROMPT = "! "
+#: How much of a ``!command``'s output goes into the conversation (head and tail kept).
+SHELL_CONTEXT_CHARS = 10_000
+
+
+class Exit(Exception):
+    """``/exit`` or ``/quit``: leave the session (raised by the commands, caught by the session)."""
+
+
+class EmptyInterrupt(Exception):
+    """Ctrl-C at an empty prompt (a second one in a row leaves the session)."""
+
+
 #: What the model is asked for by ``/compact``.
 COMPACT_REQUEST = (
     "Summarise this conversation so that it can continue from the summary alone: "
@@ -34,7 +50,7 @@ KEYS = (
 )
 
 
-def register_builtins(repl: Repl) -> None:
+def register_builtins(repl: Repl) -> None:  # noqa: C901
     """Register the session's commands on ``repl.commands``."""
     register = repl.commands.register
     say = repl.say
@@ -57,14 +73,10 @@ def register_builtins(repl: Repl) -> None:
 
     @register("exit", "Leave the session")
     def _exit(_: str | None) -> None:
-        from mdagent.repl import Exit
-
         raise Exit
 
     @register("quit", "Leave the session")
     def _quit(_: str | None) -> None:
-        from mdagent.repl import Exit
-
         raise Exit
 
     def tool_names() -> list[str]:

@@ -38,6 +38,16 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
+from mdagent.lexicon import (
+    ARITHMETIC_TESTS,
+    CODE_BUILTINS,
+    DECLARERS,
+    KEYWORDS,
+    NAME_TAKERS,
+    SHELLS,
+    STDIN_FILES,
+)
+
 
 class Unparseable(ValueError):
     """The command could not be split reliably; it must not be allowed by a rule."""
@@ -90,36 +100,13 @@ class Segment:
 # actions of their own; these targets are harmless to write to.
 _WRITING = {">", ">>", ">|", "&>", "&>>", ">&"}
 _HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr", "-"}
-# Programs that run their string argument (or their input) as shell code.
-_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash", "posh"}
-# Builtins that run text as code, or change what a later command name runs
-# (an alias, a hashed path, a loaded builtin, a completion callback): an
-# allow pattern never covers them, whatever their words.
-_EVALUATORS = {
-    "eval", "trap", "source", ".", "let", "alias", "hash", "enable", "mapfile",
-    "readarray", "compgen", "complete", "fc", "bind", "coproc",
-}  # fmt: skip
-# Builtins that take variable names: bash evaluates a subscript in a name
-# (read 'a[$(cmd)]') as arithmetic, which runs its substitutions.
-_NAME_TAKERS = {
-    "read", "printf", "declare", "typeset", "local", "export", "readonly", "unset",
-    "getopts", "wait", "test", "[",
-}  # fmt: skip
 # How each word of a segment was written: literal after quote removal, a
 # static pattern (glob or brace expansion: file names, not code), or computed
 # at run time (any expansion or substitution).
 LITERAL, PATTERN, COMPUTED = "literal", "pattern", "computed"
-# Bash keywords the grammar does not know as such (coproc) or that it only
-# takes for a command name when it misread the line around them.
-_RESERVED = {
-    "coproc", "{", "}", "!", "[[", "]]", "if", "then", "elif", "else", "fi", "case",
-    "esac", "for", "select", "while", "until", "do", "done", "in", "function",
-}  # fmt: skip
-_STDIN_FILES = {"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"}
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _DURATION = re.compile(r"(\d+(\.\d*)?|\.\d+)[smhd]?|inf(inity)?")
 _INTEGER = re.compile(r"[+-]?\d+")
-_ARITHMETIC_COMPARISON = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge"}
 _KIND_ORDER = (LITERAL, PATTERN, COMPUTED)
 # Unquoted glob characters and brace expansions ({a,b}, {1..3}) in a word.
 _GLOB = re.compile(r"[*?[]")
@@ -334,7 +321,7 @@ _CHDIR_OPTIONS = {
 }
 
 
-def _unwrap(argv: tuple[str, ...], kinds: tuple[str, ...]) -> _Unwrapped:
+def _unwrap(argv: tuple[str, ...], kinds: tuple[str, ...]) -> _Unwrapped:  # noqa: C901
     words, how = list(argv), list(kinds)
     stages: list[tuple[str, ...]] = []
     chdirs: list[str | None] = []
@@ -556,8 +543,8 @@ def _reads_script_from_stdin(core: tuple[str, ...]) -> bool:
     """
     program = core[0].rsplit("/", 1)[-1] if core else ""
     if program in (".", "source"):
-        return any(w in _STDIN_FILES for w in core[1:2])
-    if program not in _SHELLS:
+        return any(w in STDIN_FILES for w in core[1:2])
+    if program not in SHELLS:
         return False
     return not any(w.startswith("-") and not w.startswith("--") and "c" in w for w in core[1:])
 
@@ -585,18 +572,18 @@ def _dynamic(argv: tuple[str, ...], kinds: tuple[str, ...], unwrapped: _Unwrappe
         return None
     program = core[0].rsplit("/", 1)[-1]
     args = core[1:]
-    if program in _EVALUATORS:
+    if program in CODE_BUILTINS:
         return f"`{program}` runs text as code"
     if program == "parallel":
         return "`parallel` runs its arguments as shell commands"
     found = _runs(unwrapped)
     if found and not found.inline:
         return found.why
-    if program in _SHELLS and (not args or args[0].startswith(("-", "+"))):
+    if program in SHELLS and (not args or args[0].startswith(("-", "+"))):
         return f"`{program}` runs a string or its input as code"
     if program in ("[", "[[", "test", "(("):
         return _dynamic_test(program, args)
-    if program in _NAME_TAKERS:
+    if program in NAME_TAKERS:
         names = args
         if program == "printf":
             names = _printf_target(args)
@@ -662,7 +649,7 @@ def _hidden(argv: tuple[str, ...], unwrapped: _Unwrapped) -> tuple[list[_Unwrapp
             return inner, f"`{program}` runs a command with file names found at run time"
     if program == "parallel":
         return inner, "`parallel` runs its arguments as shell commands"
-    if program in _SHELLS or program in (".", "source"):
+    if program in SHELLS or program in (".", "source"):
         # `source <(curl …)`, `bash <(…)`, `sh $f`: code that exists only at run time.
         operands = [
             (w, k) for w, k in zip(args, unwrapped.kinds[1:], strict=True) if w[:1] not in "-+"
@@ -715,8 +702,6 @@ def _renames(program: str, args: tuple[str, ...]) -> str | None:
 # Any prefix counts (getopt_long takes one: `sort --out=f`, `git log --outp=f`),
 # but `--log` alone, a flag of git merge and pull.
 _OUTPUT_OPTIONS = ("output", "output-file", "output-document", "outfile", "log-file")
-# Builtins that set variables from their operands (`export PS4=…`).
-_DECLARERS = {"export", "declare", "typeset", "local", "readonly"}
 
 
 def _device(word: str) -> bool:
@@ -742,9 +727,9 @@ def _code_assignment(unwrapped: _Unwrapped) -> Any:
     core = unwrapped.core
     program = core[0].rsplit("/", 1)[-1] if core else ""
     # None: for the rest of the line, where any program may read it.
-    scope = program if core and program not in _DECLARERS else None
+    scope = program if core and program not in DECLARERS else None
     words = [(w, scope) for w in unwrapped.assigned]
-    if program in _DECLARERS:
+    if program in DECLARERS:
         words += [(w, None) for w in core[1:] if _ASSIGNMENT.match(w)]
         if "n" in "".join(w[1:] for w in core[1:] if w.startswith("-")):
             # declare -n ref=PS4: assigning to ref sets PS4.
@@ -776,7 +761,7 @@ def _names_assigned(program: str, args: tuple[str, ...]) -> tuple[str, ...]:
 
 def _outputs(core: tuple[str, ...], kinds: tuple[str, ...]) -> list[tuple[str, str]]:
     """The files ``--output=FILE``-style options of ``core`` name, with their kinds."""
-    from mdagent.programs import abbreviated
+    from mdagent.longoptions import abbreviated
 
     out = []
     for i, word in enumerate(core[1:], start=1):
@@ -822,7 +807,7 @@ def _dynamic_test(program: str, args: tuple[str, ...]) -> str | None:
     for i, word in enumerate(args):
         if word == "-v":
             return f"`{program} -v` evaluates a subscript as arithmetic"
-        if word in _ARITHMETIC_COMPARISON:
+        if word in ARITHMETIC_TESTS:
             around = args[i - 1 : i] + args[i + 1 : i + 2]
             if not all(_INTEGER.fullmatch(w.strip()) for w in around):
                 return f"`{word}` evaluates its operands as arithmetic"
@@ -869,7 +854,7 @@ class _Walker:
 
     # -- statements ----------------------------------------------------------------
 
-    def statement(self, node: Any) -> None:
+    def statement(self, node: Any) -> None:  # noqa: C901
         kind = node.type
         if kind in (
             "program", "subshell", "do_group", "if_statement", "elif_clause",
@@ -970,7 +955,7 @@ class _Walker:
             elif herestrings and child.start_byte == herestrings[-1].end_byte:
                 raise Unparseable("here-string read in pieces")
             elif field in ("name", "argument") or child.type == "variable_assignment":
-                if field == "name" and self.text(child) in _RESERVED:
+                if field == "name" and self.text(child) in KEYWORDS:
                     raise Unparseable(f"shell keyword {self.text(child)!r} read as a command")
                 words.append(child)
                 self.word(child)
@@ -1080,7 +1065,7 @@ class _Walker:
                     break
             if len(args) >= 2 and args[0] != "-":
                 codes.append(args[0])
-        elif program in _SHELLS:
+        elif program in SHELLS:
             for i, word in enumerate(core[1:], start=1):
                 if word.startswith("-") and not word.startswith("--") and "c" in word:
                     rest = core[i + 2 :] if core[i + 1 : i + 2] == ("--",) else core[i + 1 :]

@@ -20,11 +20,11 @@ import re
 from pathlib import Path
 
 from mdagent.errors import ConfigError, Problem
+from mdagent.names import did_you_mean
 from mdagent.specs import ARG_MODES, Skill
 from mdagent.yamlsource import (
     Located,
     decode,
-    did_you_mean,
     load_yaml,
     plain,
     position,
@@ -367,7 +367,7 @@ def skill_model(value: Any) -> Any:
     return None
 
 
-def load_skill(path: Path | str, layer: str = "") -> tuple[Skill | None, list[Problem]]:
+def load_skill(path: Path | str, layer: str = "") -> tuple[Skill | None, list[Problem]]:  # noqa: C901
     """Parse one SKILL.md. Returns the skill (None when it cannot load) and problems.
 
     A skill whose only errors are in its command part loads, with
@@ -678,7 +678,7 @@ def _covers_every_command(rule: str) -> bool:
 
 def _check_schema(meta: dict[str, Any], where: str, at, problems: list[Problem]) -> list[Problem]:
     """Schema errors: the command part's are returned, the others added to ``problems``."""
-    from mdagent.schemacompile import schema_check
+    from mdagent.schemas import check as schema_check
 
     data = plain(meta)
     check = schema_check("skill")
@@ -753,6 +753,26 @@ def model_refusal(skill: Skill) -> str | None:
         return "it is for a person to run only (disable-model-invocation: true)"
     reason = unmet_requirement(skill.requires)
     return f"it is unavailable here: {reason}" if reason else None
+
+
+def skill_read_roots(ctx: Any, path: str | os.PathLike[str], root: Path) -> tuple[Path, ...]:
+    """The skill folders that admit ``path`` for reading, beyond the workspace ``root``.
+
+    For the read-only tools (``read_file``, ``glob``, ``grep``) only: a path
+    :func:`mdagent.workspace.confine` refused may still lie inside the folder
+    of a skill the model may load, where its ``references/`` and ``scripts/``
+    live even outside the workspace. Pass what this returns as extra roots to
+    ``confine`` and ``open_parent``; writing tools and ``exec`` never use it.
+    """
+    skills = getattr(getattr(ctx, "registry", None), "skills", None)
+    if not skills:
+        return ()
+    candidate = Path(os.fspath(path)).expanduser()
+    try:
+        near = (candidate if candidate.is_absolute() else root / candidate).resolve()
+    except (OSError, RuntimeError):
+        return ()
+    return tuple(model_skill_folders(skills, near))
 
 
 def model_skill_folders(skills: Any, near: Path) -> list[Path]:

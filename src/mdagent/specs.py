@@ -18,19 +18,8 @@ if TYPE_CHECKING:
 
     R = TypeVar("R", "ToolSpec", "CommandSpec", "Skill")
 
-CATEGORIES = ("execution", "filesystem", "web", "data", "system", "memory", "browser", "custom")
-SECURITY_LEVELS = ("safe", "moderate", "dangerous")
 TIERS = ("essential", "standard", "full")
 ARG_MODES = ("raw", "parsed", "json")
-
-
-def setting(settings: Mapping[str, Any] | None, section: str, key: str, default: Any) -> Any:
-    """``settings[section][key]``, or ``default`` when any level is missing or None."""
-    block = settings.get(section) if isinstance(settings, Mapping) else None
-    if not isinstance(block, Mapping):
-        return default
-    value = block.get(key)
-    return default if value is None else value
 
 
 def command_key(name: str) -> str:

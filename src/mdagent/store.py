@@ -688,9 +688,9 @@ def _retry_busy(action: Callable[[], Any], attempts: int = 100) -> Any:
 
 
 def _say(message: str) -> None:
-    from mdagent.console import say_warning
+    from mdagent import notices
 
-    say_warning(message.removeprefix("warning: "))
+    notices.warn(message.removeprefix("warning: "))
 
 
 # SQLite's primary result codes (the low byte of an extended code).

@@ -45,6 +45,18 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from functools import lru_cache
 from urllib.parse import quote
 
+from mdagent.lexicon import (
+    ARITHMETIC_TESTS,
+    BUILTIN_WRAPPERS,
+    CODE_BUILTINS,
+    DECLARERS,
+    NAME_TAKERS,
+    NAME_TESTS,
+    PREFIX_KEYWORDS,
+    SHELLS,
+    SYNTAX_OPENERS,
+)
+
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
     from typing import Any
@@ -297,7 +309,6 @@ def _check_option(
 # `-c` script, ssh's remote command (the remote shell re-reads the joined
 # words). A placeholder there is pasted into code as raw text.
 
-_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "csh", "tcsh"}
 _SSH_VALUE_OPTIONS = set("BbcDEeFIiJLlmOoPpQRSWw")
 
 
@@ -311,7 +322,7 @@ def _code_position(words: list[str | None]) -> str | None:
         base = word.rsplit("/", 1)[-1] if word else None
         rest = words[i + 1 :]
         # A program named at run time (`$SHELL`, `{prog}`) may be a shell: fail closed.
-        if base in _SHELLS or (i == 0 and word is None):
+        if base in SHELLS or (i == 0 and word is None):
             j, script = 0, False
             while j < len(rest) and (rest[j] or "x")[0] in "-+":
                 if rest[j] in ("-o", "+o", "-O", "+O"):  # they take a value
@@ -366,32 +377,16 @@ _GLUED_NAME = re.compile(r"\$[A-Za-z_][A-Za-z0-9_]*\Z")  # text a bare value wou
 _NAME_EQ = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _SUBSCRIPT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)?\[[^\]]*\Z")
 _EXPANDED_VARIABLES = re.compile(r"(PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV)=")
-_ARITH_TESTS = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge"}
-_NAME_TESTS = {"-v", "-R"}
-_RESERVED = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}"}
-_RESERVED |= {"time", "function"}
-_NO_OPTIONS = {"[[", "case", "for", "select"}  # what follows is syntax, not a program's argv
+# Builtins whose arguments are code or variable names (test, printf -v and
+# the declarers are judged word by word below).
 _EVALUATING = {
-    "eval": "runs its arguments as code",
-    "trap": "runs its argument as code",
-    "source": "runs a file named by it",
-    ".": "runs a file named by it",
-    "let": "evaluates its arguments as arithmetic",
-    "alias": "defines code",
-    "bind": "may bind a key to code",
-    "complete": "may run code",
-    "compgen": "expands its word list again",
-    "fc": "runs history as code",
-    "read": "takes variable names (whose subscripts are arithmetic)",
-    "mapfile": "takes a variable name (whose subscript is arithmetic)",
-    "readarray": "takes a variable name (whose subscript is arithmetic)",
-    "getopts": "takes a variable name (whose subscript is arithmetic)",
-    "unset": "takes variable names (whose subscripts are arithmetic)",
-    "wait": "may take a variable name (whose subscript is arithmetic)",
-    "enable": "loads builtins",
+    **CODE_BUILTINS,
+    **{
+        name: why
+        for name, why in NAME_TAKERS.items()
+        if name not in DECLARERS and name not in ("printf", "test", "[")
+    },
 }
-_DECLARING = {"declare", "typeset", "local", "readonly", "export"}
-_WRAPPERS = {"command", "builtin"}
 
 
 class _Word:
@@ -447,7 +442,7 @@ class _Command:
             if _NAME_EQ.match(word.shape) and not wrapped:
                 continue
             text = word.literal
-            if text in _WRAPPERS:
+            if text in BUILTIN_WRAPPERS:
                 wrapped = True
                 continue
             if wrapped and text is not None and text.startswith("-"):
@@ -508,7 +503,7 @@ class _ShellScanner:
         guarded = (
             command.cond
             or command.redirect
-            or program in _NO_OPTIONS
+            or program in SYNTAX_OPENERS
             or any(w.literal == "--" for w in command.words[index + 1 :])
         )
         is_program = index == len(command.words) and not _NAME_EQ.match(word.shape)
@@ -546,9 +541,9 @@ class _ShellScanner:
             return f"in the value of {variable.group(1)} (the shell expands it again)"
         previous = command.words[-1].literal if command.words else None
         if command.cond:
-            if previous in _ARITH_TESTS:
+            if previous in ARITHMETIC_TESTS:
                 return f"as an operand of {previous} in [[ ... ]] (bash evaluates it as arithmetic)"
-            if previous in _NAME_TESTS:
+            if previous in NAME_TESTS:
                 return (
                     f"as the operand of {previous} (a variable name; its subscript is arithmetic)"
                 )
@@ -557,11 +552,11 @@ class _ShellScanner:
         if index == len(command.words):
             return None  # the program itself
         args = command.words[index + 1 :]
-        if program in ("test", "[") and previous in _NAME_TESTS:
+        if program in ("test", "[") and previous in NAME_TESTS:
             return f"as the operand of {previous} (a variable name; its subscript is arithmetic)"
         if program in _EVALUATING:
             return f"in the arguments of `{program}` (it {_EVALUATING[program]})"
-        if program in _DECLARING:
+        if program in DECLARERS:
             options = [w.literal for w in args if (w.literal or "x")[0] in "-+"]
             if options:
                 return f"in `{program} {options[0]}` (it may evaluate values or names)"
@@ -581,7 +576,7 @@ class _ShellScanner:
         while i < len(part) and not self.heredoc:
             i = self.char(part, i)
 
-    def char(self, part: str, i: int) -> int:
+    def char(self, part: str, i: int) -> int:  # noqa: C901
         """Read ``part[i]`` (and what it starts); the index of the next character."""
         char = part[i]
         frame = self.stack[-1]
@@ -762,7 +757,7 @@ class _ShellScanner:
             return
         text = word.literal
         if command.cond:
-            if text in _ARITH_TESTS and command.words and command.words[-1].values:
+            if text in ARITHMETIC_TESTS and command.words and command.words[-1].values:
                 name = command.words[-1].values[0]
                 raise self.refuse(
                     name, f"as an operand of {text} in [[ ... ]] (bash evaluates it as arithmetic)"
@@ -770,7 +765,7 @@ class _ShellScanner:
             if text == "]]":
                 self.end_command(command)
                 return
-        elif not command.words and text in _RESERVED:
+        elif not command.words and text in PREFIX_KEYWORDS:
             return  # `if`, `then`, `!`, `{`...: the command starts after it
         elif not command.words and text == "[[":
             command.cond = True

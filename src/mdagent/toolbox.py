@@ -22,16 +22,15 @@ unknown names get a stand-in that lists the real tools.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
-from mdagent.records import Record
-from mdagent.validation import is_simple, plainly_valid
+from mdagent.calls import ALLOWED, Decision, HookDecision, Result, ToolContext
+from mdagent.fastcheck import compile_schema
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
-    from typing import Any, TextIO
+    from typing import Any
 
     Handler = Callable[..., Any]
     Hook = Callable[..., Any]
@@ -42,159 +41,6 @@ def _log():
     from mdagent.errors import logger
 
     return logger("mdagent.toolbox")
-
-
-class ToolContext:
-    """What a handler may know about the call it serves.
-
-    A handler that accepts a second parameter receives one of these.
-    ``toolbox`` lets a tool call another tool (validation, policy and hooks
-    apply); ``cancel`` is set when the user interrupts; ``output`` is where a
-    tool may stream progress (``None`` when nobody is watching). ``cwd`` is
-    the folder a person typed the command in, when it is not the workspace
-    root ``workdir``: a person's relative paths start there and their
-    commands run there (:func:`mdagent.workspace.base_for`); a model's
-    calls always start at the root. ``trusted`` is False in a workspace
-    the person has not trusted (:mod:`mdagent.trust`): its own skills then
-    ask before their live context runs, as a foreign skill's do.
-    Immutable: :meth:`replace` gives a copy with some fields changed.
-    """
-
-    # A plain class rather than a frozen dataclass: importing dataclasses
-    # (and inspect, which it needs) costs ~4 ms of every `agent /name`.
-    tool_call_id: str | None
-    conversation_id: str | None
-    workdir: str | None
-    env: Mapping[str, str] | None
-    policy: Any
-    cancel: threading.Event
-    toolbox: Toolbox | None
-    output: TextIO | None
-    caller: str
-    settings: Mapping[str, Any]
-    registry: Any
-    approve_all: bool
-    cwd: str | None
-    trusted: bool
-
-    def __init__(
-        self,
-        tool_call_id: str | None = None,
-        conversation_id: str | None = None,
-        workdir: str | None = None,
-        env: Mapping[str, str] | None = None,
-        policy: Any = None,
-        cancel: threading.Event | None = None,
-        toolbox: Toolbox | None = None,
-        output: TextIO | None = None,
-        caller: str = "person",
-        settings: Mapping[str, Any] | None = None,
-        registry: Any = None,
-        approve_all: bool = False,
-        cwd: str | None = None,
-        trusted: bool = True,
-    ) -> None:
-        self.__dict__.update(
-            tool_call_id=tool_call_id,
-            conversation_id=conversation_id,
-            workdir=workdir,
-            env=env,
-            policy=policy,
-            cancel=threading.Event() if cancel is None else cancel,
-            toolbox=toolbox,
-            output=output,
-            caller=caller,
-            settings={} if settings is None else settings,
-            registry=registry,
-            approve_all=approve_all,
-            cwd=cwd,
-            trusted=trusted,
-        )
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"ToolContext is immutable (use .replace({name}=...))")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"ToolContext is immutable (cannot delete {name})")
-
-    def replace(self, **changes: Any) -> ToolContext:
-        """A copy with ``changes`` applied (the same cancel event unless one is given)."""
-        return ToolContext(**{**self.__dict__, **changes})
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is ToolContext and self.__dict__ == other.__dict__
-
-    __hash__ = None  # type: ignore[assignment]  # it holds dicts and events
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
-        return f"ToolContext({fields})"
-
-
-class Decision(Record):
-    """A policy's verdict on one call.
-
-    ``approved_by`` says why an allowed call may run ("safe", "rule:exec(git *)",
-    "user", "--yes", "mode:full", "person"); it goes to the audit log. A refused
-    call becomes a failed :class:`Result` carrying ``code`` and ``extra``.
-    """
-
-    allowed: bool
-    reason: str = ""
-    approved_by: str | None = None
-    code: str = "DENIED"
-    extra: Mapping[str, Any] = {}
-
-    def to_result(self) -> Result:
-        """The failure a refused call returns."""
-        return Result.failure(self.reason or "denied by policy", code=self.code, **self.extra)
-
-
-ALLOWED = Decision(True)
-
-
-class HookDecision(Record):
-    """What a before hook may return to decide a call; any other return value is ignored.
-
-    ``decision``: ``"deny"`` refuses the call with ``reason``; ``"allow"``
-    lets a model's call run without the ask/allow rules (never past a deny
-    rule, nor past the question about the agent's own configuration);
-    ``"ask"`` has a person asked, whatever the mode; None leaves it to the
-    policy. ``arguments`` replace the call's arguments: they are validated and
-    meet the deny rules again. ``hook`` names the hook in messages and the
-    audit log.
-    """
-
-    decision: str | None = None
-    reason: str = ""
-    arguments: Mapping[str, Any] | None = None
-    hook: str = "hook"
-
-
-class Result(Record):
-    """The outcome of one tool call: a dict plus whether it succeeded."""
-
-    data: dict[str, Any]
-    ok: bool
-
-    @property
-    def error(self) -> str | None:
-        """The error message of a failure, ``None`` on success."""
-        err = self.data.get("error")
-        return None if err is None else str(err)
-
-    @classmethod
-    def failure(cls, message: str, **extra: Any) -> Result:
-        """A failed result carrying ``message`` as its error."""
-        return cls({"error": message, **extra}, False)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The result as a plain dict with ``ok`` added."""
-        return {**self.data, "ok": self.ok}
-
-    def to_json(self) -> str:
-        """The result as one line of JSON (non-JSON values become strings)."""
-        return json.dumps(self.to_dict(), default=str, ensure_ascii=False)
 
 
 def accepts_context(handler: Handler) -> bool:
@@ -257,7 +103,7 @@ class Tool:
         "aliases",
         "meta",
         "_validator",
-        "_fast_schema",
+        "_fast_check",
         "_wants_context",
     )
 
@@ -279,9 +125,9 @@ class Tool:
         self.aliases = tuple(aliases)
         self.meta = meta if meta is not None else {}
         self._validator: Any = None
-        # The schema when mdagent.validation can vouch for valid arguments
-        # (None: not looked at yet; False: only jsonschema can judge it).
-        self._fast_schema: dict[str, Any] | bool | None = None
+        # The compiled check of the schema (mdagent.fastcheck; None: not
+        # compiled yet; False: only jsonschema can judge it).
+        self._fast_check: Any = None
         self._wants_context: bool | None = None
 
     def __repr__(self) -> str:
@@ -295,14 +141,13 @@ class Tool:
     def validate(self, args: Mapping[str, Any]) -> list[str]:
         """Problems with ``args`` (empty when they are valid).
 
-        Arguments that plainly fit a simple schema pass without jsonschema
-        (:mod:`mdagent.validation`); anything else, and every problem
+        Arguments the compiled schema check accepts pass without jsonschema
+        (:mod:`mdagent.fastcheck`); anything else, and every problem
         reported, is jsonschema's.
         """
-        if self._fast_schema is None:
-            schema = self.schema
-            self._fast_schema = schema if is_simple(schema) else False
-        if self._fast_schema and plainly_valid(self._fast_schema, args):
+        if self._fast_check is None:
+            self._fast_check = compile_schema(self.schema) or False
+        if self._fast_check and self._fast_check(args):
             return []
         if self._validator is None:
             # Compiled once per tool, on first use: most tools of a registry
@@ -345,8 +190,9 @@ class UnknownTool:
 
     def run(self, args: Mapping[str, Any] | None = None, context: ToolContext | None = None):
         """Always a failure naming the tools that do exist."""
-        listing = ", ".join(self.available) or "(none)"
-        return Result.failure(f"unknown tool: {self.requested}. Available: {listing}")
+        from mdagent.errors import unknown_tool
+
+        return Result.failure(unknown_tool(self.requested, self.available))
 
 
 def _normalise_result(raw: Any) -> Result:

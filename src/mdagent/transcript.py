@@ -68,8 +68,8 @@ def result_text(message: Mapping[str, Any], preview: int | None = None) -> str:
     ``preview``: that many lines of output and how many more there are
     (None: the whole output, stderr after stdout).
     """
+    from mdagent.calls import Result
     from mdagent.display import outcome_line
-    from mdagent.toolbox import Result
 
     name = str(message.get("name") or "tool")
     text = content_text(message.get("content"))

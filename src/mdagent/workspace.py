@@ -25,6 +25,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from mdagent.catalog import PATH_ARGUMENTS
 from mdagent.errors import PolicyDenied
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
@@ -75,18 +76,6 @@ def roots_from(ctx: Any) -> tuple[Path, tuple[Path, ...]]:
     return root, tuple(extras)
 
 
-# The built-in tools' arguments that name a file or folder. A person's
-# relative value is taken from the folder the command was typed in; a run:
-# or shell: tool's arguments are left as typed (its process runs in that
-# folder, where they mean what the person meant).
-PATH_ARGUMENTS = {
-    "read_file": "path",
-    "write_file": "path",
-    "edit_file": "path",
-    "glob": "path",
-    "grep": "path",
-    "exec": "cwd",
-}
 # Whose missing path means "here" (a shell's `find`, `grep -r`): the folder typed in.
 _HERE_BY_DEFAULT = frozenset({"glob", "grep"})
 
@@ -113,7 +102,9 @@ def person_arguments(tool_name: str, args: dict[str, Any], ctx: Any) -> dict[str
     ``read_file notes.txt`` typed in ``docs/`` reads ``docs/notes.txt``: the
     tool, the deny rules (written relative to the root), the hooks and the
     audit log all see that one path. Only the arguments of
-    :data:`PATH_ARGUMENTS`; absolute and ``~`` paths are left alone, and so
+    :data:`mdagent.catalog.PATH_ARGUMENTS` (a person's relative value is taken from
+    the folder the command was typed in; a run: or shell: tool's arguments are left
+    as typed: its process runs in that folder); absolute and ``~`` paths are left alone, and so
     is ``..`` (``docs/../../x`` still escapes and is refused; symlinks
     resolve as the shell would resolve them). Unchanged when the base is
     the root.
@@ -148,30 +139,6 @@ def confine_for(ctx: Any, path: str | os.PathLike[str]) -> Path:
     if not candidate.is_absolute():
         candidate = base_for(ctx) / candidate
     return confine(candidate, root, extras)
-
-
-def skill_read_roots(ctx: Any, path: str | os.PathLike[str], root: Path) -> tuple[Path, ...]:
-    """The skill folders that admit ``path`` for reading, beyond the workspace.
-
-    For the read-only tools (``read_file``, ``glob``, ``grep``) only: a path
-    :func:`confine` refused may still lie inside the folder of a skill the
-    model may load (one the ``skill`` tool returns), where its
-    ``references/`` and ``scripts/`` live even outside the workspace (a
-    user-layer or bundled skill). Pass what this returns as extra roots to
-    :func:`confine` and :func:`open_parent`; empty when there is none.
-    Writing tools and ``exec``'s folder never use it.
-    """
-    skills = getattr(getattr(ctx, "registry", None), "skills", None)
-    if not skills:
-        return ()
-    candidate = Path(os.fspath(path)).expanduser()
-    try:
-        near = (candidate if candidate.is_absolute() else root / candidate).resolve()
-    except (OSError, RuntimeError):
-        return ()
-    from mdagent.skills import model_skill_folders
-
-    return tuple(model_skill_folders(skills, near))
 
 
 def display_path(path: Path, root: Path) -> str:

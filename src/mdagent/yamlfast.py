@@ -20,7 +20,36 @@ from __future__ import annotations
 
 import re
 
-from mdagent.yamlsource import Located, LocatedList
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class Located(dict):
+    """A mapping that knows the (line, col) of each of its keys (1-based)."""
+
+    __slots__ = ("at", "lines")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lines: dict[Any, tuple[int, int]] = {}
+        self.at: tuple[int, int] = (1, 1)
+
+
+class LocatedList(list):
+    """A list that knows the (line, col) of each of its items (1-based).
+
+    Policy rules are list items: ``agent policy rules`` and a failing
+    ``policy.tests`` entry point at the item's own line, not its list's key.
+    """
+
+    __slots__ = ("at", "items_at")
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.at: tuple[int, int] = (1, 1)
+        self.items_at: list[tuple[int, int]] = []
+
 
 #: What :func:`read` returns for text outside the part of YAML it reads.
 NOT_SIMPLE = object()

@@ -21,6 +21,10 @@ from pathlib import Path
 
 from mdagent.errors import ConfigError
 
+# The values that know their place, defined beside the fast reader (which builds
+# them too) and importable from here as before.
+from mdagent.yamlfast import Located, LocatedList
+
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
     from typing import Any
@@ -32,32 +36,6 @@ ALIAS_BUDGET = 10_000
 #: The largest YAML file (settings, declarations) read, in bytes.
 MAX_YAML_BYTES = 1 << 20
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-
-
-class Located(dict):
-    """A mapping that knows the (line, col) of each of its keys (1-based)."""
-
-    __slots__ = ("at", "lines")
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.lines: dict[Any, tuple[int, int]] = {}
-        self.at: tuple[int, int] = (1, 1)
-
-
-class LocatedList(list):
-    """A list that knows the (line, col) of each of its items (1-based).
-
-    Policy rules are list items: ``agent policy rules`` and a failing
-    ``policy.tests`` entry point at the item's own line, not its list's key.
-    """
-
-    __slots__ = ("at", "items_at")
-
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.at: tuple[int, int] = (1, 1)
-        self.items_at: list[tuple[int, int]] = []
 
 
 def _located_mapping(loader: Any, node: Any, build: Callable[[Any], Any]) -> Located:
@@ -396,20 +374,3 @@ def plain(data: Any) -> Any:
     if isinstance(data, (str, int, float, bool)):
         return data
     return str(data)  # dates and the like: YAML types JSON has no word for
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` for the choice closest to ``word``, or ``""``.
-
-    Case, ``_`` and ``-`` are ignored when comparing: ``command_tools`` is
-    close to ``command-tool``.
-    """
-    import difflib
-
-    options: dict[str, str] = {}
-    for choice in sorted(map(str, choices), key=lambda c: ("_" in c, c)):  # `a-b` over `a_b`
-        options.setdefault(choice.lower().replace("_", "-"), choice)
-    close = difflib.get_close_matches(
-        str(word).lower().replace("_", "-"), options, n=1, cutoff=0.75
-    )
-    return f" (did you mean {options[close[0]]!r}?)" if close else ""

@@ -27,7 +27,6 @@ from mdagent.workspace import (
     open_entry,
     open_parent,
     roots_from,
-    skill_read_roots,
 )
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
@@ -54,6 +53,8 @@ def _resolve(
     try:
         resolved = confine(path, root, extras)
     except PolicyDenied:
+        from mdagent.skills import skill_read_roots  # only for a path outside the workspace
+
         skill_roots = skill_read_roots(ctx, path, root) if read_only else ()
         if not skill_roots:
             raise

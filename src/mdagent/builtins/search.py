@@ -23,18 +23,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from mdagent.builtins import setting
+from mdagent.defaults import setting
 from mdagent.environment import env_for
 from mdagent.errors import PolicyDenied
 from mdagent.globs import gitignore_regex
-from mdagent.workspace import confine, display_path, roots_from, skill_read_roots
+from mdagent.workspace import confine, display_path, roots_from
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
     from typing import Any
 
-MAX_FILES = 1000
-MAX_MATCHES = 1000
 # One match line is shown up to this many characters: a hit in a minified
 # bundle should not fill a model's context.
 MAX_TEXT = 500
@@ -270,7 +268,7 @@ def _base(ctx: Any, path: str | None) -> tuple[Path, Path, list[Path]]:
     """``(base, root, extras)``; raises PolicyDenied for a path outside the workspace.
 
     Searching only reads: the folders of the skills the model may load count
-    as inside (:func:`~mdagent.workspace.skill_read_roots`).
+    as inside (:func:`~mdagent.skills.skill_read_roots`).
     """
     root, extras = roots_from(ctx)
     if not path:
@@ -278,6 +276,8 @@ def _base(ctx: Any, path: str | None) -> tuple[Path, Path, list[Path]]:
     try:
         return confine(path, root, extras), root, list(extras)
     except PolicyDenied:
+        from mdagent.skills import skill_read_roots  # only for a path outside the workspace
+
         skill_roots = skill_read_roots(ctx, path, root)
         if not skill_roots:
             raise
@@ -301,7 +301,7 @@ def glob_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
     # Without "**" a pattern cannot match deeper than its own slashes.
     deepest = None if "**" in pattern else max(p.count("/") for p in options)
     regex = glob_regex(pattern)
-    cap = int(setting(ctx, "glob", "max_files", MAX_FILES))
+    cap = int(setting(ctx.settings, "glob", "max_files"))
     found = []
     for file in walk_files(base, root, deepest):
         if regex.fullmatch(file.relative_to(base).as_posix()):
@@ -328,7 +328,7 @@ def grep_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
         return {"error": str(exc), "code": "DENIED"}
     if not base.exists():
         return {"error": f"not found: {args.get('path')}"}
-    cap = int(setting(ctx, "grep", "max_matches", MAX_MATCHES))
+    cap = int(setting(ctx.settings, "grep", "max_matches"))
     found = None
     rg = ripgrep()
     if rg:
@@ -348,7 +348,7 @@ def _run_search(argv: list[str], ctx: Any, root: Path, stdin_data: bytes | None 
     """Run a searching child with grep's timeout and cancel; ``(result, error dict or None)``."""
     from mdagent.process import run_process
 
-    timeout = float(setting(ctx, "grep", "timeout", 60))
+    timeout = float(setting(ctx.settings, "grep", "timeout"))
     done = run_process(
         argv,
         cwd=str(root),

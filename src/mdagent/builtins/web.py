@@ -24,15 +24,13 @@ from collections.abc import Iterator, Mapping
 from types import SimpleNamespace
 from urllib.parse import urlsplit
 
-from mdagent.builtins import setting
+from mdagent.defaults import setting
 from mdagent.records import Record
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
     from typing import Any
 
-DEFAULT_TIMEOUT = 30
-DEFAULT_MAX_BYTES = 1_000_000
 MAX_REDIRECTS = 10
 _TEXT_TYPES = ("text/", "json", "xml", "javascript", "yaml", "csv", "x-www-form-urlencoded")
 # How often the watchdog looks at the clock and the cancel event.
@@ -53,8 +51,8 @@ def fetch(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
         "GET",
         url,
         ctx,
-        timeout=float(setting(ctx, "fetch", "timeout", DEFAULT_TIMEOUT)),
-        max_bytes=int(setting(ctx, "fetch", "max_bytes", DEFAULT_MAX_BYTES)),
+        timeout=float(setting(ctx.settings, "fetch", "timeout")),
+        max_bytes=int(setting(ctx.settings, "fetch", "max_bytes")),
         failed="fetch failed",
         headers={"User-Agent": "mdagent"},
         # The URL itself was judged as this call's argument: only redirects remain.

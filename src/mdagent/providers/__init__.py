@@ -10,10 +10,10 @@ Backends are imported only when chosen, so importing this package stays cheap.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
 
 from mdagent.errors import ProviderError
+from mdagent.lazy import load
 from mdagent.providers.base import Provider, ProviderConfig, Reply, ToolCall
 
 #: Provider name -> "module:Class"; the module is imported on first use.
@@ -34,9 +34,7 @@ def get_provider(config: ProviderConfig, **options: Any) -> Provider:
     if target is None:
         known = ", ".join(sorted(PROVIDERS))
         raise ProviderError(f"unknown provider '{config.provider}' (known: {known})")
-    module_name, _, class_name = target.partition(":")
-    backend = getattr(import_module(module_name), class_name)
-    return backend(config, **options)
+    return load(target)(config, **options)
 
 
 __all__ = ["PROVIDERS", "Provider", "ProviderConfig", "Reply", "ToolCall", "get_provider"]

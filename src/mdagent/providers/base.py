@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, fields
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from mdagent.defaults import DEFAULT_SETTINGS
 from mdagent.errors import ProviderError
 
 if TYPE_CHECKING:
@@ -241,6 +242,9 @@ def usage(input_tokens: Any = 0, output_tokens: Any = 0) -> dict:
     return {"input_tokens": int(input_tokens or 0), "output_tokens": int(output_tokens or 0)}
 
 
+_MODEL = DEFAULT_SETTINGS["model"]
+
+
 @dataclass(frozen=True)
 class ProviderConfig:
     """Which backend to use and how to reach it.
@@ -255,19 +259,19 @@ class ProviderConfig:
     ``(input, output)`` per million tokens, from ``model.price``, for
     :meth:`cost`. ``reasoning`` (``echo``, ``drop``, None: decided per
     message) overrides whether reasoning goes back (:func:`echoes_reasoning`).
-    The numbers
-    match ``DEFAULT_SETTINGS["model"]`` in :mod:`mdagent.declarations`.
+    The numbers' defaults are ``DEFAULT_SETTINGS["model"]``
+    (:mod:`mdagent.defaults`).
     """
 
     provider: str = "openai"
     model: str = ""
     base_url: str | None = None
     api_key_env: str | None = None
-    stream: bool = True
-    timeout: float = 120.0
-    request_timeout: float | None = None
-    max_retries: int = 3
-    max_tokens: int = 4096
+    stream: bool = _MODEL["stream"]
+    timeout: float = float(_MODEL["timeout"])
+    request_timeout: float | None = _MODEL["request_timeout"]
+    max_retries: int = _MODEL["max_retries"]
+    max_tokens: int = _MODEL["max_tokens"]
     thinking_budget: int | None = None
     script: str | None = None
     price: tuple[float, float] | None = None

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: see mdagent.records
+if TYPE_CHECKING:
+    from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
@@ -22,3 +25,12 @@ def validator(name: str) -> Any:
     from jsonschema import Draft202012Validator
 
     return Draft202012Validator(schema(name))
+
+
+@cache
+def check(name: str) -> Any:
+    """The compiled check of the schema ``name`` (:func:`mdagent.fastcheck.compile_schema`),
+    or None when it has a keyword the compiler does not know."""
+    from mdagent.fastcheck import compile_schema
+
+    return compile_schema(schema(name))

@@ -1,24 +1,30 @@
-"""JSON Schemas compiled to plain Python predicates: a fast "is this valid?".
+"""JSON Schemas compiled to plain Python predicates: the one fast "is this valid?".
 
-A cold compile validates every declaration file and every tool's parameter
-schemas; jsonschema's interpreter walks the schema for each instance (with a
-``$ref`` lookup at every step) and took most of the compile. Valid files are
-the common case, so the schema is compiled once into nested closures that
-answer only valid / not valid, and jsonschema's ``iter_errors`` runs only
-when the answer is "not valid", so every message stays jsonschema's.
+Two things are checked against JSON Schemas all the time: the files
+authors write (a cold compile validates every declaration file, SKILL.md
+front-matter and tool parameter schema) and every tool call's arguments
+(importing jsonschema costs about 50 ms, more than the rest of a typed
+``agent /name``). Valid is the common case for both, so a schema is
+compiled once into nested closures that answer only valid / not valid;
+jsonschema runs only when the answer is "not valid" (or the schema is not
+compiled), so every message a person or a model sees stays jsonschema's.
 
-The compiled check must never accept what jsonschema rejects. It knows the
-keywords mdagent's own schemas use; a schema with any other keyword is not
-compiled (:func:`compile_schema` returns ``None``) and jsonschema does all
-the work. A doubtful case (``1`` against ``enum: [1.0]``) answers "not
-valid", which costs only the slow path.
+The compiled check must never accept what jsonschema rejects (Draft
+2020-12, no format checker). It knows the keywords mdagent's own schemas
+and tool parameters use; a schema with any other keyword, or a keyword
+value of the wrong type, is not compiled (:func:`compile_schema` returns
+``None``) and jsonschema does all the work. Equality (``enum``, ``const``)
+is jsonschema's own (``True`` is not ``1``, ``1`` is ``1.0``); a value JSON
+does not give (a ``Decimal``, a tuple) is "not valid" wherever jsonschema's
+rules for it differ, which costs only the slow path. The property tests in
+``tests/test_fastcheck.py`` hold the promise over generated schemas and
+instances.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
@@ -63,14 +69,6 @@ def compile_schema(schema: Any) -> Check | None:
         return None
 
 
-@functools.cache
-def schema_check(name: str) -> Check | None:
-    """The compiled check of mdagent's schema ``name`` (see :mod:`mdagent.schemas`)."""
-    from mdagent.schemas import schema
-
-    return compile_schema(schema(name))
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -92,15 +90,21 @@ _TYPES: dict[str, Check] = {
 }
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Equal and of the same JSON type, strictly (a stricter test than jsonschema's)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(map(_same, a, b))
-    return a == b
+def _equal(one: Any, two: Any) -> bool:
+    """jsonschema's ``equal`` (used by enum and const): True is not 1, 1 is 1.0."""
+    if one is two:
+        return True
+    if isinstance(one, str) or isinstance(two, str):
+        return one == two
+    if isinstance(one, Sequence) and isinstance(two, Sequence):
+        return len(one) == len(two) and all(_equal(a, b) for a, b in zip(one, two, strict=True))
+    if isinstance(one, Mapping) and isinstance(two, Mapping):
+        return len(one) == len(two) and all(
+            key in two and _equal(value, two[key]) for key, value in one.items()
+        )
+    if isinstance(one, bool) or isinstance(two, bool):
+        return isinstance(one, bool) and isinstance(two, bool) and one == two
+    return one == two
 
 
 def _every(checks: list[Check]) -> Check:
@@ -171,10 +175,10 @@ class _Compiler:
     def k_enum(self, arg: Any, schema: dict) -> Check:
         if not isinstance(arg, list):
             raise _Unsupported("enum")
-        return lambda value: any(_same(value, option) for option in arg)
+        return lambda value: any(_equal(value, option) for option in arg)
 
     def k_const(self, arg: Any, schema: dict) -> Check:
-        return lambda value: _same(value, arg)
+        return lambda value: _equal(value, arg)
 
     def k__ref(self, arg: Any, schema: dict) -> Check:
         if not isinstance(arg, str) or not arg.startswith("#/$defs/") or "~" in arg:
@@ -212,19 +216,28 @@ class _Compiler:
     def _bound(self, arg: Any, test: Callable[[Any, Any], bool]) -> Check:
         if not _is_number(arg):
             raise _Unsupported("a bound")
-        return lambda value: not _is_number(value) or test(value, arg)
 
+        def bound(value: Any) -> bool:
+            if isinstance(value, (int, float)):
+                return isinstance(value, bool) or test(value, arg)
+            # A number JSON does not give (Decimal, Fraction) is bounded in
+            # jsonschema: "not valid" here leaves it to jsonschema's verdict.
+            return isinstance(value, (str, list, dict)) or value is None
+
+        return bound
+
+    # Written as jsonschema's own failure tests, so a NaN fails no bound there either.
     def k_minimum(self, arg: Any, schema: dict) -> Check:
-        return self._bound(arg, lambda v, a: v >= a)
+        return self._bound(arg, lambda v, a: not v < a)
 
     def k_maximum(self, arg: Any, schema: dict) -> Check:
-        return self._bound(arg, lambda v, a: v <= a)
+        return self._bound(arg, lambda v, a: not v > a)
 
     def k_exclusiveMinimum(self, arg: Any, schema: dict) -> Check:
-        return self._bound(arg, lambda v, a: v > a)
+        return self._bound(arg, lambda v, a: not v <= a)
 
     def k_exclusiveMaximum(self, arg: Any, schema: dict) -> Check:
-        return self._bound(arg, lambda v, a: v < a)
+        return self._bound(arg, lambda v, a: not v >= a)
 
     # -- strings --
 
@@ -344,7 +357,7 @@ _SUBSCHEMA = frozenset({"additionalProperties", "items", "not", "contains", "pro
 _STRINGS = frozenset({"title", "description", "format", "pattern", "$comment"})
 
 
-def plainly_valid_schema(schema: Any) -> bool:
+def plainly_valid_schema(schema: Any) -> bool:  # noqa: C901
     """Whether ``schema`` is certainly valid JSON Schema (Draft 2020-12).
 
     A sufficient test for what tool parameters usually are, much cheaper than

@@ -1,5 +1,13 @@
-"""The fast argument check never accepts what jsonschema rejects (mdagent.validation)."""
+"""The compiled schema checks never accept what jsonschema rejects (mdagent.fastcheck).
 
+Two uses, one checker: mdagent's own schemas over the files authors write
+(valid documents, mutated), and tool parameter schemas over arguments
+(generated schemas and instances on JSON Schema's edges).
+"""
+
+from __future__ import annotations
+
+import copy
 import math
 
 import pytest
@@ -8,7 +16,144 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from mdagent import Toolbox
-from mdagent.validation import is_simple, plainly_valid
+from mdagent.fastcheck import compile_schema, plainly_valid_schema
+from mdagent.schemas import check as schema_check
+from mdagent.schemas import validator
+
+VALID = {
+    "declarations": {
+        "tools": {
+            "hello": {
+                "description": "Say hi",
+                "aliases": ["hi-tool"],
+                "params": {"who": {"type": "string", "minLength": 1}},
+                "required": ["who"],
+                "run": ["echo", "hi {who}"],
+                "timeout": 5,
+            },
+            "sh": {"description": "d", "shell": "echo {x}", "params": {"x": {"type": "string"}}},
+            "fetch-it": {"description": "d", "http": {"method": "GET", "url": "http://x/{q}"}},
+        },
+        "commands": {"hi": {"tool": "hello", "arg-mode": "parsed"}},
+    },
+    "skill": {
+        "name": "deploy",
+        "description": "Deploy the site",
+        "command-dispatch": "tool",
+        "command-tool": "exec",
+        "user-invocable": True,
+        "metadata": {"openclaw": {"requires": {"bins": ["sh"]}}},
+    },
+    "settings": {
+        "model": {"provider": "openai", "name": "gpt", "timeout": 30},
+        "policy": {"mode": "ask", "allow": ["read_file"], "deny": ["exec(rm *)"]},
+        "skills": {"interop": False},
+    },
+}
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-3, 3) | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@st.composite
+def mutated(draw, name):
+    """A valid document with one value somewhere replaced, added or removed."""
+    doc = copy.deepcopy(VALID[name])
+    node = doc
+    for _ in range(draw(st.integers(0, 4))):
+        keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+        if not keys:
+            break
+        key = draw(st.sampled_from(keys))
+        if not isinstance(node[key], (dict, list)) or draw(st.booleans()):
+            break
+        node = node[key]
+    keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+    action = draw(st.sampled_from(["replace", "add", "remove"]))
+    if action == "add" and isinstance(node, dict):
+        node[draw(st.text(max_size=8) | st.sampled_from(["run", "tool", "name", "x"]))] = draw(JSON)
+    elif action == "remove" and keys:
+        del node[draw(st.sampled_from(keys))]
+    elif keys:
+        node[draw(st.sampled_from(keys))] = draw(JSON)
+    return doc
+
+
+def test_mdagents_schemas_compile_and_accept_valid_documents():
+    for name, doc in VALID.items():
+        assert validator(name).is_valid(doc), name
+        check = schema_check(name)
+        assert check is not None and check(doc), name
+
+
+@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.sampled_from(sorted(VALID)).flatmap(lambda n: st.tuples(st.just(n), mutated(n))))
+def test_the_compiled_check_never_accepts_what_jsonschema_rejects(case):
+    name, doc = case
+    if schema_check(name)(doc):
+        assert validator(name).is_valid(doc), doc
+
+
+def test_a_schema_with_an_unknown_keyword_is_left_to_jsonschema():
+    assert compile_schema({"type": "array", "uniqueItems": True}) is None
+    assert compile_schema({"$ref": "https://example.com/x"}) is None
+
+
+def test_equality_is_jsonschemas():
+    check = compile_schema({"enum": [1, "a"]})
+    assert check(1) and check("a") and check(1.0)  # jsonschema: 1.0 is 1
+    assert not check(True)  # jsonschema: True is not 1
+    assert not compile_schema({"type": "integer"})(True)
+    assert compile_schema({"type": "integer"})(2.0)  # jsonschema: 2.0 is an integer
+
+
+KEYWORD_VALUES = {
+    "type": st.sampled_from(["string", "integer", "object", "strng", 3])
+    | st.lists(st.sampled_from(["string", "null", "x"]), max_size=3),
+    "minLength": st.integers(-2, 3) | st.booleans() | st.floats(0, 2),
+    "maximum": st.integers() | st.text(max_size=2) | st.booleans(),
+    "required": st.lists(st.sampled_from(["a", "b", 1]), max_size=3),
+    "enum": JSON,
+    "description": JSON,
+    "pattern": st.sampled_from(["^a", "(", 1]),
+    "uniqueItems": st.booleans() | st.integers(0, 1),
+    "anyOf": st.lists(st.just({"type": "string"}) | st.just(3), max_size=2),
+    "$ref": st.just("#/x"),
+    "minItems": st.integers(-1, 2),
+}
+
+
+def schemas():
+    keyword = st.dictionaries(st.sampled_from(sorted(KEYWORD_VALUES)), st.just(None), max_size=4)
+    flat = keyword.flatmap(lambda keys: st.fixed_dictionaries({k: KEYWORD_VALUES[k] for k in keys}))
+    return st.recursive(
+        flat,
+        lambda inner: (
+            st.fixed_dictionaries(
+                {
+                    "type": st.just("object"),
+                    "properties": st.dictionaries(st.text(max_size=3), inner),
+                }
+            )
+            | st.fixed_dictionaries({"items": inner})
+        ),
+        max_leaves=4,
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(schemas())
+def test_a_plainly_valid_schema_is_valid_under_the_metaschema(schema):
+    if plainly_valid_schema(schema):
+        assert Draft202012Validator(Draft202012Validator.META_SCHEMA).is_valid(schema), schema
+
+
+# -- tool arguments ------------------------------------------------------------------
 
 TYPES = ["array", "boolean", "integer", "null", "number", "object", "string"]
 NAMES = ["a", "b", "path", "n", "é"]
@@ -44,8 +189,8 @@ bounds = st.one_of(st.integers(-3, 3), st.sampled_from([0.5, -1.5, 1e300, 10**20
 counts = st.integers(0, 4)
 
 
-def schemas(depth: int = 2):
-    """Schemas of the subset mdagent.validation judges; ``depth`` levels of items/properties."""
+def argument_schemas(depth: int = 2):
+    """Schemas of the keywords tool parameters use; ``depth`` levels of items/properties."""
     keywords = {
         "type": st.one_of(
             st.sampled_from(TYPES), st.lists(st.sampled_from(TYPES), min_size=1, max_size=3)
@@ -60,7 +205,7 @@ def schemas(depth: int = 2):
         "description": st.text(max_size=3),
     }
     if depth:
-        nested = st.deferred(lambda: schemas(depth - 1))
+        nested = st.deferred(lambda: argument_schemas(depth - 1))
         keywords.update(
             items=nested,
             properties=st.dictionaries(st.sampled_from(NAMES), nested, max_size=3),
@@ -161,32 +306,38 @@ def jsonschema_accepts(schema, instance) -> bool:
     return Draft202012Validator(schema).is_valid(instance)
 
 
+def plainly_valid(schema, instance) -> bool:
+    """What the toolbox's fast path says: compiled, and the compiled check accepts."""
+    check = compile_schema(schema)
+    return check is not None and check(instance)
+
+
 def check_never_accepts_more(schema, instance):
-    assert is_simple(schema)  # every generated schema is one the fast check judges
+    assert compile_schema(schema) is not None  # every generated schema is compiled
     if plainly_valid(schema, instance):
         assert jsonschema_accepts(schema, instance), (schema, instance)
 
 
 @settings(max_examples=2000, deadline=None)
-@given(schema=schemas(0), data=st.data())
+@given(schema=argument_schemas(0), data=st.data())
 def test_fast_check_never_accepts_what_jsonschema_rejects(schema, data):
     check_never_accepts_more(schema, instances_for(schema, data.draw))
 
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(schema=schemas(2), data=st.data())
+@given(schema=argument_schemas(2), data=st.data())
 def test_nested_schemas_too(schema, data):
     check_never_accepts_more(schema, instances_for(schema, data.draw))
 
 
 @settings(max_examples=300, deadline=None)
-@given(schema=schemas(1), instance=json_values)
+@given(schema=argument_schemas(1), instance=json_values)
 def test_arbitrary_json_values_too(schema, instance):
     check_never_accepts_more(schema, instance)
 
 
 @settings(max_examples=300, deadline=None)
-@given(schema=schemas(1), data=st.data())
+@given(schema=argument_schemas(1), data=st.data())
 def test_most_valid_arguments_need_no_jsonschema(schema, data):
     # The fast check is only worth having if it says yes to what is plainly
     # valid: for values without NaN (where the two may differ by design, see
@@ -238,21 +389,16 @@ def test_nan_is_never_a_reason_to_accept_more_than_jsonschema():
 @pytest.mark.parametrize(
     "schema",
     [
-        {"type": "string", "pattern": "^a"},
-        {"type": "string", "format": "email"},
-        {"anyOf": [{"type": "string"}]},
         {"$ref": "#/$defs/x"},
         {"type": "strung"},
         {"minimum": True},
         {"minLength": 1.5},
         {"items": [{"type": "string"}]},
-        {"additionalProperties": {"type": "string"}},
-        {"properties": {"a": True}},
-        True,
+        {"type": "array", "uniqueItems": True},
     ],
 )
 def test_other_keywords_and_odd_values_are_left_to_jsonschema(schema):
-    assert not is_simple(schema)
+    assert compile_schema(schema) is None
 
 
 def test_values_json_does_not_give_are_left_to_jsonschema():
