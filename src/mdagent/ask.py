@@ -148,12 +148,25 @@ def build_agent(
         policy = runtime.policy(allow=list(allow))
         box = runtime.toolbox(policy=policy, session_id=conversation.session_id)
     tools = model_tools(box, runtime.settings, without=_tool_names(without))
+
+    def read_denied(path: str) -> str | None:
+        # What a memory file imports is read for the model: read_file's deny rules apply.
+        from types import SimpleNamespace
+
+        screen = getattr(box.policy, "screen", None)
+        if screen is None:
+            return None
+        tool = SimpleNamespace(name="read_file", aliases=())
+        decision = screen(tool, {"path": path}, runtime.context(box, caller="model"))
+        return None if decision is None else str(decision.reason or "denied by policy")
+
     system = system_prompt(
         workdir=runtime.workdir,
         cwd=runtime.cwd,
         settings=runtime.settings,
         registry=runtime.registry,
         tool_names=[t["name"] for t in tools],
+        read_denied=read_denied,
     )
 
     def context(call_id: str | None) -> ToolContext:

@@ -295,7 +295,7 @@ def lock_problems(layers: list[Layer]) -> list[Problem]:
     """``agent check``'s findings: installed skills whose files no longer match the lock."""
     problems: list[Problem] = []
     for layer in layers:
-        if layer.skills_only or not lock_path(layer.path).exists():
+        if layer.skills_only or layer.foreign or not lock_path(layer.path).exists():
             continue
         try:
             entries = read_lock(layer.path)

@@ -697,7 +697,19 @@ def _check_schema(meta: dict[str, Any], where: str, at, problems: list[Problem])
 
 
 def read_body(path: str | Path) -> str:
-    """The Markdown body of a SKILL.md (what the model or a prompt turn reads)."""
+    """The Markdown body of a SKILL.md (what the model or a prompt turn reads).
+
+    Another agent's command file reads as its agent means it: a Gemini CLI
+    ``.toml`` is its ``prompt`` in our syntax (:func:`mdagent.interop.toml_body`),
+    a Markdown command without front-matter is all body.
+    """
+    if str(path).endswith(".toml"):
+        from mdagent.interop import toml_body
+
+        try:
+            return toml_body(path)
+        except ConfigError as err:
+            raise OSError(err.message) from None
     with open(path, "rb") as fh:
         text = _normalise(fh.read(MAX_SKILL_BYTES).decode("utf-8", "replace"))
     try:
