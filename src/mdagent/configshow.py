@@ -77,11 +77,11 @@ def other_agents(runtime: Runtime) -> list[dict[str, str]]:
             if interop.enabled(runtime.settings, source) and path.is_file():
                 what = "policy rules" if source == "claude-permissions" else "mcp_servers"
                 found.append({"source": source, "path": str(path), "as": what})
-        for source, folder, suffix, nested in interop.command_folders(
+        for source, folder, suffix, prefix in interop.command_folders(
             layer.kind, layer.path, os.environ
         ):
             if interop.enabled(runtime.settings, source):
-                for name, path in interop.command_files(folder, suffix, nested):
+                for name, path in interop.command_files(folder, suffix, prefix):
                     found.append({"source": source, "path": str(path), "as": f"/{name}"})
     for path, _scope in memory_paths(Path.cwd(), Path(runtime.workdir), runtime.settings):
         found.append({"source": "memory", "path": str(path), "as": "system prompt"})

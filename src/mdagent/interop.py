@@ -397,34 +397,38 @@ def _permissions(
 
 def command_folders(
     kind: str, base: Path, environ: Mapping[str, str]
-) -> list[tuple[str, Path, str, bool]]:
-    """``(source, folder, suffix, nested)`` of the command folders of a foreign layer."""
-    if kind == PROJECT_KIND:
-        return [
-            ("claude-commands", base / ".claude" / "commands", ".md", True),
-            ("gemini-commands", base / ".gemini" / "commands", ".toml", True),
-        ]
-    return [
-        ("claude-commands", base / ".claude" / "commands", ".md", True),
-        ("gemini-commands", base / ".gemini" / "commands", ".toml", True),
-        ("codex-prompts", codex_home(environ, base) / "prompts", ".md", False),
+) -> list[tuple[str, Path, str, str]]:
+    """``(source, folder, suffix, prefix)`` of the command folders of a foreign layer.
+
+    ``prefix`` is how the agent names them: Codex's prompts are ``/prompts:name``
+    and sit in one folder; the others nest (``git/commit.toml`` is ``/git:commit``).
+    """
+    found = [
+        ("claude-commands", base / ".claude" / "commands", ".md", ""),
+        ("gemini-commands", base / ".gemini" / "commands", ".toml", ""),
     ]
+    if kind == USER_KIND:
+        found.append(("codex-prompts", codex_home(environ, base) / "prompts", ".md", "prompts"))
+    return found
 
 
 _PART = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
-def command_files(folder: Path, suffix: str, nested: bool) -> list[tuple[str, Path]]:
-    """``(command name, file)`` in ``folder``: ``frontend/component.md`` is ``frontend:component``."""
+def command_files(folder: Path, suffix: str, prefix: str = "") -> list[tuple[str, Path]]:
+    """``(command name, file)`` in ``folder``: ``frontend/component.md`` is ``frontend:component``.
+
+    With a ``prefix`` only the folder's own files count, named ``prefix:name``.
+    """
     found: list[tuple[str, Path]] = []
     if not folder.is_dir():
         return found
-    pattern = f"**/*{suffix}" if nested else f"*{suffix}"
+    pattern = f"*{suffix}" if prefix else f"**/*{suffix}"
     for path in sorted(folder.glob(pattern))[:MAX_COMMAND_FILES]:
         relative = path.relative_to(folder)
         if any(part.startswith(".") for part in relative.parts) or not path.is_file():
             continue
-        parts = [*relative.parts[:-1], relative.name[: -len(suffix)]]
+        parts = [*([prefix] if prefix else []), *relative.parts[:-1], relative.name[: -len(suffix)]]
         found.append((":".join(p.lower() for p in parts), path))
     return found
 

@@ -921,14 +921,14 @@ class _Compiler:
         from mdagent import interop
 
         layer_commands: dict[str, CommandSpec] = {}
-        for source, folder, suffix, nested in interop.command_folders(
+        for source, folder, suffix, prefix in interop.command_folders(
             layer.kind, layer.path, os.environ
         ):
             self.watch(folder.parent)
             self.watch(folder)
             if not interop.enabled(switches, source):
                 continue
-            for name, path in interop.command_files(folder, suffix, nested):
+            for name, path in interop.command_files(folder, suffix, prefix):
                 self.watch(path.parent)
                 self.watch(path)
                 skill, problems = interop.load_command(name, path, source, layer.kind)
