@@ -227,6 +227,11 @@ def test_another_agent_s_mcp_server_starts_once_the_folder_is_trusted(repo, run_
     listed = untrusted(run_agent, repo, "mcp", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     assert "fx__echo" in listed.stdout
+    tools = json.loads(untrusted(run_agent, repo, "tools", "--json").stdout)
+    echo = next(t for t in tools if t["name"] == "fx__echo")
+    assert echo["source"] == f"mcp:fx ({repo / path})"  # where the server came from
+    check = untrusted(run_agent, repo, "check")
+    assert f"{repo / path}:" in check.stdout and "mcp server fx: " in check.stdout
 
 
 def test_a_user_level_mcp_server_is_the_person_s_own(repo, run_agent, home):

@@ -553,3 +553,31 @@ def foreign_paths(
         for source, folder, _, _ in command_folders(kind, base, environ):
             out.append((folder, True, f"another agent's commands read as ours ({source})"))
     return out
+
+
+def server_files(layers: list[Any], settings: Mapping[str, Any] | None) -> dict[str, Path]:
+    """MCP server name -> the other agent's file it was read from (the entry in force).
+
+    Only servers no higher layer of ours declares: ``agent.yaml`` entries are
+    :func:`mdagent.mcpconfig.server_locations`'s.
+    """
+    import os
+
+    found: dict[str, Path] = {}
+    for layer in layers:  # highest first
+        if not layer.foreign:
+            continue
+        for source, path in reversed(settings_files(layer.kind, layer.path, os.environ)):
+            if source == "claude-permissions" or not enabled(settings, source):
+                continue
+            if not path.is_file():
+                continue
+            try:
+                data = _read_data(path)
+            except (ConfigError, OSError):
+                continue
+            key = "mcp_servers" if source == "codex-mcp" else "mcpServers"
+            block = data.get(key) if isinstance(data, dict) else None
+            for name in block if isinstance(block, dict) else ():
+                found.setdefault(str(name), path)
+    return found

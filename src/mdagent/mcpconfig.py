@@ -387,6 +387,13 @@ def server_locations(layers: list[Any]) -> dict[str, tuple[str, int, int]]:
 
     found: dict[str, tuple[str, int, int]] = {}
     for layer in layers:  # highest first: the first sighting is the entry in force
+        if layer.foreign:  # another agent's MCP list (.mcp.json): at the line naming it
+            from mdagent.interop import line_of, server_files
+
+            for name, path in server_files([layer], None).items():
+                needle = f"mcp_servers.{name}" if path.suffix == ".toml" else f'"{name}"'
+                found.setdefault(name, (str(path), line_of(path, needle), 1))
+            continue
         if layer.config_dir is None:
             continue  # another agent's skill folder (.claude/skills): no settings
         path = Path(layer.config_dir) / SETTINGS_FILE

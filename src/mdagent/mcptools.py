@@ -63,6 +63,8 @@ class McpTools:
         self._live: set[str] = set()
         self._clients: McpClients | None = None
         self._lock = threading.RLock()
+        #: Server name -> the file its entry is written in (read when first needed).
+        self._written: dict[str, str] | None = None
 
     # -- what the servers offer --
 
@@ -95,7 +97,7 @@ class McpTools:
                 listing = cached if cached is not None else self.clients().listing(server)
                 # Checked (and its schemas inlined) once per listing, within
                 # the budgets, before anything keeps or uses it.
-                specs = tool_specs(config, listing.get("tools") or [])
+                specs = tool_specs(config, listing.get("tools") or [], self._source(server))
             except ToolFailed as err:
                 self.failures[server] = str(err)
                 raise
@@ -105,6 +107,16 @@ class McpTools:
             self._listings[server] = listing
             self._specs[server] = specs
             return listing
+
+    def _source(self, server: str) -> str:
+        """``mcp:NAME``, and the other agent's file it was read from (``mcp:docs (.mcp.json)``)."""
+        if self._written is None:
+            from mdagent.mcpconfig import server_locations
+
+            self._written = {k: v[0] for k, v in server_locations(self.runtime.layers).items()}
+        path = self._written.get(server, "")
+        foreign = path and not path.endswith((".yaml", ".yml"))
+        return f"mcp:{server} ({path})" if foreign else f"mcp:{server}"
 
     def specs(self, server: str) -> list[ToolSpec]:
         """The registry entries of ``server``'s tools; none (and one line told) when it fails."""

@@ -190,7 +190,9 @@ def _load(skill_file: Path):
 
     skill, problems = load_skill(skill_file)
     if skill is None:
-        errors = [str(p) for p in problems if p.severity == "error"] or ["cannot be loaded"]
+        errors = [str(p) for p in problems if p.severity == "error"]
+        errors = errors or [str(p) for p in problems if p.severity == "warning"]
+        errors = errors or ["cannot be loaded"]
         raise InstallError(f"{errors[0]} (not installed)")
     return skill
 
