@@ -1389,6 +1389,8 @@ def mcp_list(
             typer.echo(f"  {tool['name']}  [{tool['security']}]  {tool['description'][:70]}")
         for prompt in row["prompts"]:
             typer.echo(f"  {prompt}")
+        for tool in row.get("not_offered") or ():
+            typer.echo(f"  {tool['name']}  not offered: {tool['reason']}")
     raise typer.Exit(1 if any(r["status"] == "failed" for r in rows) else 0)
 
 

@@ -223,7 +223,7 @@ class ListingTooLarge(ToolFailed):
 
 
 def tool_specs(
-    config: ServerConfig, tools: list[dict[str, Any]], source: str = ""
+    config: ServerConfig, tools: list[dict[str, Any]], source: str = "", resources: bool = False
 ) -> list[ToolSpec]:
     """Registry entries for a server's listed tools (MCP ``Tool`` dicts, camelCase keys).
 
@@ -243,6 +243,10 @@ def tool_specs(
     for tool in tools:
         original = str(tool.get("name") or "")
         if not original or not config.admits(original):
+            continue
+        if (tool.get("execution") or {}).get("taskSupport") == "required":
+            # It answers only as a task, which mdagent does not run: offered, every call
+            # would fail. `agent mcp list` names it among those not offered.
             continue
         name = registry_name(config.name, original)
         if name in specs:
@@ -268,7 +272,29 @@ def tool_specs(
             source=source or f"mcp:{config.name}",
             layer="mcp",
         )
+    name = registry_name(config.name, READ_RESOURCE)
+    if resources and name not in specs and config.admits(READ_RESOURCE):
+        # The model's way to read what a server offers and its results link to:
+        # a tool like the others, judged by the policy (read-only: its annotations).
+        specs[name] = ToolSpec(
+            name=name,
+            description=f"Read a resource of MCP server {config.name} by its URI (as its "
+            "resource links and resource list name it).",
+            params={"uri": {"type": "string", "description": "The resource's URI"}},
+            required=["uri"],
+            category="mcp",
+            security=config.security_of(READ_RESOURCE, {"readOnlyHint": True}),
+            tier=config.tier if config.tier in TIERS else "full",
+            timeout=config.timeout,
+            implementation={"mcp": {"server": config.name, "resource": True}},
+            source=source or f"mcp:{config.name}",
+            layer="mcp",
+        )
     return list(specs.values())
+
+
+#: The tool every server with resources gets: ``SERVER__read_resource``.
+READ_RESOURCE = "read_resource"
 
 
 class SchemaTooLarge(ValueError):
