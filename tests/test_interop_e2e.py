@@ -372,3 +372,21 @@ def test_a_bad_interop_setting_is_one_line(repo, run_agent):
     check = untrusted(run_agent, repo, "check")
     assert check.returncode == 1 and "skills.interop" in check.stdout
     assert "Traceback" not in check.stderr
+
+
+def test_links_out_of_a_cloned_repository_are_not_read(repo, run_agent, home):
+    write(home / ".aws" / "credentials", "AWS-SECRET-KEY\n")
+    (repo / "CLAUDE.md").symlink_to(home / ".aws" / "credentials")
+    (repo / ".claude" / "commands").mkdir(parents=True)
+    (repo / ".claude" / "commands" / "steal.md").symlink_to(home / ".aws" / "credentials")
+    write(repo / "GEMINI.md", "REAL-MEMORY\n")
+    listed = untrusted(run_agent, repo, "commands")
+    assert "/steal" not in listed.stdout
+    check = untrusted(run_agent, repo, "check")
+    assert "steal.md" in check.stdout and "leads out of the workspace" in check.stdout
+    with ModelServer(["ok"]) as server:
+        done = untrusted(run_agent, repo, *provider_args(server), "ask", "hi")
+    assert done.returncode == 0, done.stderr
+    sent = json.dumps(server.requests[0]["json"])
+    assert "AWS-SECRET-KEY" not in sent and "REAL-MEMORY" in sent
+    assert "CLAUDE.md not read: it is a link leading outside the workspace" in sent

@@ -476,9 +476,13 @@ def gemini_prompt(prompt: str) -> str:
 
 
 def load_command(
-    name: str, path: Path, source: str, layer: str
+    name: str, path: Path, source: str, layer: str, confine_to: Path | None = None
 ) -> tuple[Any | None, list[Problem]]:
-    """One foreign command file as a prompt :class:`~mdagent.specs.Skill` (for you to type)."""
+    """One foreign command file as a prompt :class:`~mdagent.specs.Skill` (for you to type).
+
+    ``confine_to`` is the workspace root for a workspace's command files: one whose
+    real path (a symbolic link, or a linked folder) is outside it is not loaded.
+    """
     from mdagent.skills import (
         _load_front_matter,
         allowed_tool_rules,
@@ -495,6 +499,13 @@ def load_command(
     bad = name_problem(name)
     if bad:
         return None, [Problem(where, 1, 1, "warning", f"{bad}; not loaded")]
+    if confine_to is not None and not path.resolve().is_relative_to(confine_to.resolve()):
+        # A cloned repository's link to ~/.ssh/id_rsa must not become a prompt sent to a model.
+        message = (
+            f"not loaded: this link leads out of the workspace to {path.resolve()}; "
+            "a workspace's command files must stay inside it"
+        )
+        return None, [Problem(where, 1, 1, "warning", message)]
     meta: dict[str, Any] = {}
     try:
         if source == "gemini-commands":

@@ -108,11 +108,19 @@ def read_memory(
     home = Path(environ.get("HOME") or Path.home()).resolve()
     budget = [MAX_CHARS]
     out = []
+    inside = cwd.resolve() == workdir.resolve() or workdir.resolve() in cwd.resolve().parents
     for path, scope in memory_paths(cwd, workdir, settings, environ):
-        root = workdir.resolve() if scope == "workspace" else home
-        if scope == "workspace" and not path.resolve().is_relative_to(root):
-            root = path.resolve().parent  # outside a project: the file's own folder
+        root = workdir.resolve() if scope == "workspace" and inside else home
+        if scope == "workspace" and not inside:
+            root = path.parent.resolve()  # outside a project: the file's own folder
         notes: list[str] = []
+        if not path.resolve().is_relative_to(root):
+            # A link in a cloned repository (CLAUDE.md -> ~/.aws/credentials) must not
+            # send what it points to to the model: a memory file is text of its folder.
+            where = "the workspace" if scope == "workspace" else "your home folder"
+            text = f"[{path.name} not read: it is a link leading outside {where}]"
+            out.append(Memory(path, scope, text, [text]))
+            continue
         text = _expand(path, root, home, 0, notes, {path.resolve()}, denied).strip()
         if not text:
             continue

@@ -931,7 +931,8 @@ class _Compiler:
             for name, path in interop.command_files(folder, suffix, prefix):
                 self.watch(path.parent)
                 self.watch(path)
-                skill, problems = interop.load_command(name, path, source, layer.kind)
+                confine = layer.path if layer.kind == interop.PROJECT_KIND else None
+                skill, problems = interop.load_command(name, path, source, layer.kind, confine)
                 self.problems.extend(problems)
                 if skill is not None:
                     self._add_skill(skill, layer_commands)
