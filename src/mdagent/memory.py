@@ -70,9 +70,7 @@ def memory_paths(
             found.append((path, "user"))
     cwd = cwd.resolve()
     workdir = workdir.resolve()
-    is_project = (workdir / ".agents").is_dir() or (workdir / ".git").exists()
-    inside = cwd == workdir or workdir in cwd.parents
-    if inside and is_project:
+    if _in_project(cwd, workdir):
         below = [cwd, *cwd.parents]
         folders = list(reversed(below[: below.index(workdir) + 1]))
         scope = "workspace"
@@ -93,6 +91,12 @@ def memory_paths(
     return found
 
 
+def _in_project(cwd: Path, workdir: Path) -> bool:
+    """Whether ``cwd`` (resolved) is in a real project (``.agents/`` or ``.git``) at ``workdir``."""
+    is_project = (workdir / ".agents").is_dir() or (workdir / ".git").exists()
+    return is_project and (cwd == workdir or workdir in cwd.parents)
+
+
 def read_memory(
     cwd: Path,
     workdir: Path,
@@ -108,7 +112,7 @@ def read_memory(
     home = Path(environ.get("HOME") or Path.home()).resolve()
     budget = [MAX_CHARS]
     out = []
-    inside = cwd.resolve() == workdir.resolve() or workdir.resolve() in cwd.resolve().parents
+    inside = _in_project(cwd.resolve(), workdir.resolve())
     for path, scope in memory_paths(cwd, workdir, settings, environ):
         root = workdir.resolve() if scope == "workspace" and inside else home
         if scope == "workspace" and not inside:
