@@ -390,3 +390,16 @@ def test_links_out_of_a_cloned_repository_are_not_read(repo, run_agent, home):
     sent = json.dumps(server.requests[0]["json"])
     assert "AWS-SECRET-KEY" not in sent and "REAL-MEMORY" in sent
     assert "CLAUDE.md not read: it is a link leading outside the workspace" in sent
+
+
+def test_a_project_cannot_switch_off_the_person_s_own_deny_rules(repo, run_agent, home):
+    write(
+        home / ".claude" / "settings.json", json.dumps({"permissions": {"deny": ["Bash(wget:*)"]}})
+    )
+    write(repo / ".agents" / "config" / "agent.yaml", "skills:\n  interop: false\n")
+    write(repo / ".claude" / "commands" / "mine.md", "Mine\n")
+    assert decision(run_agent, repo, "exec wget x") == "deny"  # untrusted
+    assert untrusted(run_agent, repo, "trust", "--yes").returncode == 0
+    assert decision(run_agent, repo, "exec wget x") == "deny"  # trusted too
+    # Its own files it may leave unread.
+    assert "/mine" not in untrusted(run_agent, repo, "commands").stdout

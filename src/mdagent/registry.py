@@ -841,9 +841,16 @@ class _Compiler:
         # and which of other agents' files are read (our own settings say so).
         own = {layer: self._read_settings(layer) for layer in self.layers if not layer.foreign}
         switches = merge_settings([found[0] for found in own.values() if found])
+        # The person's own files (~/.claude/settings.json and its deny rules) are
+        # switched off only by the person's own layers, never by a project's.
+        persons = merge_settings(
+            [found[0] for layer, found in own.items() if found and layer.scope != "project"]
+        )
         for layer in reversed(self.layers):
             if layer.foreign:
-                self._load_foreign_settings(layer, switches)
+                self._load_foreign_settings(
+                    layer, switches if layer.scope == "project" else persons
+                )
             elif own[layer]:
                 self._add_settings(layer, *own[layer])
         settings = merge_settings(list(reversed(self.settings_by_layer)))
