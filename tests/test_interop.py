@@ -115,3 +115,7 @@ def test_command_names_from_folders(tmp_path):
         "prompts:top"
     ]
     assert interop.name_problem("Bad Name") and interop.name_problem("a:b") is None
+
+
+def test_one_based_arguments_of_legacy_commands_and_codex_prompts():
+    assert interop.one_based("A $1 B $2 C $10 D $0") == "A $ARGUMENTS[0] B $ARGUMENTS[1] C $10 D $0"

@@ -82,10 +82,16 @@ def test_a_user_level_claude_command_and_a_codex_prompt(repo, run_agent, home):
     write(home / ".codex" / "prompts" / "explain.md", "Explain $1 simply.\n")
     listed = untrusted(run_agent, repo, "commands")
     assert "/standup" in listed.stdout and "/prompts:explain" in listed.stdout
-    with ModelServer(["ok"]) as server:
+    with ModelServer(["ok", "ok"]) as server:
         done = untrusted(run_agent, repo, *provider_args(server), "/standup", "reviews")
+        explained = untrusted(
+            run_agent, repo, *provider_args(server), "/prompts:explain", "monads", "please"
+        )
     assert done.returncode == 0, done.stderr
     assert "Summarise my day: reviews" in first_user(server)
+    assert explained.returncode == 0, explained.stderr
+    second = server.requests[1]["json"]["messages"]
+    assert any("Explain monads simply." in str(m.get("content")) for m in second)  # $1: the first
 
 
 def test_a_gemini_toml_command_through_our_live_context_includes_and_quoting(

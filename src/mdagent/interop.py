@@ -453,6 +453,18 @@ def toml_body(path: str | Path) -> str:
     return gemini_prompt(prompt)
 
 
+#: Sources whose ``$1`` is the first argument (a SKILL.md's ``$0`` is).
+ONE_BASED = frozenset({"claude-commands", "codex-prompts"})
+
+
+def one_based(body: str) -> str:
+    """``$1``…``$9`` of a Claude Code legacy command or a Codex prompt as our ``$ARGUMENTS[0]``…
+
+    Both number arguments from 1; a prompt skill's ``$N`` counts from 0.
+    """
+    return re.sub(r"\$([1-9])(?!\d)", lambda m: f"$ARGUMENTS[{int(m.group(1)) - 1}]", body)
+
+
 def gemini_prompt(prompt: str) -> str:
     """Gemini CLI's prompt syntax as ours (see :func:`toml_body`)."""
     out: list[str] = []
