@@ -451,7 +451,7 @@ def skills(
 
 
 def _list_skills(ctx: typer.Context, json_out: bool) -> None:
-    from mdagent.layers import INTEROP_KINDS
+    from mdagent.layers import FOREIGN_KINDS, INTEROP_KINDS
     from mdagent.specs import unmet_requirement
 
     registry = _runtime(ctx).registry
@@ -474,7 +474,7 @@ def _list_skills(ctx: typer.Context, json_out: bool) -> None:
         reason = unmet_requirement(s.requires)
         if reason:
             flags.append(f"unavailable: {reason}")
-        layer = INTEROP_KINDS.get(s.layer, s.layer)
+        layer = INTEROP_KINDS.get(s.layer) or FOREIGN_KINDS.get(s.layer, s.layer)
         rows.append([s.name, kind, ",".join(flags), layer, _short_source(s.path)])
     typer.echo(table(rows, ["SKILL", "KIND", "FLAGS", "LAYER", "SOURCE"], fit=True))
 
