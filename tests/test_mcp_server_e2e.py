@@ -576,3 +576,42 @@ def test_every_loopback_spelling_checks_host_and_origin(project, spelling):
     }
     assert "reachable from other machines" not in err
     assert gone_soon(proc.pid)
+
+
+# -- protocol corners (issue 34) -----------------------------------------------------------
+
+
+def test_templates_logging_and_the_skills_extension(project, tmp_path):
+    """What the SDK client, fastmcp and the Inspector ask besides tools, prompts and resources."""
+    logged = []
+
+    async def on_log(params):
+        logged.append((params.level, params.logger, str(params.data)))
+
+    async def main():
+        async with (
+            stdio_client(server_params(project)) as (read, write_),
+            ClientSession(read, write_, logging_callback=on_log) as session,
+        ):
+            init = await session.initialize()
+            templates = await session.list_resource_templates()
+            before = await session.call_tool("read_file", {"path": "missing.txt"})
+            await session.set_logging_level("warning")
+            after = await session.call_tool("read_file", {"path": "missing.txt"})
+            await session.set_logging_level("error")
+            quiet = await session.call_tool("read_file", {"path": "missing.txt"})
+            await session.send_ping()  # the notifications before it have arrived
+            return init, templates, before, after, quiet
+
+    init, templates, before, after, quiet = anyio.run(main)
+    assert templates.resource_templates == []  # no "Method not found"
+    caps = init.capabilities
+    assert caps.logging is not None
+    # The 2025 protocol versions have no `extensions`: it is declared as experimental there.
+    declared = {**(caps.extensions or {}), **(caps.experimental or {})}
+    assert "io.modelcontextprotocol/skills" in declared
+    assert before.is_error and after.is_error and quiet.is_error
+    # Nothing before a level was set, one warning after, nothing below "error".
+    assert len(logged) == 1, logged
+    level, logger, data = logged[0]
+    assert level == "warning" and logger == "mdagent" and "read_file" in data

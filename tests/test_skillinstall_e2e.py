@@ -215,7 +215,10 @@ def test_remove(run_agent, workspace, upstream):
     again = run_agent("skills", "remove", "hello")
     assert again.returncode == 1 and "no installed skill 'hello'" in again.stderr
     # A hand-written skill is not removed by this command.
-    write(workspace / ".agents" / "skills" / "mine" / "SKILL.md", "---\nname: mine\n---\nx\n")
+    write(
+        workspace / ".agents" / "skills" / "mine" / "SKILL.md",
+        "---\nname: mine\ndescription: d\n---\nx\n",
+    )
     mine = run_agent("skills", "remove", "mine")
     assert mine.returncode == 1 and "not installed by `agent skills add`" in mine.stderr
     assert (workspace / ".agents" / "skills" / "mine" / "SKILL.md").exists()

@@ -479,7 +479,7 @@ def skills(
 
 
 def _list_skills(ctx: typer.Context, json_out: bool) -> None:
-    from mdagent.layers import INTEROP_KINDS
+    from mdagent.layers import FOREIGN_KINDS, INTEROP_KINDS
     from mdagent.specs import unmet_requirement
 
     registry = _runtime(ctx).registry
@@ -502,7 +502,7 @@ def _list_skills(ctx: typer.Context, json_out: bool) -> None:
         reason = unmet_requirement(s.requires)
         if reason:
             flags.append(f"unavailable: {reason}")
-        layer = INTEROP_KINDS.get(s.layer, s.layer)
+        layer = INTEROP_KINDS.get(s.layer) or FOREIGN_KINDS.get(s.layer, s.layer)
         rows.append([s.name, kind, ",".join(flags), layer, _short_source(s.path)])
     typer.echo(table(rows, ["SKILL", "KIND", "FLAGS", "LAYER", "SOURCE"], fit=True))
 
@@ -1553,6 +1553,8 @@ def mcp_list(
             typer.echo(f"  {tool['name']}  [{tool['security']}]  {tool['description'][:70]}")
         for prompt in row["prompts"]:
             typer.echo(f"  {prompt}")
+        for tool in row.get("not_offered") or ():
+            typer.echo(f"  {tool['name']}  not offered: {tool['reason']}")
     raise typer.Exit(1 if any(r["status"] == "failed" for r in rows) else 0)
 
 

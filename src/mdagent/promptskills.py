@@ -174,6 +174,12 @@ def render(
         raise ToolFailed(
             f"/{skill.name}: cannot read {skill.path}: {exc.strerror or exc}"
         ) from None
+    source = skill.extra.get("interop") if isinstance(skill.extra, dict) else None
+    if source is not None:
+        from mdagent.interop import ONE_BASED, one_based
+
+        if source in ONE_BASED:  # another agent's command: its $1 is the first argument
+            body = one_based(body)
     if arguments is None:
         words, values = [], {}
     else:

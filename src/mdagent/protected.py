@@ -955,6 +955,8 @@ def protected_files(
     for layer in layers:
         kind = getattr(layer, "kind", "")
         path = Path(getattr(layer, "path", layer))
+        if getattr(layer, "foreign", False):
+            continue  # the workspace or the home folder: its files are named below
         if kind == "bundled":
             # In a source checkout the bundled layer is the repository root:
             # only its declarations are policy.
@@ -967,11 +969,17 @@ def protected_files(
             folder(linked, f"a skill folder linked from a layer ({kind or 'layer'})")
     # Other agents' skill folders are layers once they exist (mdagent.layers):
     # one the model creates would be read as a layer on the next run.
+    from mdagent.foreignpaths import LAYER_SOURCES, enabled, foreign_paths
     from mdagent.layers import INTEROP_KINDS, interop_paths
 
     folder(os.path.join(root, ".claude", "skills"), "a skill folder read as a layer")
     for kind, path in interop_paths(Path(root), environ, existing_only=False):
-        folder(path, f"a skill folder read as a layer ({INTEROP_KINDS[kind]})")
+        if kind != "project-openclaw" or enabled(settings, LAYER_SOURCES[kind]):
+            folder(path, f"a skill folder read as a layer ({INTEROP_KINDS[kind]})")
+    # Other agents' settings and commands are read as settings and commands
+    # (mdagent.interop): one the model writes would act on the next run.
+    for path, is_folder, what in foreign_paths(Path(root), Path(home), environ):
+        (folder if is_folder else file)(str(path), what)
     for spec in tools:
         implementation = getattr(spec, "implementation", None) or {}
         ref = implementation.get("handler")

@@ -85,6 +85,8 @@ RESERVED_NAMES = frozenset(
 COMPILER_MODULES = (
     "registry.py",
     "layers.py",
+    "interop.py",
+    "foreignpaths.py",  # where interop finds the files it reads
     "yamlsource.py",
     "yamlfast.py",
     "skills.py",
@@ -805,14 +807,31 @@ class _Compiler:
             )
             self.alias_of.update(dict.fromkeys(spec.get("aliases", ()), name))
         self.builtin_names = frozenset(builtin_names)
-        # Settings first: `skills.interop` decides which layers' skills load.
+        # Settings first: `skills.interop` decides which layers' skills load,
+        # and which of other agents' files are read (our own settings say so).
+        own = {layer: self._read_settings(layer) for layer in self.layers if not layer.foreign}
+        switches = merge_settings([found[0] for found in own.values() if found])
+        # The person's own files (~/.claude/settings.json and its deny rules) are
+        # switched off only by the person's own layers, never by a project's.
+        persons = merge_settings(
+            [found[0] for layer, found in own.items() if found and layer.scope != "project"]
+        )
         for layer in reversed(self.layers):
-            self._load_settings(layer)
+            if layer.foreign:
+                self._load_foreign_settings(
+                    layer, switches if layer.scope == "project" else persons
+                )
+            elif own[layer]:
+                self._add_settings(layer, *own[layer])
         settings = merge_settings(list(reversed(self.settings_by_layer)))
-        interop = (settings.get("skills") or {}).get("interop", True) is not False
+        from mdagent.interop import LAYER_SOURCES, enabled
+
         pending_checks: list[tuple[ToolSpec, Path]] = []
         for layer in reversed(self.layers):
-            if layer.skills_only and not interop:
+            if layer.skills_only and not enabled(switches, LAYER_SOURCES[layer.kind]):
+                continue
+            if layer.foreign:
+                self._load_foreign_commands(layer, switches)
                 continue
             pending_checks.extend(self._load_layer(layer))
         self._check_references(pending_checks)
@@ -838,21 +857,62 @@ class _Compiler:
 
     # -- one layer --
 
-    def _load_settings(self, layer: Layer) -> None:
+    def _read_settings(self, layer: Layer) -> tuple[dict[str, Any], list, Path] | None:
+        """``(settings, rule sources, agent.yaml)`` of ``layer``, or None when it has none."""
         from mdagent.declarations import read_settings
         from mdagent.defaults import SETTINGS_FILE
 
         if layer.config_dir is None:
-            return  # another agent's skill folder: skills only
+            return None  # another agent's skill folder: skills only
         self.watch(layer.config_dir)  # before looking: an agent.yaml created now is noticed
         settings_path = layer.config_dir / SETTINGS_FILE
-        if settings_path.exists():
-            self.watch(settings_path)
-            settings, sources, problems = read_settings(settings_path, layer.kind)
+        if not settings_path.exists():
+            return None
+        self.watch(settings_path)
+        settings, sources, problems = read_settings(settings_path, layer.kind)
+        self.problems.extend(problems)
+        return settings, sources, settings_path
+
+    def _add_settings(self, layer: Layer, settings: dict, sources: list, path: Path) -> None:
+        self.settings_by_layer.append(settings)
+        self.layer_settings.append((layer, settings, path))
+        self.sources[:0] = sources  # layers load lowest first
+
+    def _load_foreign_settings(self, layer: Layer, switches: Mapping[str, Any]) -> None:
+        """Other agents' permissions and MCP server lists as settings of ``layer``."""
+        from mdagent import interop
+
+        for source, path in interop.settings_files(layer.kind, layer.path, os.environ):
+            # The file's own stamp (absent: size -1) notices it appear; not its folder,
+            # which may be the workspace root, where every new file would recompile.
+            self.watch(path)
+            if not interop.enabled(switches, source) or not path.is_file():
+                continue
+            settings, sources, problems = interop.read_settings(source, path, layer.kind)
             self.problems.extend(problems)
-            self.settings_by_layer.append(settings)
-            self.layer_settings.append((layer, settings, settings_path))
-            self.sources[:0] = sources  # layers load lowest first
+            if settings:
+                self._add_settings(layer, settings, sources, path)
+
+    def _load_foreign_commands(self, layer: Layer, switches: Mapping[str, Any]) -> None:
+        """Other agents' command files as prompt skills of ``layer``."""
+        from mdagent import interop
+
+        layer_commands: dict[str, CommandSpec] = {}
+        for source, folder, suffix, prefix in interop.command_folders(
+            layer.kind, layer.path, os.environ
+        ):
+            self.watch(folder.parent)
+            self.watch(folder)
+            if not interop.enabled(switches, source):
+                continue
+            for name, path in interop.command_files(folder, suffix, prefix):
+                self.watch(path.parent)
+                self.watch(path)
+                confine = layer.path if layer.kind == interop.PROJECT_KIND else None
+                skill, problems = interop.load_command(name, path, source, layer.kind, confine)
+                self.problems.extend(problems)
+                if skill is not None:
+                    self._add_skill(skill, layer_commands)
 
     def _load_layer(self, layer: Layer) -> list[tuple[ToolSpec, Path]]:
         from mdagent.declarations import load_declarations

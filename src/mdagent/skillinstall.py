@@ -190,7 +190,9 @@ def _load(skill_file: Path):
 
     skill, problems = load_skill(skill_file)
     if skill is None:
-        errors = [str(p) for p in problems if p.severity == "error"] or ["cannot be loaded"]
+        errors = [str(p) for p in problems if p.severity == "error"]
+        errors = errors or [str(p) for p in problems if p.severity == "warning"]
+        errors = errors or ["cannot be loaded"]
         raise InstallError(f"{errors[0]} (not installed)")
     return skill
 
@@ -295,7 +297,7 @@ def lock_problems(layers: list[Layer]) -> list[Problem]:
     """``agent check``'s findings: installed skills whose files no longer match the lock."""
     problems: list[Problem] = []
     for layer in layers:
-        if layer.skills_only or not lock_path(layer.path).exists():
+        if layer.skills_only or layer.foreign or not lock_path(layer.path).exists():
             continue
         try:
             entries = read_lock(layer.path)

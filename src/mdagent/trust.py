@@ -57,7 +57,16 @@ if TYPE_CHECKING:
     from typing import Any
 
 #: The layer kinds that come with the working folder (maybe a repository someone else wrote).
-WORKSPACE_LAYERS = ("project", "project-claude")
+WORKSPACE_LAYERS = (
+    "project",
+    "project-claude",
+    "project-github",
+    "project-openclaw",
+    "project-foreign",
+)
+#: The workspace layers whose settings are tightened until trusted: its
+#: ``agent.yaml`` and other agents' settings files in it (mdagent.interop).
+SETTINGS_LAYERS = ("project", "project-foreign")
 RECORD_FORMAT = 1
 RECORD_DIR = "trust"
 #: A covered skill folder with more files than this cannot be bound: it stays untrusted.
@@ -135,15 +144,14 @@ def workspace_facts(
     items: list[Item] = []
     files: list[str] = []
     folders: list[str] = []
-    own = next(((s, p) for layer, s, p in layer_settings if layer.kind == "project"), None)
+    owns = [(s, p) for layer, s, p in layer_settings if layer.kind in SETTINGS_LAYERS]
     person = merge_settings(
-        [s for layer, s, _ in reversed(layer_settings) if layer.kind != "project"]
+        [s for layer, s, _ in reversed(layer_settings) if layer.kind not in SETTINGS_LAYERS]
     )
-    kept: dict[str, Any] | None = None
+    kept_of: dict[str, dict[str, Any]] = {}
     project_covered = False
-    if own is not None:
-        settings, path = own
-        kept, found = tighten(settings, person)
+    for settings, path in owns:
+        kept_of[str(path)], found = tighten(settings, person)
         items += _located(found, path)
         if tighten(settings, _STRICTEST)[1]:
             files.append(str(path))
@@ -195,23 +203,26 @@ def workspace_facts(
     }
     if items:
         high_first = [
-            (kept or {}) if layer.kind == "project" else settings
-            for layer, settings, _ in reversed(layer_settings)
+            kept_of.get(str(path), {}) if layer.kind in SETTINGS_LAYERS else settings
+            for layer, settings, path in reversed(layer_settings)
         ]
         facts["settings"] = merge_settings(high_first)
         facts["sources"] = [
-            s for s in sources if not (s.get("layer") == "project" and s.get("section") == "allow")
+            s
+            for s in sources
+            if not (s.get("layer") in SETTINGS_LAYERS and s.get("section") == "allow")
         ]
     return facts
 
 
 def _workspace_of(layers: Iterable[Any]) -> Path | None:
     """The real path of the folder the workspace's layers belong to, or None (no such layer)."""
+    from mdagent.layers import workspace_of
+
     for layer in layers:
-        if layer.kind == "project":
-            return Path(os.path.realpath(layer.path.parent))
-        if layer.kind == "project-claude":
-            return Path(os.path.realpath(layer.path.parent.parent))
+        root = workspace_of(layer)
+        if root is not None:
+            return Path(os.path.realpath(root))
     return None
 
 
@@ -397,6 +408,10 @@ def _located(found: list[tuple[str, str, list[Any]]], path: Path) -> list[Item]:
     from mdagent.declarations import read_yaml_file
     from mdagent.yamlsource import position
 
+    if path.suffix not in (".yaml", ".yml"):  # another agent's file: the line naming the key
+        from mdagent.interop import line_of
+
+        return [Item(key, what, str(path), line_of(path, str(p[-1]))) for key, what, p in found]
     data, _ = read_yaml_file(path)
     items = []
     for key, what, pointer in found:
