@@ -309,6 +309,7 @@ def run_tool_process(
     env = {**env_for(ctx), "AGENT_WORKSPACE": str(root)}
     if box is not None:
         env.update(box.env)  # its private TMPDIR
+    git_watch = _git_watch(ctx) if box is not None else None
     try:
         result = run_process(
             argv,
@@ -342,13 +343,65 @@ def run_tool_process(
     finally:
         if box is not None:
             box.close()
+        put_back = _git_put_back(git_watch)
     # streamed: the person already saw the output; the CLI must not print it twice.
     data = result_dict(result, streamed=output is not None, timeout=limit)
+    if put_back:
+        data["git"] = put_back
+        _tell_once(put_back)
     if note:
         # The child's own error text is in stderr; this says the sandbox may be why.
         data["sandbox"] = note
         _tell_once(note)
     return data
+
+
+# The state of git's pointer and configuration files taken when the first of
+# the confined calls running at once started, per set of git folders, with how
+# many run: a call that starts while another runs must not take that one's
+# changes for the state to put back.
+_GIT_BASELINES: dict[tuple[str, ...], list[Any]] = {}
+_GIT_LOCK = threading.Lock()
+
+
+def _git_watch(ctx: Any) -> tuple[str, ...] | None:
+    """The git folders of a confined call's workspace, their files' state taken
+    before it runs unless a call running now took it (:mod:`mdagent.gitguard`)."""
+    from mdagent.gitguard import snapshot
+    from mdagent.protected import protected_for
+
+    git_dirs = tuple(protected_for(ctx).git_dirs)
+    if not git_dirs:
+        return None
+    with _GIT_LOCK:
+        entry = _GIT_BASELINES.get(git_dirs)
+        if entry is None:
+            _GIT_BASELINES[git_dirs] = [1, snapshot(git_dirs)]
+        else:
+            entry[0] += 1
+    return git_dirs
+
+
+def _git_put_back(git_dirs: tuple[str, ...] | None) -> str:
+    """What a confined command changed of git's configuration and pointers, put back
+    (:func:`mdagent.gitguard.restore`), said in one line; "" when nothing."""
+    if git_dirs is None:
+        return ""
+    from mdagent.gitguard import restore
+
+    with _GIT_LOCK:
+        entry = _GIT_BASELINES[git_dirs]
+        changed = restore(entry[1], git_dirs)
+        entry[0] -= 1
+        if entry[0] == 0:
+            del _GIT_BASELINES[git_dirs]
+    if not changed:
+        return ""
+    return (
+        f"the command changed {', '.join(changed)}, which git reads as its configuration or "
+        "as a pointer to another git folder; put back as it was (a model's command may not "
+        "change what git runs)"
+    )
 
 
 # Notes already shown to the person in this process (one process is one run).

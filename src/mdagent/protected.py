@@ -936,6 +936,15 @@ def protected_files(
     git_dirs = _git_dirs(root)
     for git_dir in git_dirs:
         folder(git_dir, "the workspace's git folder: its config and hooks run programs")
+    # A `policy.paths` root is a workspace too: its repository's configuration
+    # runs programs when anyone runs git there (red team 15).
+    for extra in _policy_paths(settings or {}):
+        for git_dir in _git_dirs(os.path.normpath(os.path.join(root, _expand_user(extra)))):
+            if git_dir not in git_dirs:
+                git_dirs.append(git_dir)
+                folder(
+                    git_dir, "a policy.paths root's git folder: its config and hooks run programs"
+                )
     home = environ.get("HOME") or os.path.expanduser("~")
     xdg = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     configs = [environ.get("GIT_CONFIG_GLOBAL") or "", os.path.join(home, ".gitconfig")]
@@ -1070,6 +1079,14 @@ def _git_dirs(root: str) -> list[str]:
         if parent == here:
             return []
         here = parent
+
+
+def _policy_paths(settings: Mapping[str, Any]) -> list[str]:
+    """The ``policy.paths`` roots ``settings`` names (any layer's: protecting more only tightens)."""
+    policy = settings.get("policy")
+    paths = policy.get("paths") if isinstance(policy, Mapping) else None
+    paths = [paths] if isinstance(paths, str) else paths
+    return [p for p in paths if isinstance(p, str) and p] if isinstance(paths, list) else []
 
 
 def _forms(path: Any) -> set[str]:
