@@ -526,3 +526,41 @@ def test_a_skill_of_the_persons_own_layers_gets_no_key_for_its_host_either(
     assert typed.returncode == 0, typed.stderr
     assert typed.stdout == "FROM-THE-SKILL-HOST\n"  # the person's own skill: its model: applies
     assert authorization(skill_host, 0) is None and KEY not in json.dumps(skill_host.requests)
+
+
+HOOKED = "hooks:\n  before: [{run: ./x.sh}]\n"
+SKILL_WITH_TOOLS = "---\nname: s\ndescription: d\nallowed-tools: Bash\n---\nHelp\n"
+
+
+def test_a_linked_agents_folder_binds_trust_to_the_folder_it_is_found_in(tmp_path, run_agent):
+    # Red team 4 (a): `.agents -> cfg/agents` recorded scripts of cfg/ and trusted cfg.
+    ws = tmp_path / "t2"
+    write(ws / "cfg" / "agents" / "config" / "agent.yaml", HOOKED)
+    write(ws / "x.sh", "#!/bin/sh\necho ran >> hooks.log\n").chmod(0o755)
+    (ws / ".agents").symlink_to("cfg/agents")
+    trusted = run_agent("trust", "--yes", cwd=ws, trusted=False)
+    assert f"trusted {ws}" in trusted.stdout and "  x.sh\n" in trusted.stdout, trusted.stdout
+    write(ws / "x.sh", "#!/bin/sh\necho edited >> hooks.log\n")
+    shown = run_agent("trust", "--show", cwd=ws, trusted=False)
+    assert f"folder: {ws}\n" in shown.stdout and "lapsed: x.sh changed" in shown.stdout
+
+
+@pytest.mark.parametrize("link", [".agents", ".claude"])
+def test_another_folder_linking_to_a_trusted_projects_layer_is_not_trusted(
+    tmp_path, run_agent, link
+):
+    # Red team 4 (b): evil/.agents -> ../proj/.agents ran evil's own x.sh as proj's trusted hook.
+    proj, evil = tmp_path / "proj", tmp_path / "evil"
+    write(proj / ".agents" / "config" / "agent.yaml", HOOKED)
+    write(proj / ".claude" / "skills" / "s" / "SKILL.md", SKILL_WITH_TOOLS)
+    for folder in (proj, evil):
+        write(folder / "x.sh", "#!/bin/sh\necho ran >> hooks.log\n").chmod(0o755)
+    assert run_agent("trust", "--yes", cwd=proj, trusted=False).returncode == 0
+    (evil / link).symlink_to(f"../proj/{link}")
+    shown = run_agent("trust", "--show", cwd=evil, trusted=False)
+    assert f"folder: {evil}\n" in shown.stdout and "trust:  not trusted" in shown.stdout
+    ran = run_agent("/term", "echo typed", cwd=evil, trusted=False)
+    assert ran.returncode == 0 and not (evil / "hooks.log").exists()
+    # The trusted project itself still runs its hook.
+    assert run_agent("/term", "echo typed", cwd=proj, trusted=False).returncode == 0
+    assert (proj / "hooks.log").read_text() == "ran\n"

@@ -43,6 +43,10 @@ class Layer(Record):
 
     path: Path
     kind: str
+    #: For the workspace's layers: the real folder they were found in. ``path``
+    #: is resolved, and ``.agents`` may be a link to a folder elsewhere (even
+    #: another project's): trust belongs to this folder, not to where it leads.
+    root: Path | None = None
 
     @property
     def skills_only(self) -> bool:
@@ -194,10 +198,12 @@ def find_layers(
     user = user_layer_path(environ)
     project = find_project_layer(cwd, exclude=[user])
     if project is not None:
-        found.append(Layer(project.resolve(), "project"))
+        found.append(Layer(project.resolve(), "project", project.parent.resolve()))
     root = project.parent if project is not None else None  # else found from cwd
     interop = [
-        Layer(path.resolve(), kind)
+        Layer(
+            path.resolve(), kind, path.parent.parent.resolve() if kind == "project-claude" else None
+        )
         for kind, path in interop_paths(cwd, environ, no_user=no_user, root=root)
     ]
     found += [layer for layer in interop if layer.scope == "project"]

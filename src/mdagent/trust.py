@@ -203,8 +203,14 @@ def workspace_facts(
 
 
 def _workspace_of(layers: Iterable[Any]) -> Path | None:
-    """The real path of the folder the workspace's layers belong to, or None (no such layer)."""
+    """The real path of the folder the workspace's layers belong to, or None (no such layer).
+
+    The folder they were found in (``Layer.root``), not where a linked
+    ``.agents`` leads: another project's trust must not carry over.
+    """
     for layer in layers:
+        if layer.scope == "project" and getattr(layer, "root", None) is not None:
+            return Path(os.path.realpath(layer.root))
         if layer.kind == "project":
             return Path(os.path.realpath(layer.path.parent))
         if layer.kind == "project-claude":
