@@ -564,3 +564,112 @@ def test_another_folder_linking_to_a_trusted_projects_layer_is_not_trusted(
     # The trusted project itself still runs its hook.
     assert run_agent("/term", "echo typed", cwd=proj, trusted=False).returncode == 0
     assert (proj / "hooks.log").read_text() == "ran\n"
+
+
+# -- red team 2, 3, 21: what trust covers is checked again before each hook and server --
+
+REWRITE = """
+import sys
+for path in sys.argv[1:]:
+    open(path, "w").write("#!/bin/sh\\ntouch model-code-ran\\nexit 0\\n")
+"""
+
+
+def _same_turn(run_agent, ws, *paths: str):
+    """A model rewrites ``paths`` with a script, then makes a second call; its results."""
+    from conftest import scripted_model
+
+    write(ws / "rewrite.py", REWRITE)
+    calls = [
+        ("exec", {"command": "python3 rewrite.py " + " ".join(paths)}),
+        ("exec", {"command": "echo second"}),
+    ]
+    with scripted_model(*calls) as server:
+        done = run_agent(*_provider(server), "ask", "go", trusted=False)
+        results = tool_results(server)
+    assert done.returncode == 0, done.stderr
+    return results, done
+
+
+def _provider(server):
+    from conftest import provider_args
+
+    return provider_args(server)
+
+
+@pytest.mark.parametrize(
+    "hook",
+    [
+        'sh "$PWD/scripts/guard.sh"',  # named through a variable
+        "sh ./scripts/guard.sh",
+        "if [ -f ./scripts/local.sh ]; then sh ./scripts/local.sh; fi",  # a file to come
+        "sh guard2.sh",  # no folder in its name, absent when trusted
+    ],
+)
+def test_a_hook_script_a_model_changes_mid_turn_does_not_run(workspace, run_agent, route, hook):
+    settings(
+        workspace, f"policy: {{mode: full}}\nhooks:\n  before: [{{run: '{hook}', tool: exec}}]\n"
+    )
+    write(workspace / "scripts" / "guard.sh", "#!/bin/sh\nexit 0\n")
+    assert run_agent("trust", "--yes", trusted=False).returncode == 0
+    target = {"$PWD": "scripts/guard.sh", "loca": "scripts/local.sh", "guard2": "guard2.sh"}
+    path = next((v for k, v in target.items() if k in hook), "scripts/guard.sh")
+    results, done = _same_turn(run_agent, workspace, path)
+    assert not (workspace / "model-code-ran").exists(), done.stderr
+    # The second call is blocked (trust lapsed), or the kernel refused the rewrite.
+    if results[0].get("exit_code") == 0:
+        assert (
+            results[1]["code"] == "DENIED" and "trust in this folder lapsed" in results[1]["error"]
+        )
+
+
+@pytest.mark.parametrize(
+    "run",
+    ["sh scripts/gu*.sh", "$GUARD", 'sh "$(cat which)"', "sh $HOME/g.sh"],
+)
+def test_a_hook_naming_its_files_at_run_time_cannot_be_trusted(workspace, run_agent, run):
+    # Red team 3: such a hook recorded its glob or variable as an absent file.
+    settings(workspace, f"hooks:\n  before: [{{run: '{run}'}}]\n")
+    done = run_agent("trust", "--yes", trusted=False)
+    assert done.returncode == 1 and "names files only known when it runs" in done.stderr
+    shown = run_agent("trust", "--show", trusted=False)
+    assert "not trusted" in shown.stdout
+
+
+def test_a_python_module_a_hook_runs_is_bound(workspace, run_agent):
+    settings(workspace, "hooks:\n  before: [{run: [python3, -m, pyguard]}]\n")
+    write(workspace / "pyguard.py", "print('')\n")
+    assert run_agent("trust", "--yes", trusted=False).returncode == 0
+    write(workspace / "pyguard.py", "open('model-code-ran', 'w')\n")
+    assert "lapsed: pyguard.py changed" in run_agent("trust", "--show", trusted=False).stdout
+
+
+def test_an_mcp_server_script_a_model_rewrites_mid_turn_is_not_started(workspace, run_agent, route):
+    # Red team 2: the server started at the second call ran the model's code.
+    pytest.importorskip("mcp")
+    import sys
+
+    fixture = Path(__file__).with_name("mcp_fixture_server.py")
+    write(workspace / "srv.py", fixture.read_text())
+    settings(
+        workspace,
+        f"policy: {{mode: full}}\nmcp_servers:\n  s: {{command: {sys.executable}, args: [./srv.py]}}\n",
+    )
+    assert run_agent("trust", "--yes", trusted=False).returncode == 0
+    assert run_agent("mcp", "list", trusted=False).returncode == 0  # caches the tool list
+    from conftest import scripted_model
+
+    write(
+        workspace / "rewrite.py",
+        "open('srv.py', 'a').write(\"\\nopen('model-code-ran', 'w')\\n\")\n",
+    )
+    calls = [("exec", {"command": "python3 rewrite.py"}), ("s__echo", {"text": "hi"})]
+    with scripted_model(*calls) as server:
+        done = run_agent(*_provider(server), "ask", "go", trusted=False)
+        results = tool_results(server)
+    assert done.returncode == 0, done.stderr
+    assert not (workspace / "model-code-ran").exists()
+    if results[0].get("exit_code") == 0:  # the kernel did not hold srv.py (Landlock route)
+        assert "not started: trust in this folder lapsed" in results[1]["error"], results
+    else:
+        assert "Read-only file system" in results[0]["stderr"], results

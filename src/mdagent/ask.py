@@ -172,7 +172,12 @@ def build_agent(
         max_steps=steps,
         context=context,
         display=display or _default_display(runtime),
-        hooks=session_hooks(runtime.settings, workdir=str(runtime.workdir), env=runtime.env),
+        hooks=session_hooks(
+            runtime.settings,
+            workdir=str(runtime.workdir),
+            env=runtime.env,
+            trust_check=runtime.trust_lapsed_now,
+        ),
     )
 
 

@@ -104,6 +104,8 @@ class CommandHook:
     on_error: str = "block"
     # Real name -> the tool's declared aliases (the toolbox's, when installed).
     aliases: Callable[[str], Iterable[str]] | None = field(default=None, repr=False, compare=False)
+    # Why the hook may not run now (the workspace's trust lapsed during the run), or None.
+    trust_check: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -150,6 +152,11 @@ class CommandHook:
         Raises :class:`HookBlocked` on exit 2 and, unless ``on_error: warn``,
         on a failure; ``subject`` ("for exec") goes into the messages.
         """
+        lapsed = self.trust_check() if self.trust_check is not None else None
+        if lapsed:
+            # Whatever on_error says: the hook's files are no longer what was trusted.
+            what = " ".join(filter(None, [f"{self.when} hook `{self.name}`", subject]))
+            raise HookBlocked(f"{what} not run: {lapsed}; {_STOPS.get(self.when, 'blocked')}")
         result = self._execute(payload)
         if result.exit_code == BLOCK_STATUS and not result.timed_out:
             raise HookBlocked(result.stderr.strip() or f"blocked by hook {self.name}")
@@ -170,6 +177,11 @@ class CommandHook:
 
     def notify(self, payload: Mapping[str, Any], subject: str = "") -> None:
         """Run the hook on ``payload`` where it cannot block: a failure is a warning."""
+        lapsed = self.trust_check() if self.trust_check is not None else None
+        if lapsed:
+            what = " ".join(filter(None, [f"{self.when} hook `{self.name}`", subject]))
+            _warn(f"{what} not run: {lapsed}")
+            return
         result = self._execute(payload)
         problem = _failure(result, self.timeout) or (
             f"exited with status {BLOCK_STATUS}, but {self.when} hooks cannot block"
@@ -396,6 +408,7 @@ def hooks_from_settings(
     env: Mapping[str, str] | None = None,
     aliases: Callable[[str], Iterable[str]] | None = None,
     events: Iterable[str] = EVENTS,
+    trust_check: Callable[[], str | None] | None = None,
 ) -> list[CommandHook]:
     """The hooks ``settings["hooks"]`` declares for ``events``; :class:`ConfigError` for a bad entry.
 
@@ -427,6 +440,7 @@ def hooks_from_settings(
                     timeout=timeout,
                     on_error=on_error,
                     aliases=aliases,
+                    trust_check=trust_check,
                 )
             )
     return out
@@ -438,6 +452,7 @@ def install_hooks(
     *,
     workdir: str,
     env: Mapping[str, str] | None = None,
+    trust_check: Callable[[], str | None] | None = None,
 ) -> list[CommandHook]:
     """Register the ``before`` and ``after`` hooks of ``settings`` on ``toolbox``; returns them.
 
@@ -451,7 +466,12 @@ def install_hooks(
         return getattr(toolbox.tool_for(tool_name), "aliases", ())
 
     hooks = hooks_from_settings(
-        settings, workdir=workdir, env=env, aliases=aliases, events=("before", "after")
+        settings,
+        workdir=workdir,
+        env=env,
+        aliases=aliases,
+        events=("before", "after"),
+        trust_check=trust_check,
     )
     for hook in hooks:
         if hook.when == "before":
@@ -462,12 +482,18 @@ def install_hooks(
 
 
 def session_hooks(
-    settings: Mapping[str, Any], *, workdir: str, env: Mapping[str, str] | None = None
+    settings: Mapping[str, Any],
+    *,
+    workdir: str,
+    env: Mapping[str, str] | None = None,
+    trust_check: Callable[[], str | None] | None = None,
 ) -> SessionHooks | None:
     """The ``session_start``, ``prompt`` and ``stop`` hooks of ``settings``; None when none."""
     section = (settings or {}).get("hooks") or {}
     events = ("session_start", "prompt", "stop")
     if not isinstance(section, Mapping) or not any(section.get(e) for e in events):
         return None
-    hooks = hooks_from_settings(settings, workdir=workdir, env=env, events=events)
+    hooks = hooks_from_settings(
+        settings, workdir=workdir, env=env, events=events, trust_check=trust_check
+    )
     return SessionHooks(hooks, str(workdir))

@@ -289,9 +289,17 @@ class McpClients:
     """The MCP servers of one process, each started on first use and stopped at exit."""
 
     def __init__(
-        self, configs: Mapping[str, ServerConfig], *, workdir: str, env: Mapping[str, str]
+        self,
+        configs: Mapping[str, ServerConfig],
+        *,
+        workdir: str,
+        env: Mapping[str, str],
+        before_start: Any = None,
     ) -> None:
         require_sdk()
+        #: ``before_start(name) -> reason | None``: why a server may not start now
+        #: (the workspace's trust lapsed since the run began); asked before each start.
+        self.before_start = before_start
         self.configs = dict(configs)
         self.workdir = workdir
         self.env = dict(env)
@@ -314,6 +322,9 @@ class McpClients:
             if conn is not None:
                 conn.close(self._loop.portal())
             conn = None
+            refused = self.before_start(name) if self.before_start is not None else None
+            if refused:
+                raise ToolFailed(f"mcp server {name} not started: {refused}")
             try:
                 conn = _Connection(self.configs[name], workdir=self.workdir, env=self.env)
                 conn.start(self._loop.portal())

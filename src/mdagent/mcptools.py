@@ -73,7 +73,10 @@ class McpTools:
                 from mdagent.mcpclient import McpClients
 
                 self._clients = McpClients(
-                    self.configs, workdir=str(self.runtime.workdir), env=self.runtime.env
+                    self.configs,
+                    workdir=str(self.runtime.workdir),
+                    env=self.runtime.env,
+                    before_start=lambda _name: self.runtime.trust_lapsed_now(),
                 )
             return self._clients
 

@@ -989,6 +989,8 @@ def protected_files(
             file(os.path.join(base, os.path.expanduser(module)), "a handler module")
     for hook_file in _hook_files(settings or {}, root):
         file(hook_file, "a hook script")
+    for server_file in _server_files(settings or {}, root):
+        file(server_file, "an MCP server's script (it runs outside the sandbox)")
     return Protected(root, folders, files, environ, tuple(git_dirs))
 
 
@@ -1095,21 +1097,27 @@ def _forms(path: Any) -> set[str]:
 
 
 def _hook_files(settings: Mapping[str, Any], root: str) -> list[str]:
-    """Existing files the hook commands of ``settings`` name (``./scripts/guard.sh``)."""
+    """Existing files the hook commands of ``settings`` name (``./scripts/guard.sh``,
+    ``sh "$PWD/scripts/guard.sh"``, ``python3 -m pyguard``): read as trust reads
+    them (:func:`mdagent.trust.named_files`), so what trust binds the kernel holds."""
     section = settings.get("hooks")
     if not isinstance(section, Mapping):
         return []
     from mdagent.shellparse import Unparseable, parse
+    from mdagent.trust import named_files
 
+    workspace = Path(os.path.realpath(root))
     out = []
     for when in ("before", "after", "session_start", "prompt", "stop"):  # hooks.EVENTS
         entries = section.get(when)
         for entry in entries if isinstance(entries, list) else ():
             run = entry.get("run") if isinstance(entry, Mapping) else None
+            if not isinstance(run, (str, list)):
+                continue
+            out += [p for p in named_files(run, workspace, workspace) if os.path.isfile(p)]
+            # Literal words anywhere (a script outside the workspace, in a policy.paths root).
             if isinstance(run, list):  # an argv: no shell
                 words = [w for w in run if isinstance(w, str)]
-            elif not isinstance(run, str):
-                continue
             else:
                 try:
                     words = [w for seg in parse(run) for w in seg.argv]
@@ -1119,4 +1127,24 @@ def _hook_files(settings: Mapping[str, Any], root: str) -> list[str]:
                 path = os.path.join(root, _expand_user(word))
                 if os.path.isfile(path):
                     out.append(path)
+    return out
+
+
+def _server_files(settings: Mapping[str, Any], root: str) -> list[str]:
+    """Existing files inside the workspace the ``mcp_servers:`` commands name
+    (``python3 ./srv.py``): a server runs outside the sandbox, as a hook does."""
+    servers = settings.get("mcp_servers")
+    if not isinstance(servers, Mapping):
+        return []
+    from mdagent.trust import named_files
+
+    workspace = Path(os.path.realpath(root))
+    out = []
+    for entry in servers.values():
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("command"), str):
+            continue
+        base = workspace / str(entry["cwd"]) if entry.get("cwd") else workspace
+        args = entry.get("args") if isinstance(entry.get("args"), list) else []
+        words = [entry["command"], *(str(a) for a in args)]
+        out += [p for p in named_files(words, base, workspace) if os.path.isfile(p)]
     return out
