@@ -157,10 +157,18 @@ def workspace_facts(
             words = [str(entry["command"]), *(str(a) for a in entry.get("args") or [])]
             files += named_files(words, base, workspace, unknown)
     project_tools = [t for t in tools.values() if t.layer == "project"]
+    own_code: list[str] = []  # tools that run the folder's own code when a model calls them
     for tool in project_tools:
         if tool.security == "safe":
             what = "is declared security: safe (a model's calls would run unasked)"
             items.append(Item(f"tool {tool.name}", what, tool.source, tool.line or 1))
+            project_covered = True
+        if tool.kind in ("run", "shell", "handler"):
+            # Its code is the folder's: a person's rules and mode (an allow rule
+            # for a tool of that name in their own layer) do not cover it.
+            what = f"runs this folder's own {tool.kind} code when a model calls it"
+            items.append(Item(f"tool {tool.name}", what, tool.source, tool.line or 1))
+            own_code.append(tool.name)
             project_covered = True
     for skill in skills.values():
         if skill.layer not in WORKSPACE_LAYERS:
@@ -197,11 +205,25 @@ def workspace_facts(
             (kept or {}) if layer.kind == "project" else settings
             for layer, settings, _ in reversed(layer_settings)
         ]
-        facts["settings"] = merge_settings(high_first)
+        facts["settings"] = view = merge_settings(high_first)
+        if own_code:
+            # Until trusted, a model's call of such a tool is asked about in every
+            # mode (refused without a terminal); a person's typed command still runs.
+            policy = dict(view.get("policy") or {})
+            policy["ask"] = [
+                *(policy.get("ask") or []),
+                *({"rule": name, "reason": _OWN_CODE_REASON} for name in own_code),
+            ]
+            view["policy"] = policy
         facts["sources"] = [
             s for s in sources if not (s.get("layer") == "project" and s.get("section") == "allow")
         ]
     return facts
+
+
+_OWN_CODE_REASON = (
+    "a tool this untrusted folder declares runs the folder's own code (`agent trust` to let it)"
+)
 
 
 def _workspace_of(layers: Iterable[Any]) -> Path | None:
