@@ -1491,6 +1491,13 @@ def _trust_report(runtime: Runtime, state: Any, taken: Any) -> dict[str, Any]:
 
 
 def _print_trust(report: dict[str, Any]) -> None:
+    # The folder's text (commands, descriptions, file names) escaped: a `\r` or an
+    # escape sequence in a hook must not hide what is being trusted.
+    from mdagent.escapes import visible
+
+    def echo(line: str) -> None:
+        typer.echo(visible(line))
+
     state = report["state"]
     if state == "trusted":
         state += f" (since {report['since']})"
@@ -1498,20 +1505,20 @@ def _print_trust(report: dict[str, Any]) -> None:
         state = "not trusted: trust lapsed: " + "; ".join(report["changes"])
     elif state == "not needed":
         state += ": nothing here runs or loosens anything before you trust it"
-    typer.echo(f"folder: {report['workspace']}")
-    typer.echo(f"trust:  {state}")
+    echo(f"folder: {report['workspace']}")
+    echo(f"trust:  {state}")
     if report["items"]:
-        typer.echo("what trusting it lets run or apply:")
+        echo("what trusting it lets run or apply:")
         rows = [
             [f"{_shown_path(Path(i['path']))}:{i['line']}", f"{i['key']} {i['what']}"]
             for i in report["items"]
         ]
         for where, text in rows:
-            typer.echo(f"  {where}  {text}")
+            echo(f"  {where}  {text}")
     if report["files"]:
-        typer.echo("bound to these files (a change to any of them withdraws trust):")
+        echo("bound to these files (a change to any of them withdraws trust):")
         for name in report["files"]:
-            typer.echo(f"  {name}")
+            echo(f"  {name}")
 
 
 # -- config ---------------------------------------------------------------------

@@ -191,10 +191,14 @@ def workspace_facts(
                     files += named_files(implementation[key], workspace, workspace)
     if not items and not files and not folders:
         return None
+    from mdagent.escapes import visible
+
     facts: dict[str, Any] = {
         "workspace": str(workspace),
         "unknown": sorted(set(unknown)),
-        "items": [list(item) for item in items],
+        # The folder's own text, escaped once here: every listing, notice and
+        # question shows it (a `\r\x1b[2K` must not hide what is trusted).
+        "items": [[visible(i.key), visible(i.what), i.path, i.line] for i in items],
         "files": sorted({os.path.realpath(f) for f in files}),
         "folders": sorted(set(folders)),
         "settings": None,
@@ -485,7 +489,7 @@ def named_files(
         inside = path.is_relative_to(workspace) or named.is_relative_to(workspace)
         if path == workspace or named == workspace or not inside:
             continue
-        if path.is_file() or (("/" in text or "." in text) and not path.exists()):
+        if path.is_file() or (("/" in text or _SCRIPT.search(text)) and not path.exists()):
             found.append(str(path))
     return found
 
@@ -516,6 +520,10 @@ _RUNNERS = re.compile(
     r"|perl|php|lua|Rscript|tclsh|awk|make|npx|uv|poetry)"
 )
 _GLOB_WORDS = {"[", "]", "[[", "]]", "{", "}"}
+# A file name a script has (`guard.sh`): bound even while absent, as a path with a `/` is.
+_SCRIPT = re.compile(
+    r"\.(sh|bash|zsh|fish|py|pyw|js|mjs|cjs|ts|rb|pl|php|lua|tcl|r|jl|ps1|mk)$", re.I
+)
 
 
 def _runs_a_file_named_at_run_time(command: str) -> bool:
@@ -600,8 +608,10 @@ def covered_files(facts: Mapping[str, Any]) -> dict[str, str]:
     workspace = str(facts["workspace"])
     unknown = facts.get("unknown") or ()
     if unknown:
+        from mdagent.escapes import visible
+
         raise TrustError(
-            f"`{unknown[0]}` names files only known when it runs (a variable, a glob, "
+            f"`{visible(unknown[0])}` names files only known when it runs (a variable, a glob, "
             "a command's output): trust cannot be bound to them; name the script literally "
             "(`./scripts/guard.sh`; `$PWD`, `$AGENT_WORKSPACE` and `$CLAUDE_PROJECT_DIR` "
             "may stand for the workspace)"
@@ -822,10 +832,13 @@ def evaluate(
 
 def _changes(record: Mapping[str, Any], current: Mapping[str, str], items: list[Item]) -> list[str]:
     """What changed since ``record``: the new items when a file changed, else the files."""
+    from mdagent.escapes import visible
+
     recorded = record["files"]
     files: list[str] = []
-    for shown, path in current.items():
-        entry = recorded.get(shown)
+    for name, path in current.items():
+        entry = recorded.get(name)
+        shown = visible(name)  # a file name is the folder's text too
         stamp = _stamp(path)
         if not isinstance(entry, list) or not entry:
             if stamp is not None:
