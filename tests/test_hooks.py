@@ -582,3 +582,20 @@ def test_a_session_hook_whose_trust_lapsed_is_not_run(tmp_path, capsys):
     assert not marker.exists() and "not run: lapsed" in capsys.readouterr().err
     with pytest.raises(HookBlocked, match="the prompt is not sent"):
         hooks.prompt("hi", "s")
+
+
+@pytest.mark.parametrize(
+    ("event", "answer"),
+    [
+        ("before", '{"Decision": "deny"}'),
+        ("before", '{"decision": null}'),
+        ("before", '{"decision": "allow", "context": "x"}'),  # prompt's key
+        ("prompt", '{"arguments": {}}'),  # before's key
+        ("session_start", '{"context": "x"}'),
+    ],
+)
+def test_a_key_the_event_does_not_read_is_an_invalid_answer(event, answer):
+    from mdagent.hooks import _answer
+
+    data, problem = _answer(answer, event)
+    assert data == {} and problem, (event, answer)

@@ -243,6 +243,14 @@ def _answer(stdout: str, event: str) -> tuple[dict[str, Any], str | None]:
     if not isinstance(data, dict):
         return {}, "printed an answer that is not a JSON object"
     decisions = DECISIONS if event == "before" else ("allow", "deny")
+    # A key this event does not read (`"Decision"`, a misspelling) is not understood:
+    # the guard may have meant to refuse. Fail closed, as for any invalid answer.
+    unknown = sorted(set(data) - set(_ANSWER_KEYS[event]))
+    if unknown:
+        expected = ", ".join(f'"{k}"' for k in _ANSWER_KEYS[event])
+        return {}, f"answered the key {json.dumps(unknown[0])}, which it does not read ({expected})"
+    if "decision" in data and data["decision"] is None:
+        return {}, 'answered "decision": null'
     decision = data.get("decision")
     if decision is not None and decision not in decisions:
         expected = ", ".join(f'"{d}"' for d in decisions)
@@ -256,6 +264,13 @@ def _answer(stdout: str, event: str) -> tuple[dict[str, Any], str | None]:
         return {}, 'answered a "context" that is not a string'
     return data, None
 
+
+# The keys each answering event reads.
+_ANSWER_KEYS = {
+    "before": ("decision", "reason", "arguments"),
+    "prompt": ("decision", "reason", "context"),
+    "session_start": ("decision", "reason"),
+}
 
 # JSON's own blanks (RFC 8259): str.strip() would also drop characters JSON
 # does not allow around a value, so an answer JSON refuses would pass.
