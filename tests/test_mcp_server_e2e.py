@@ -576,3 +576,28 @@ def test_every_loopback_spelling_checks_host_and_origin(project, spelling):
     }
     assert "reachable from other machines" not in err
     assert gone_soon(proc.pid)
+
+
+def test_yes_never_runs_an_untrusted_workspaces_own_skill_for_an_mcp_client(workspace):
+    """Red team 13: an untrusted clone's own skill ran its live context for the client."""
+    from mcp import StdioServerParameters
+
+    write(
+        workspace / ".agents" / "skills" / "w" / "SKILL.md",
+        "---\nname: w\ndescription: d\n---\nA !`touch marker` B\n",
+    )
+    params = StdioServerParameters(
+        command=agent_executable(),
+        args=["mcp", "serve", "--yes"],
+        cwd=str(workspace),
+        env=dict(os.environ),
+    )
+
+    async def body(session):
+        return await session.get_prompt("w", {})
+
+    rendered = run_session(params, body).messages[0].content.text
+    assert "A [`touch marker` not run: skill w" in rendered
+    assert "is in a folder you have not trusted" in rendered
+    assert "never run for an MCP client" in rendered
+    assert not (workspace / "marker").exists()
