@@ -601,3 +601,25 @@ def test_yes_never_runs_an_untrusted_workspaces_own_skill_for_an_mcp_client(work
     assert "is in a folder you have not trusted" in rendered
     assert "never run for an MCP client" in rendered
     assert not (workspace / "marker").exists()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])
+def test_stopping_the_http_server_with_a_signal_ends_in_its_status_not_a_traceback(project, stop):
+    """Red team 19: SIGTERM printed a multi-screen BaseExceptionGroup traceback."""
+    trust_as_is(project)
+    proc = subprocess.Popen(
+        [agent_executable(), "mcp", "serve", "--http", "127.0.0.1:0"],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        read_line(proc.stderr, r"serving MCP on http://127\.0\.0\.1:\d+/mcp")
+    finally:
+        proc.send_signal(stop)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + stop, err
+    assert "Traceback" not in err and "ExceptionGroup" not in err, err
+    assert len(err.strip().splitlines()) <= 1, err
