@@ -113,3 +113,41 @@ def test_a_file_too_large_to_keep_is_named_not_destroyed(repo, monkeypatch):
     changed = restore(before, [str(repo)])
     assert changed == [f"{repo / 'info' / 'exclude'} (could not be put back)"]
     assert (repo / "info" / "exclude").read_text() == "changed by a command\n"
+
+
+@pytest.mark.parametrize("folder", ["hooks", "objects/info", "info"])
+def test_nothing_outside_is_written_or_removed_through_a_link_a_command_made(
+    repo, tmp_path, folder
+):
+    # Attacking the fix: a folder turned into a link to ~/.ssh must not lead the
+    # put-back to delete the files there or write the hooks' samples into it.
+    import shutil
+
+    outside = tmp_path / "ssh"
+    outside.mkdir()
+    (outside / "id_rsa").write_text("private key\n")
+    (outside / "alternates").write_text("keep\n")
+    (repo / "objects" / "info").mkdir(exist_ok=True)
+    before = snapshot([str(repo)])
+    shutil.rmtree(repo / folder)
+    os.symlink(outside, repo / folder)
+    changed = restore(before, [str(repo)])
+    assert str(repo / folder) in changed
+    assert sorted(p.name for p in outside.iterdir()) == ["alternates", "id_rsa"]
+    assert (outside / "id_rsa").read_text() == "private key\n"
+    assert (outside / "alternates").read_text() == "keep\n"
+    assert (repo / folder).is_dir() and not (repo / folder).is_symlink()
+    if folder == "hooks":
+        assert sorted(p.name for p in (repo / "hooks").iterdir()) == sorted(
+            p.name for p in (repo / "hooks").iterdir()
+        ) and any(p.name.endswith(".sample") for p in (repo / "hooks").iterdir())
+
+
+def test_a_link_that_was_there_before_stays(repo, tmp_path):
+    elsewhere = tmp_path / "objects-elsewhere"
+    (repo / "objects").rename(elsewhere)
+    os.symlink(elsewhere, repo / "objects")
+    before = snapshot([str(repo)])
+    (repo.parent / "work.txt").write_text("x")
+    assert restore(before, [str(repo)]) == []
+    assert (repo / "objects").is_symlink()

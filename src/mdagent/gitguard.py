@@ -37,6 +37,8 @@ _FILES = (
 _FOLDERS = ("hooks", "info")
 # Folders holding further git folders (linked worktrees, submodules).
 _NESTED = ("worktrees", "modules")
+# The folders on the way to those files: watched so a link made of one is seen.
+_PARENTS = ("objects", "objects/info", "rebase-merge", "sequencer", "worktrees", "modules")
 # A rebase's or cherry-pick's list of steps: `exec` lines run commands.
 _TODOS = ("rebase-merge/git-rebase-todo", "sequencer/todo")
 _EXEC_LINE = re.compile(rb"^\s*(x|exec)(\s|$)", re.M)
@@ -72,9 +74,11 @@ def _state(path: str) -> State:
 
 def _watched(git_dir: str, depth: int = 0) -> list[str]:
     """The paths of ``git_dir`` to watch: existing or not, and what its folders hold."""
-    out = [os.path.join(git_dir, f) for f in (*_FILES, *_FOLDERS, *_TODOS)]
+    out = [os.path.join(git_dir, f) for f in (*_FILES, *_FOLDERS, *_TODOS, *_PARENTS)]
     for folder in _FOLDERS:
         top = os.path.join(git_dir, folder)
+        if os.path.islink(top):
+            continue  # never walked through: what it points to is not the git folder's
         for here, dirs, files in os.walk(top):
             out += [os.path.join(here, n) for n in (*dirs, *files)]
             if len(out) > _MAX_ENTRIES:
@@ -108,22 +112,65 @@ def restore(before: dict[str, State], git_dirs: Iterable[str]) -> list[str]:
     """Put back every watched path that differs from ``before``; the paths changed.
 
     A path that cannot be put back is named with `` (could not be put back)``.
+    Nothing is done through a symbolic link: a folder of the git folder the
+    command turned into one (``objects/info -> ~/.ssh``) is put back as a
+    folder first, and the state is read again, so no file outside is
+    written or removed.
     """
-    now = snapshot(git_dirs)
+    git_dirs = list(git_dirs)
     changed: list[str] = []
-    # Deepest first: a file in a new folder goes before the folder.
-    for path in sorted(set(before) | set(now), key=lambda p: -p.count(os.sep)):
-        old, new = before.get(path), now.get(path)
-        if old == new:
+    failed: set[str] = set()
+    for _ in range(_MAX_ENTRIES):
+        now = snapshot(git_dirs)
+        linked = _linked_parent(set(before) | set(now), git_dirs, before)
+        if linked is not None:
+            try:
+                os.unlink(linked)
+                os.mkdir(linked, 0o755)
+                changed.append(linked)
+                continue
+            except OSError:
+                return sorted({*changed, f"{linked} (could not be put back)"})
+        pending = [
+            p
+            for p in set(before) | set(now)
+            if p not in failed
+            and before.get(p) != now.get(p)
+            and not (p.endswith(_TODOS) and not _gained_exec(before.get(p), now.get(p)))
+        ]
+        if not pending:
+            break
+        # Deepest first: a file in a new folder goes before the folder.
+        for path in sorted(pending, key=lambda p: -p.count(os.sep)):
+            try:
+                _put_back(path, before.get(path), now.get(path))
+                changed.append(path)
+            except OSError:
+                failed.add(path)
+                changed.append(f"{path} (could not be put back)")
+        break
+    return sorted(set(changed))
+
+
+def _linked_parent(
+    paths: Iterable[str], git_dirs: list[str], before: dict[str, State]
+) -> str | None:
+    """A folder inside a git folder, between it and a watched path, that is a symbolic
+    link now and was not before (a link that was there stays: it is the person's)."""
+    for path in sorted(paths, key=lambda p: p.count(os.sep)):
+        top = next((g for g in git_dirs if path.startswith(g.rstrip(os.sep) + os.sep)), None)
+        if top is None:
             continue
-        if path.endswith(_TODOS) and not _gained_exec(old, new):
-            continue
-        try:
-            _put_back(path, old, new)
-            changed.append(path)
-        except OSError:
-            changed.append(f"{path} (could not be put back)")
-    return sorted(changed)
+        here = os.path.dirname(path)
+        chain = []
+        while len(here) > len(top.rstrip(os.sep)):
+            chain.append(here)
+            here = os.path.dirname(here)
+        for folder in reversed(chain):  # shallowest first
+            was = before.get(folder)
+            if os.path.islink(folder) and not (was is not None and was[0] == "link"):
+                return folder
+    return None
 
 
 def _gained_exec(old: State, new: State) -> bool:

@@ -368,9 +368,17 @@ def _git_watch(ctx: Any) -> tuple[str, ...] | None:
     """The git folders of a confined call's workspace, their files' state taken
     before it runs unless a call running now took it (:mod:`mdagent.gitguard`)."""
     from mdagent.gitguard import snapshot
-    from mdagent.protected import protected_for
+    from mdagent.protected import git_dirs_of, protected_for
+    from mdagent.workspace import roots_from
 
-    git_dirs = tuple(protected_for(ctx).git_dirs)
+    # Looked for again on each call: a repository made by an earlier call
+    # (`git init`) is watched from the next one on.
+    root, extras = roots_from(ctx)
+    found = [
+        *protected_for(ctx).git_dirs,
+        *(g for r in (root, *extras) for g in git_dirs_of(str(r))),
+    ]
+    git_dirs = tuple(dict.fromkeys(os.path.realpath(g) for g in found if os.path.isdir(g)))
     if not git_dirs:
         return None
     with _GIT_LOCK:

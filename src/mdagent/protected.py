@@ -1052,6 +1052,11 @@ def _linked_skill_folders(layer: Any) -> list[str]:
     return out
 
 
+def git_dirs_of(root: str) -> list[str]:
+    """The git folders of the repository ``root`` is in (see :func:`_git_dirs`), found now."""
+    return _git_dirs(root)
+
+
 def _git_dirs(root: str) -> list[str]:
     """The git folder of the repository ``root`` is in, wherever it lives: a
     ``.git`` above the workspace, the folder a ``.git`` file points to
