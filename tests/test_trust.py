@@ -542,3 +542,38 @@ def test_expansions_that_only_pass_data_along_do_not_count(tmp_path, run):
     unknown: list[str] = []
     trust.named_files(run, tmp_path, tmp_path, unknown)
     assert unknown == []
+
+
+# -- red team 5: a project's tools that run its own code -----------------------------
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        "handler: handlers/h.py",
+        "run: [sh, -c, 'echo x']",
+        "shell: 'echo x'",
+    ],
+)
+def test_a_project_tool_running_its_own_code_needs_trust_and_is_asked_about(workspace, declared):
+    write(workspace / ".agents" / "config" / "handlers" / "h.py", "def run(args):\n    return {}\n")
+    write(
+        workspace / ".agents" / "config" / "tools.yaml",
+        f"tools:\n  greet:\n    description: d\n    {declared}\n",
+    )
+    facts = facts_of(workspace)
+    kind = declared.split(":")[0]
+    assert [f"tool greet runs this folder's own {kind} code when a model calls it"] == [
+        f"{key} {what}" for key, what, _, _ in facts["items"]
+    ]
+    asks = facts["settings"]["policy"]["ask"]
+    assert {"rule": "greet", "reason": trust._OWN_CODE_REASON} in asks
+    assert os.path.realpath(workspace / ".agents" / "config" / "tools.yaml") in facts["files"]
+
+
+def test_a_project_tool_built_on_fetch_or_another_tool_needs_no_trust(workspace):
+    write(
+        workspace / ".agents" / "config" / "tools.yaml",
+        "tools:\n  status:\n    description: d\n    tool: exec\n    with: {command: git status}\n",
+    )
+    assert facts_of(workspace) is None
