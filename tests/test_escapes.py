@@ -69,3 +69,16 @@ def test_the_call_line_shows_escapes_escaped():
 def test_the_outcome_line_shows_an_error_quoting_the_model_escaped():
     result = Result({"error": "exec would change \x1b[8mx", "code": "DENIED"}, False)
     assert "\x1b" not in outcome_line("exec", result)
+
+
+def test_a_table_shows_others_text_escaped():
+    from mdagent.console import table
+
+    drawn = table([["evil\x1b[2K", "desc\r\u202e"]], ["NAME", "DESCRIPTION"])
+    assert "\x1b" not in drawn and "\r" not in drawn and "\u202e" not in drawn
+    assert "evil\\x1b[2K" in drawn and "desc\\r\\u202e" in drawn
+
+
+def test_printable_text_is_returned_as_it_is():
+    text = "plain text — with Unicode ✓ and tabs\t"
+    assert visible(text) is text and visible_lines(text + "\n") == text + "\n"

@@ -365,7 +365,9 @@ def tools(
         return
     if name is not None:
         spec, reason = rows[0]
-        typer.echo(f"{spec.name} - {spec.description}")
+        from mdagent.escapes import visible
+
+        typer.echo(visible(f"{spec.name} - {spec.description}"))
         if spec.aliases:
             typer.echo(f"aliases: {', '.join(spec.aliases)}")
         typer.echo(
@@ -378,7 +380,9 @@ def tools(
         for param, schema in spec.params.items():
             req = " (required)" if param in spec.required else ""
             typer.echo(
-                f"  {param:<16} {schema.get('type', 'any')!s:<8} {schema.get('description', '')}{req}".rstrip()
+                visible(
+                    f"  {param:<16} {schema.get('type', 'any')!s:<8} {schema.get('description', '')}{req}".rstrip()
+                )
             )
         return
     listing = [
@@ -1385,10 +1389,14 @@ def mcp_list(
             typer.echo(f"{row['name']}  {row['error']}")
         else:
             typer.echo(f"{row['name']}  ({row['transport']}: {row['target']})  {row['error']}")
-        for tool in row["tools"]:
-            typer.echo(f"  {tool['name']}  [{tool['security']}]  {tool['description'][:70]}")
+        from mdagent.escapes import visible
+
+        for tool in row["tools"]:  # a third-party server's text
+            typer.echo(
+                visible(f"  {tool['name']}  [{tool['security']}]  {tool['description'][:70]}")
+            )
         for prompt in row["prompts"]:
-            typer.echo(f"  {prompt}")
+            typer.echo(visible(f"  {prompt}"))
     raise typer.Exit(1 if any(r["status"] == "failed" for r in rows) else 0)
 
 

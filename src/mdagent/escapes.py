@@ -62,9 +62,15 @@ def _escape(ch: str) -> str:
 def visible_lines(text: str) -> str:
     """``text`` with every control and format character shown escaped (``\\x1b``,
     ``\\r``, ``\\u202e``) except line ends and tabs, which keep their place."""
-    return "".join(ch if ch in "\n\t" else _escape(ch) for ch in str(text))
+    text = str(text)
+    if text.replace("\n", "").replace("\t", "").isprintable():
+        return text  # the common case, in C: nothing to escape (a listing of 10,000 rows)
+    return "".join(ch if ch in "\n\t" else _escape(ch) for ch in text)
 
 
 def visible(text: str) -> str:
     """``text`` on one line: :func:`visible_lines`, with line ends shown as ``\\n`` too."""
-    return "".join(ch if ch == "\t" else _escape(ch) for ch in str(text))
+    text = str(text)
+    if text.replace("\t", "").isprintable():
+        return text
+    return "".join(ch if ch == "\t" else _escape(ch) for ch in text)
