@@ -873,6 +873,7 @@ def tell(line: str) -> None:
 
 def summary(items: Iterable[Item]) -> str:
     """What an untrusted workspace loses, in one line: hooks, servers, then the rest."""
+    items = list(items)
     counts: dict[str, int] = {}
     for item in items:
         counts[item.key] = counts.get(item.key, 0) + 1
@@ -887,7 +888,17 @@ def summary(items: Iterable[Item]) -> str:
     servers = [k.split(".", 1)[1] for k in counts if k.startswith("mcp_servers.")]
     if servers:
         parts.append(f"its MCP servers do not start ({', '.join(servers)})")
-    rest = [_counted(k, n) for k, n in counts.items() if not k.startswith(("hooks.", "mcp_"))]
+    own_code = {i.key for i in items if "runs this folder's own" in i.what}
+    if own_code:
+        names = ", ".join(sorted(k.split(" ", 1)[1] for k in own_code))
+        parts.append(
+            f"a model's calls of its tools that run its own code are asked about ({names})"
+        )
+    rest = [
+        _counted(k, n)
+        for k, n in counts.items()
+        if not k.startswith(("hooks.", "mcp_")) and k not in own_code
+    ]
     if rest:
         parts.append(f"these are ignored: {', '.join(rest)}")
     return "; ".join(parts)
