@@ -615,3 +615,50 @@ def test_templates_logging_and_the_skills_extension(project, tmp_path):
     assert len(logged) == 1, logged
     level, logger, data = logged[0]
     assert level == "warning" and logger == "mdagent" and "read_file" in data
+
+
+def test_yes_never_runs_an_untrusted_workspaces_own_skill_for_an_mcp_client(workspace):
+    """Red team 13: an untrusted clone's own skill ran its live context for the client."""
+    from mcp import StdioServerParameters
+
+    write(
+        workspace / ".agents" / "skills" / "w" / "SKILL.md",
+        "---\nname: w\ndescription: d\n---\nA !`touch marker` B\n",
+    )
+    params = StdioServerParameters(
+        command=agent_executable(),
+        args=["mcp", "serve", "--yes"],
+        cwd=str(workspace),
+        env=dict(os.environ),
+    )
+
+    async def body(session):
+        return await session.get_prompt("w", {})
+
+    rendered = run_session(params, body).messages[0].content.text
+    assert "A [`touch marker` not run: skill w" in rendered
+    assert "is in a folder you have not trusted" in rendered
+    assert "never run for an MCP client" in rendered
+    assert not (workspace / "marker").exists()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])
+def test_stopping_the_http_server_with_a_signal_ends_in_its_status_not_a_traceback(project, stop):
+    """Red team 19: SIGTERM printed a multi-screen BaseExceptionGroup traceback."""
+    trust_as_is(project)
+    proc = subprocess.Popen(
+        [agent_executable(), "mcp", "serve", "--http", "127.0.0.1:0"],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        read_line(proc.stderr, r"serving MCP on http://127\.0\.0\.1:\d+/mcp")
+    finally:
+        proc.send_signal(stop)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + stop, err
+    assert "Traceback" not in err and "ExceptionGroup" not in err, err
+    assert len(err.strip().splitlines()) <= 1, err

@@ -393,7 +393,9 @@ def tools(
         return
     if name is not None:
         spec, reason = rows[0]
-        typer.echo(f"{spec.name} - {spec.description}")
+        from mdagent.escapes import visible
+
+        typer.echo(visible(f"{spec.name} - {spec.description}"))
         if spec.aliases:
             typer.echo(f"aliases: {', '.join(spec.aliases)}")
         typer.echo(
@@ -406,7 +408,9 @@ def tools(
         for param, schema in spec.params.items():
             req = " (required)" if param in spec.required else ""
             typer.echo(
-                f"  {param:<16} {schema.get('type', 'any')!s:<8} {schema.get('description', '')}{req}".rstrip()
+                visible(
+                    f"  {param:<16} {schema.get('type', 'any')!s:<8} {schema.get('description', '')}{req}".rstrip()
+                )
             )
         return
     listing = [
@@ -1549,12 +1553,16 @@ def mcp_list(
             typer.echo(f"{row['name']}  {row['error']}")
         else:
             typer.echo(f"{row['name']}  ({row['transport']}: {row['target']})  {row['error']}")
-        for tool in row["tools"]:
-            typer.echo(f"  {tool['name']}  [{tool['security']}]  {tool['description'][:70]}")
+        from mdagent.escapes import visible
+
+        for tool in row["tools"]:  # a third-party server's text
+            typer.echo(
+                visible(f"  {tool['name']}  [{tool['security']}]  {tool['description'][:70]}")
+            )
         for prompt in row["prompts"]:
-            typer.echo(f"  {prompt}")
+            typer.echo(visible(f"  {prompt}"))
         for tool in row.get("not_offered") or ():
-            typer.echo(f"  {tool['name']}  not offered: {tool['reason']}")
+            typer.echo(visible(f"  {tool['name']}  not offered: {tool['reason']}"))
     raise typer.Exit(1 if any(r["status"] == "failed" for r in rows) else 0)
 
 
@@ -1657,6 +1665,13 @@ def _trust_report(runtime: Runtime, state: Any, taken: Any) -> dict[str, Any]:
 
 
 def _print_trust(report: dict[str, Any]) -> None:
+    # The folder's text (commands, descriptions, file names) escaped: a `\r` or an
+    # escape sequence in a hook must not hide what is being trusted.
+    from mdagent.escapes import visible
+
+    def echo(line: str) -> None:
+        typer.echo(visible(line))
+
     state = report["state"]
     if state == "trusted":
         state += f" (since {report['since']})"
@@ -1664,20 +1679,20 @@ def _print_trust(report: dict[str, Any]) -> None:
         state = "not trusted: trust lapsed: " + "; ".join(report["changes"])
     elif state == "not needed":
         state += ": nothing here runs or loosens anything before you trust it"
-    typer.echo(f"folder: {report['workspace']}")
-    typer.echo(f"trust:  {state}")
+    echo(f"folder: {report['workspace']}")
+    echo(f"trust:  {state}")
     if report["items"]:
-        typer.echo("what trusting it lets run or apply:")
+        echo("what trusting it lets run or apply:")
         rows = [
             [f"{_shown_path(Path(i['path']))}:{i['line']}", f"{i['key']} {i['what']}"]
             for i in report["items"]
         ]
         for where, text in rows:
-            typer.echo(f"  {where}  {text}")
+            echo(f"  {where}  {text}")
     if report["files"]:
-        typer.echo("bound to these files (a change to any of them withdraws trust):")
+        echo("bound to these files (a change to any of them withdraws trust):")
         for name in report["files"]:
-            typer.echo(f"  {name}")
+            echo(f"  {name}")
 
 
 # -- config ---------------------------------------------------------------------

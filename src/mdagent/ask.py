@@ -202,7 +202,12 @@ def build_agent(
         max_steps=steps,
         context=context,
         display=shown,
-        hooks=session_hooks(runtime.settings, workdir=str(runtime.workdir), env=runtime.env),
+        hooks=session_hooks(
+            runtime.settings,
+            workdir=str(runtime.workdir),
+            env=runtime.env,
+            trust_check=runtime.trust_lapsed_now,
+        ),
         checkpoints=turn_checkpoints(runtime, conversation.session_id),
         limit_name="--max-steps" if options.max_steps else "agent.max_steps",
     )

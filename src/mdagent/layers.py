@@ -58,6 +58,10 @@ class Layer(Record):
 
     path: Path
     kind: str
+    #: For the workspace's layers: the real folder they were found in. ``path``
+    #: is resolved, and ``.agents`` may be a link to a folder elsewhere (even
+    #: another project's): trust belongs to this folder, not to where it leads.
+    root: Path | None = None
 
     @property
     def skills_only(self) -> bool:
@@ -98,7 +102,14 @@ _WORKSPACE_KINDS = frozenset({*_PROJECT_INTEROP, "project-foreign"})
 
 
 def workspace_of(layer: Layer) -> Path | None:
-    """The workspace root a workspace layer belongs to (None for the person's own layers)."""
+    """The workspace root a workspace layer belongs to (None for the person's own layers).
+
+    The folder the layer was found in (``Layer.root``) when known, never where a
+    linked ``.agents`` or skills folder leads: another project's trust must not
+    carry over.
+    """
+    if layer.root is not None and layer.kind in (*_WORKSPACE_KINDS, "project"):
+        return layer.root
     if layer.kind == "project":
         return layer.path.parent
     if layer.kind == "project-foreign":
@@ -110,6 +121,17 @@ def workspace_of(layer: Layer) -> Path | None:
     for _ in parts:
         path = path.parent
     return path
+
+
+def _found_in(kind: str, path: Path) -> Path | None:
+    """The workspace folder a project skill folder at ``path`` (as found, links
+    unresolved) sits in; None for the person's own."""
+    parts = _PROJECT_INTEROP.get(kind)
+    if parts is None:
+        return None
+    for _ in parts:
+        path = path.parent
+    return path.resolve()
 
 
 def state_dir(environ: Mapping[str, str] = os.environ) -> Path:
@@ -238,17 +260,17 @@ def find_layers(
     user = user_layer_path(environ)
     project = find_project_layer(cwd, exclude=[user])
     if project is not None:
-        found.append(Layer(project.resolve(), "project"))
+        found.append(Layer(project.resolve(), "project", project.parent.resolve()))
     root = project.parent if project is not None else None  # else found from cwd
     interop = [
-        Layer(path.resolve(), kind)
+        Layer(path.resolve(), kind, _found_in(kind, path))
         for kind, path in interop_paths(cwd, environ, no_user=no_user, root=root)
     ]
     found += [layer for layer in interop if layer.scope == "project"]
     home = _home(environ).resolve()
     workspace = (root or project_root(cwd, environ)).resolve()
     if workspace != home:  # the home folder's files are the person's own (user-foreign)
-        found.append(Layer(workspace, "project-foreign"))
+        found.append(Layer(workspace, "project-foreign", workspace))
     if not no_user:
         found.append(Layer(user.resolve(), "user"))
     found += [layer for layer in interop if layer.scope == "user"]

@@ -335,9 +335,13 @@ class McpClients:
         workdir: str,
         env: Mapping[str, str],
         on_log: Callable[[str], None] | None = None,
+        before_start: Any = None,
     ) -> None:
         """``on_log`` receives the servers' log messages as lines (None: they are dropped)."""
         require_sdk()
+        #: ``before_start(name) -> reason | None``: why a server may not start now
+        #: (the workspace's trust lapsed since the run began); asked before each start.
+        self.before_start = before_start
         self.configs = dict(configs)
         self.on_log = on_log
         self.workdir = workdir
@@ -361,6 +365,9 @@ class McpClients:
             if conn is not None:
                 conn.close(self._loop.portal())
             conn = None
+            refused = self.before_start(name) if self.before_start is not None else None
+            if refused:
+                raise ToolFailed(f"mcp server {name} not started: {refused}")
             try:
                 conn = _Connection(
                     self.configs[name], workdir=self.workdir, env=self.env, on_log=self.on_log

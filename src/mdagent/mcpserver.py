@@ -604,9 +604,24 @@ def serve(runtime: Runtime, *, http: str | None = None) -> int:
     if address is None:
         anyio.run(_stdio, server)
     else:
+        from mdagent import signals
+
         sock = _listen(*address)
-        with sock:
-            anyio.run(_http, server, sock, runtime.options.verbose)
+        arrived: list[int] = []
+        running: dict[str, Any] = {}
+
+        def stop(signum: int) -> None:
+            arrived.append(signum)
+            if "web" in running:
+                running["web"].should_exit = True  # uvicorn shuts down as for its own signals
+
+        # uvicorn takes SIGTERM itself, shuts down, then raises the signal again
+        # inside the event loop: raised there, it came out as a screen of
+        # exception groups. Held here, it ends the run afterwards, in one line.
+        with sock, signals.deferred(stop):
+            anyio.run(_http, server, sock, runtime.options.verbose, running, arrived)
+        if arrived:
+            raise signals.Terminated(arrived[0])
     return 0
 
 
@@ -639,7 +654,9 @@ async def _stdio(server: Any) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def _http(server: Any, sock: Any, verbose: bool) -> None:
+async def _http(
+    server: Any, sock: Any, verbose: bool, running: dict[str, Any], stopped: list[int]
+) -> None:
     import anyio
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
@@ -659,6 +676,8 @@ async def _http(server: Any, sock: Any, verbose: bool) -> None:
         lifespan="on",
     )
     web = uvicorn.Server(config)
+    running["web"] = web
+    web.should_exit = bool(stopped)  # a stop signal already arrived
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: web.serve(sockets=[sock]))
         while not web.started:

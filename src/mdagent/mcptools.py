@@ -83,6 +83,7 @@ class McpTools:
                     workdir=str(self.runtime.workdir),
                     env=self.runtime.env,
                     on_log=self.notify if self._verbose() else None,
+                    before_start=lambda _name: self.runtime.trust_lapsed_now(),
                 )
             return self._clients
 

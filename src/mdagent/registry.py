@@ -598,7 +598,8 @@ class _CheckedRecords(LazyRecords):
 def _layers_key(layers: list[Layer]) -> str:
     import zlib  # hashlib would cost more start-up time than the whole lookup
 
-    text = "\n".join(f"{layer.kind}={layer.path}" for layer in layers)
+    # The root too: two folders whose `.agents` link to one place are two workspaces.
+    text = "\n".join(f"{layer.kind}={layer.path}@{layer.root or ''}" for layer in layers)
     return f"{zlib.crc32(text.encode()):08x}{zlib.adler32(text.encode()):08x}"
 
 
