@@ -5,7 +5,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import CORPUS, write
-from mdagent.skills import load_skill, name_problem, read_body, substitute
+from mdagent.skillbody import read_body, substitute
+from mdagent.skills import load_skill, name_problem
 
 
 def write_skill(root: Path, folder: str, text: str | bytes) -> Path:

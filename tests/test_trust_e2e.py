@@ -405,7 +405,7 @@ def test_a_tool_declared_safe_is_judged_dangerous_until_trusted(workspace, run_a
     )
     verdict = run_agent("--json", "policy", "check", "wipe", trusted=False)
     assert json.loads(verdict.stdout)["decision"] == "ask"
-    assert "tool wipe" in verdict.stderr
+    assert "(wipe)" in verdict.stderr  # the notice names the tool that runs the folder's code
     assert json.loads(run_agent("--json", "policy", "check", "wipe").stdout)["decision"] == "allow"
 
 
@@ -558,7 +558,15 @@ def test_another_folder_linking_to_a_trusted_projects_layer_is_not_trusted(
     assert run_agent("trust", "--yes", cwd=proj, trusted=False).returncode == 0
     (evil / link).symlink_to(f"../proj/{link}")
     shown = run_agent("trust", "--show", cwd=evil, trusted=False)
-    assert f"folder: {evil}\n" in shown.stdout and "trust:  not trusted" in shown.stdout
+    assert f"folder: {evil}\n" in shown.stdout, shown.stdout
+    if link == ".agents":
+        assert "trust:  not trusted" in shown.stdout
+    else:
+        # A linked .claude leads out of evil's workspace: its skills are not read
+        # at all there (a project's links stay inside it), so nothing needs trust.
+        assert "trust:  not needed" in shown.stdout
+        skills = run_agent("skills", cwd=evil, trusted=False)
+        assert not any(line.split()[:1] == ["s"] for line in skills.stdout.splitlines())
     ran = run_agent("/term", "echo typed", cwd=evil, trusted=False)
     assert ran.returncode == 0 and not (evil / "hooks.log").exists()
     # The trusted project itself still runs its hook.

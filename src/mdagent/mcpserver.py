@@ -365,7 +365,7 @@ def _prompt_handlers(served: Served, types: Any, bad_request: Any) -> tuple[Any,
     import anyio
 
     from mdagent.errors import MdagentError
-    from mdagent.skills import read_body
+    from mdagent.skillbody import read_body
 
     def skill_named(name: str) -> Skill:
         skill = next((s for s in served.prompt_skills() if s.name == name), None)

@@ -307,9 +307,11 @@ def run_tool_process(
     env = {**env_for(ctx), "AGENT_WORKSPACE": str(root)}
     if box is not None:
         env.update(box.env)  # its private TMPDIR
-    from mdagent.gitguard import put_back_git, watch_git
+    git_watch = None
+    if box is not None:  # confined: what it changes of git's files is put back
+        from mdagent import gitguard
 
-    git_watch = watch_git(ctx) if box is not None else None
+        git_watch = gitguard.watch_git(ctx)
     try:
         result = run_process(
             argv,
@@ -345,7 +347,7 @@ def run_tool_process(
     finally:
         if box is not None:
             box.close()
-        put_back = put_back_git(git_watch)
+        put_back = gitguard.put_back_git(git_watch) if git_watch is not None else ""
     # streamed: the person already saw the output; the CLI must not print it twice.
     # (Not a watcher that shows only a tail: the spinner's, for a model's call.)
     streamed = output is not None and getattr(output, "shows_all", True)

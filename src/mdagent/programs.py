@@ -661,13 +661,7 @@ _NOT_DEVICES = {*STDIN_FILES, "/dev/null"}
 # Short options (letters of a cluster) and single-dash words (a prefix) that
 # name a program, code or a configuration naming programs; the long ones are
 # in LONG_OPTIONS. ssh's family is read by _ssh.
-_SHORT_RUNNING = {
-    "rsync": ("e", ()),
-    "wget": ("e", ()),
-    "pandoc": ("FL", ()),
-    "split": ("", ()),
-    "sort": ("", ()),
-}
+_SHORT_RUNNING = {"rsync": "e", "wget": "e", "pandoc": "FL", "split": "", "sort": ""}
 # Compilers: -wrapper runs its programs, -fplugin loads code, -specs and -B
 # choose the programs the driver runs.
 _COMPILERS = {"gcc", "g++", "cc", "c++", "clang", "clang++", "gfortran", "cpp"}
@@ -691,7 +685,7 @@ def _by_option(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> R
     """``split --filter=CMD``, ``sort --compress-program=CMD``, ``rsync -e CMD``,
     ``wget --use-askpass=CMD``, ``pandoc --filter X``: a program an option names."""
     name = _ALIASES.get(program, program)
-    letters, _ = _SHORT_RUNNING.get(name, ("", ()))
+    letters = _SHORT_RUNNING.get(name, "")
     for word in _options_until_end(args):
         option = dangerous_option(name, word)
         cluster = word[1:] if word[:1] == "-" and word[1:2] != "-" else ""

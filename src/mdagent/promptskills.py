@@ -3,7 +3,7 @@
 :func:`render` turns a SKILL.md body and the arguments it was given into the
 prompt of the turn it starts (or the ``skill`` tool's result):
 
-* ``$ARGUMENTS``, ``$N``, ``${SKILL_DIR}`` as before (:func:`mdagent.skills.substitute`),
+* ``$ARGUMENTS``, ``$N``, ``${SKILL_DIR}`` as before (:func:`mdagent.skillbody.substitute`),
   and the names of ``arguments:`` as ``$name`` / ``{name}``, bound from
   ``--name value``, ``--name=value`` or position, else their ``default``;
 * ``@{path}`` inserts a file (or a folder's listing, ``.gitignore`` honoured),
@@ -161,7 +161,7 @@ def render(
     one outside the workspace and the skill's folder, or one a ``read_file``
     deny rule refuses.
     """
-    from mdagent.skills import read_body, substitute, with_skill_dir
+    from mdagent.skillbody import read_body, substitute, with_skill_dir
 
     # A skill's body is written against the workspace, like the model's calls
     # it feeds: its commands run at the root even when a person typed /name in
@@ -309,7 +309,7 @@ def capped(text: str, limit: int = MAX_INSERT) -> str:
 
 def live_commands(skill: Skill) -> list[str]:
     """The live-context commands of ``skill``'s body, as written (none when it cannot be read)."""
-    from mdagent.skills import read_body
+    from mdagent.skillbody import read_body
 
     try:
         return LIVE.findall(read_body(skill.path).replace("\x00", ""))

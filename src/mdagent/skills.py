@@ -113,7 +113,7 @@ def _character_problem(name: str) -> str | None:
     return None
 
 
-def _normalise(text: str) -> str:
+def normalise_text(text: str) -> str:
     """``text`` without a byte-order mark and with ``\\n`` line ends (CRLF and CR files load too)."""
     return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
 
@@ -137,7 +137,7 @@ _BOUNDARY = re.compile(r"^---\s*$", re.MULTILINE)
 
 def split_front_matter(text: str, path: str) -> tuple[str, str, int]:
     """(front-matter YAML, body, line where the body starts) of a SKILL.md."""
-    text = _normalise(text)
+    text = normalise_text(text)
     boundaries = _BOUNDARY.finditer(text)  # what python-frontmatter's split(text, 2) splits at
     opening = next(boundaries, None)
     if not text or opening is None or opening.start() != 0:
@@ -721,63 +721,6 @@ def _check_schema(meta: dict[str, Any], where: str, at, problems: list[Problem])
         is_command = bool(err.absolute_path) and err.absolute_path[0] in COMMAND_KEYS
         (command if is_command else problems).append(found)
     return command
-
-
-def read_body(path: str | Path) -> str:
-    """The Markdown body of a SKILL.md (what the model or a prompt turn reads).
-
-    Another agent's command file reads as its agent means it: a Gemini CLI
-    ``.toml`` is its ``prompt`` in our syntax (:func:`mdagent.interop.toml_body`),
-    a Markdown command without front-matter is all body.
-    """
-    if str(path).endswith(".toml"):
-        from mdagent.interop import toml_body
-
-        try:
-            return toml_body(path)
-        except ConfigError as err:
-            raise OSError(err.message) from None
-    with open(path, "rb") as fh:
-        text = _normalise(fh.read(MAX_SKILL_BYTES).decode("utf-8", "replace"))
-    try:
-        _, body, _ = split_front_matter(text, str(path))
-    except ConfigError:
-        return text
-    return body.strip("\n") + "\n"
-
-
-def with_skill_dir(body: str, skill_dir: str) -> str:
-    """``body`` with ``${SKILL_DIR}`` and ``{baseDir}`` (OpenClaw's name) as the skill's folder."""
-    return body.replace("${SKILL_DIR}", skill_dir).replace("{baseDir}", skill_dir)
-
-
-def substitute(body: str, arguments: str, skill_dir: str, append: bool = True) -> str:
-    """A prompt skill's body with ``$ARGUMENTS``, ``$N`` and ``${SKILL_DIR}`` filled in.
-
-    With no ``$ARGUMENTS`` in the body (and ``append``), ``ARGUMENTS: <args>``
-    is appended.
-    """
-    import shlex
-
-    try:
-        words = shlex.split(arguments)
-    except ValueError:
-        words = arguments.split()
-    uses_arguments = "$ARGUMENTS" in body
-
-    def word(match: re.Match[str]) -> str:
-        index = int(match.group(1) or match.group(2))
-        return words[index] if index < len(words) else ""
-
-    text = with_skill_dir(body, skill_dir)
-    text = re.sub(r"\$ARGUMENTS\[(\d+)\]|\$(\d+)(?!\d)", word, text)
-    text = text.replace("$ARGUMENTS", arguments)
-    if append and not uses_arguments and arguments:
-        text = text.rstrip("\n") + f"\n\nARGUMENTS: {arguments}\n"
-    return text
-
-
-# -- what the model may use ----------------------------------------------------------
 
 
 def model_refusal(skill: Skill) -> str | None:
