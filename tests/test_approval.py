@@ -88,8 +88,8 @@ def test_ask_terminal_without_always_offers_yes_and_no_only(terminal):
     )
     assert answer == "yes"
     text = shown.getvalue()
-    assert "Run it? [y]es / [n]o: " in text and "[a]lways" not in text
-    assert "Please answer y or n." in text and "Mind." in text
+    assert "Run it? [y]es / [t]ell / [n]o: " in text and "[a]lways" not in text
+    assert "Please answer y, t or n." in text and "Mind." in text
 
 
 # -- revoking: the reverse edit ------------------------------------------------------

@@ -37,13 +37,15 @@ def test_a_script_answers_and_always_is_saved_in_the_projects_settings(tmp_path)
     assert not _check(policy, "make").allowed
     assert _check(policy, "make").approved_by == "always"
     assert _check(policy, "make").approved_by == "always"  # not asked again
-    assert [(q.tool, q.args, q.always, q.suggestion) for q in script.asked] == [
-        ("exec", {"command": "make"}, True, "exec(make)")
+    # "always" saves the suggested prefix rule (the person may edit it), not the literal line.
+    assert [(q.tool, q.args, q.always, q.rules) for q in script.asked] == [
+        ("exec", {"command": "make"}, True, ("exec(make:*)",))
     ] * 2
     saved = yaml.safe_load((layer / "config" / "agent.yaml").read_text())
-    assert saved == {"policy": {"allow": ["exec(make)"]}}
-    assert told == ["added allow rule `exec(make)` to .agents/config/agent.yaml"]
-    assert _check(policy, "make test").allowed is False  # the script ran out: "no"
+    assert saved == {"policy": {"allow": ["exec(make:*)"]}}
+    assert told == ["added allow rule `exec(make:*)` to .agents/config/agent.yaml"]
+    assert _check(policy, "make test").approved_by == "rule:exec(make:*)"  # the prefix covers it
+    assert _check(policy, "ls").allowed is False  # the script ran out: "no"
 
 
 def test_the_terminal_question_is_looked_up_when_asked(tmp_path, monkeypatch):

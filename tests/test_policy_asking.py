@@ -26,7 +26,15 @@ def questions(monkeypatch):
     asked = []
 
     def ask_terminal(
-        tool_name, args, *, cancel=None, always=True, note=None, workdir=None, protected=False
+        tool_name,
+        args,
+        *,
+        cancel=None,
+        always=True,
+        note=None,
+        workdir=None,
+        protected=False,
+        **scope,
     ):
         asked.append(
             {
@@ -242,12 +250,12 @@ def test_a_failed_save_of_always_is_logged_and_said(root, box, caplog):
     with caplog.at_level("WARNING", logger="mdagent.policy"):
         assert check(policy, box, "exec", cmd("make")) == Decision(True, approved_by="always")
     assert len(told) == 1 and told[0].startswith(
-        f"warning: could not add `exec(make)` to {settings_file}: "
+        f"warning: could not add `exec(make:*)` to {settings_file}: "
     )
-    error = told[0].removeprefix(f"warning: could not add `exec(make)` to {settings_file}: ")
+    error = told[0].removeprefix(f"warning: could not add `exec(make:*)` to {settings_file}: ")
     error = error.removesuffix("; allowed for this session only")
     assert [r.getMessage() for r in caplog.records] == [
-        f"could not save allow rule 'exec(make)': {error}"
+        f"could not save allow rule 'exec(make:*)': {error}"
     ]
     assert settings_file.read_text() == "policy: [unclosed\n"  # nothing lost
 
