@@ -196,7 +196,12 @@ class EventDisplay:
         by = getattr(decision, "approved_by", None) or ""
         data = result.data
         if getattr(decision, "allowed", False):
-            how = {"--yes": "--yes", "user": "person", "always": "always"}.get(by)
+            how = {
+                "--yes": "--yes",
+                "user": "person",
+                "always": "always",
+                "session": "session",
+            }.get(by)
             if how is None and by.startswith("rule:"):
                 how = "rule"
             if how is None:
