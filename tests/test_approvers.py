@@ -66,3 +66,24 @@ def test_the_runtime_asks_a_person_only_where_a_terminal_is(tmp_path):
     assert isinstance(runtime.approver(interactive=False), RefusingApprover)
     assert isinstance(runtime.approver(interactive=True), TerminalApprover)
     assert isinstance(runtime.policy(approver=RefusingApprover()).approver, RefusingApprover)
+
+
+def test_always_defaults_to_the_user_layer_in_a_folder_not_trusted(tmp_path, hermetic):
+    from conftest import trust_as_is, write
+
+    project = tmp_path / "project"
+    write(project / ".agents" / "config" / "agent.yaml", "policy:\n  allow: [read_file]\n")
+    untrusted = Runtime(cwd=project).approver(interactive=True)
+    assert untrusted.layers() == ("user", "project")
+    assert untrusted.user_layer == hermetic["home"].resolve()
+    trust_as_is(project)
+    assert Runtime(cwd=project).approver(interactive=True).layers() == ("project", "user")
+
+
+def test_the_runtimes_policies_share_the_sessions_answers(tmp_path):
+    runtime = Runtime(cwd=tmp_path)
+    first = runtime.policy(approver=ScriptedApprover(["session"]))
+    assert _check(first, "make").approved_by == "session"
+    rebuilt = runtime.policy(approver=ScriptedApprover([]))  # a reload, /mode
+    assert _check(rebuilt, "make").approved_by == "session"
+    assert not _check(Runtime(cwd=tmp_path).policy(approver=ScriptedApprover([])), "make").allowed
