@@ -129,8 +129,8 @@ def test_scoped_answers(terminal, typed, expected):
     text = shown.getvalue()
     assert "Run it? [y]es / [s]ession / [t]ell / [n]o / [a]lways: " in text
     assert (
-        "[a]lways saves exec(ls:*), exec(git status:*) in the user layer; "
-        "or type: a [user|project] [RULE, …]"
+        "[a]lways saves exec(ls:*), exec(git status:*) in the user layer\n"
+        "(to change it: a [user|project] [RULE, …])"
     ) in text
     if typed.startswith("a nope"):
         assert "Not a rule: nope: not exec" in text

@@ -284,8 +284,8 @@ def test_a_command_padded_with_blank_lines_shows_its_payload_on_a_real_terminal(
             "  command:",
             "      echo payload && rm -f victim",
             "      ⟨300 blank lines⟩",
-            "[a]lways saves exec(echo payload:*), exec(rm:*) in the project layer; "
-            "or type: a [project|user] [RULE, …]",
+            "[a]lways saves exec(echo payload:*), exec(rm:*) in the project layer",
+            "(to change it: a [project|user] [RULE, …])",
             "Run it? [y]es / [s]ession / [t]ell / [n]o / [a]lways: ",
         ]
         term.type("n")

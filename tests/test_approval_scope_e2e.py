@@ -111,7 +111,7 @@ def test_always_saves_the_edited_suggestion_not_the_literal_line(workspace, tmp_
         pane.type("look")
         # `ls` is allowed already: the suggestion is a prefix rule for the rest.
         pane.expect(
-            re.escape("[a]lways saves exec(git status:*) in the project layer; or type: a ")
+            re.escape("[a]lways saves exec(git status:*) in the project layer\n(to change it: a ")
         )
         pane.expect(QUESTION)
         pane.type("a user exec(git status --short)")

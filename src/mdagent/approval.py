@@ -314,7 +314,8 @@ def _always_hint(rules: tuple[str, ...], layers: tuple[str, ...]) -> str:
     """The line above the question saying what "always" would save, and how to change it."""
     where = f" in the {layers[0]} layer" if layers else ""
     choose = " [" + "|".join(layers) + "]" if len(layers) > 1 else ""
-    return f"[a]lways saves {shown(', '.join(rules))}{where}; or type: a{choose} [RULE, …]"
+    # Two short lines, so a narrow terminal need not wrap them mid-word.
+    return f"{shown('[a]lways saves ' + ', '.join(rules) + where)}\n(to change it: a{choose} [RULE, …])"
 
 
 def _always_answer(
