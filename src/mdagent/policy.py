@@ -31,7 +31,8 @@ matched against depends on the tool:
 - ``exec``: an fnmatch glob on each simple command of the command line (see
   :mod:`mdagent.shellparse`). An allow rule covers a command only when every
   segment is covered by some allow rule; a rule without wildcards also covers
-  the exact whole command line (that is what "always" writes). Claude Code's
+  the exact whole command line (a person may write one; "always" suggests
+  prefix rules instead, see :meth:`Policy.suggest_rules`). Claude Code's
   ``git status:*`` means ``git status`` alone or followed by arguments. A
   pattern covers only a segment whose words are all literal after quote
   removal and that evaluates no text as code (no ``$x``, ``${x@P}``,
@@ -1381,7 +1382,8 @@ class Policy:
     # -- suggestions ---------------------------------------------------------------
 
     def rule_for(self, tool: Any, args: Mapping[str, Any], workdir: str | None = None) -> str:
-        """The allow rule that would cover exactly this call ("always" saves it).
+        """The allow rule that would cover exactly this call (refusals name it;
+        "always" suggests it for tools other than exec, :meth:`suggest_rules`).
 
         exec: the exact command line; file tools: the path, anchored at the
         workspace root when inside (``write_file(./agent.yaml)``, never
@@ -1466,8 +1468,8 @@ def _exec_allowed(
     if not view.parsed:
         return []  # unparseable: only a person (or a bare `exec` rule) may allow it
     for rule in rules:
-        # A wildcard-free rule may name a whole compound command (what
-        # "always" saves); a glob may not: `git status*` would swallow `; rm`.
+        # A wildcard-free rule may name a whole compound command (a person's
+        # own exact rule); a glob may not: `git status*` would swallow `; rm`.
         if _is_literal_glob(rule.pattern) and fnmatch.fnmatchcase(view.whole, rule.pattern):
             return [rule]
     if not view.segments:
