@@ -88,8 +88,56 @@ def test_ask_terminal_without_always_offers_yes_and_no_only(terminal):
     )
     assert answer == "yes"
     text = shown.getvalue()
-    assert "Run it? [y]es / [n]o: " in text and "[a]lways" not in text
-    assert "Please answer y or n." in text and "Mind." in text
+    assert "Run it? [y]es / [t]ell / [n]o: " in text and "[a]lways" not in text
+    assert "Please answer y, t or n." in text and "Mind." in text
 
 
 # -- revoking: the reverse edit ------------------------------------------------------
+
+
+# -- answers with a scope (issue 35) ---------------------------------------------------------
+
+SCOPED = {
+    "session": True,
+    "rules": ("exec(ls:*)", "exec(git status:*)"),
+    "layers": ("user", "project"),
+    "check_rule": lambda text: None if text.startswith("exec(") else f"{text}: not exec",
+}
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("s\n", "session"),
+        ("a\n", {"kind": "always", "rules": SCOPED["rules"], "layer": "user"}),
+        ("a project\n", {"kind": "always", "rules": SCOPED["rules"], "layer": "project"}),
+        ("A P exec(git *)\n", {"kind": "always", "rules": ("exec(git *)",), "layer": "project"}),
+        (
+            "a exec(git status:*), exec(ls -1)\n",
+            {"kind": "always", "rules": ("exec(git status:*)", "exec(ls -1)"), "layer": "user"},
+        ),
+        ("a nope\ny\n", "yes"),  # a wrong rule is said, and the question asked again
+        ("t use make\n", {"kind": "tell", "reason": "use make"}),
+        ("t\nnot now, thanks\n", {"kind": "tell", "reason": "not now, thanks"}),
+        ("t\n\n", {"kind": "tell", "reason": ""}),
+    ],
+)
+def test_scoped_answers(terminal, typed, expected):
+    shown = terminal(typed)
+    command = {"command": "ls -1 && git status --short"}
+    assert ask_terminal("exec", command, out=shown, **SCOPED) == expected
+    text = shown.getvalue()
+    assert "Run it? [y]es / [s]ession / [t]ell / [n]o / [a]lways: " in text
+    assert (
+        "[a]lways saves exec(ls:*), exec(git status:*) in the user layer\n"
+        "(to change it: a [user|project] [RULE, …])"
+    ) in text
+    if typed.startswith("a nope"):
+        assert "Not a rule: nope: not exec" in text
+
+
+def test_session_is_no_answer_where_it_is_not_offered(terminal):
+    shown = terminal("s\nn\n")
+    assert ask_terminal("exec", {"command": "make"}, out=shown) == "no"
+    assert "Please answer y, t, n or a." in shown.getvalue()
+    assert "[s]ession" not in shown.getvalue()

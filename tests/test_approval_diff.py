@@ -106,7 +106,7 @@ def test_a_long_diff_is_cut_and_counted(tmp_path):
     assert len(cut) == MAX_DIFF_LINES + 1
     assert (
         cut[-1]
-        == f"… {len(change.lines) - MAX_DIFF_LINES} more diff lines (answer s to see them all)"
+        == f"… {len(change.lines) - MAX_DIFF_LINES} more diff lines (answer v to see them all)"
     )
     assert change.text(None).splitlines()[-1] == "+more 79"
     assert Change(("+x",), 1, 0).counted() == "1 line changed (+1 −0)"
@@ -195,24 +195,24 @@ def _asked(monkeypatch, typed: str, *args, **kwargs):
 
 def test_a_cut_diff_can_be_shown_whole_before_answering(monkeypatch, tmp_path):
     args = {"path": "a.txt", "content": "".join(f"new {i}\n" for i in range(100))}
-    answer, text = _asked(monkeypatch, "s\nwhat\nn\n", "write_file", args, workdir=tmp_path)
+    answer, text = _asked(monkeypatch, "v\nwhat\nn\n", "write_file", args, workdir=tmp_path)
     assert answer == "no"
-    question = "Run it? [y]es / [s]how all / [n]o / [a]lways: "
+    question = "Run it? [y]es / [v]iew all / [t]ell / [n]o / [a]lways: "
     assert text.count(question) == 3
     assert text.count("+new 99") == 1 and text.count("+new 10\n") == 2
-    assert "100 lines changed (+100 −0)" in text and "Please answer y, s, n or a." in text
+    assert "100 lines changed (+100 −0)" in text and "Please answer y, v, t, n or a." in text
     answer, text = _asked(
-        monkeypatch, "x\ns\ny\n", "write_file", args, workdir=tmp_path, always=False
+        monkeypatch, "x\nv\ny\n", "write_file", args, workdir=tmp_path, always=False
     )
-    assert answer == "yes" and "Run it? [y]es / [s]how all / [n]o: " in text
-    assert "Please answer y, s or n." in text and "+new 99" in text
+    assert answer == "yes" and "Run it? [y]es / [v]iew all / [t]ell / [n]o: " in text
+    assert "Please answer y, v, t or n." in text and "+new 99" in text
 
 
-def test_s_is_no_answer_where_nothing_is_cut(monkeypatch, tmp_path):
+def test_v_is_no_answer_where_nothing_is_cut(monkeypatch, tmp_path):
     args = {"path": "a.txt", "content": "one\n"}
-    answer, text = _asked(monkeypatch, "s\nn\n", "write_file", args, workdir=tmp_path)
-    assert answer == "no" and "Please answer y, n or a." in text
-    assert "Run it? [y]es / [n]o / [a]lways: " in text and "[s]how" not in text
+    answer, text = _asked(monkeypatch, "v\nn\n", "write_file", args, workdir=tmp_path)
+    assert answer == "no" and "Please answer y, t, n or a." in text
+    assert "Run it? [y]es / [t]ell / [n]o / [a]lways: " in text and "[v]iew" not in text
     assert "1 line changed (+1 −0)" in text
 
 
@@ -232,7 +232,7 @@ def test_the_agents_own_settings_are_shown_whole_with_what_changes(monkeypatch, 
     assert "+# padding 69" in lines and "more diff lines" not in text
     assert lines[-3:-1] == ["What this changes in the settings:", "  policy.mode: ask → full"]
     assert "more chars" not in text  # the content in full too
-    assert "Run it? [y]es / [n]o: " in text
+    assert "Run it? [y]es / [t]ell / [n]o: " in text
     answer, text = _asked(
         monkeypatch, "n\n", "write_file", {**args, "content": "# x\npolicy:\n  mode: ask\n"},
         workdir=tmp_path, protected=True,
@@ -257,7 +257,7 @@ def test_the_question_shows_a_padded_settings_change_on_a_real_terminal(workspac
             columns=120,
         ) as term,
     ):  # fmt: skip
-        shown_text = term.expect(re.escape("Run it? [y]es / [n]o: ") + "$")
+        shown_text = term.expect(re.escape("Run it? [y]es / [t]ell / [n]o: ") + "$")
         screen = term.text.splitlines()
         assert "+  mode: full" in screen and "-  mode: ask" in screen
         assert "  policy.mode: ask → full" in screen
@@ -284,14 +284,16 @@ def test_a_command_padded_with_blank_lines_shows_its_payload_on_a_real_terminal(
             "  command:",
             "      echo payload && rm -f victim",
             "      ⟨300 blank lines⟩",
-            "Run it? [y]es / [n]o / [a]lways: ",
+            "[a]lways saves exec(echo payload:*), exec(rm:*) in the project layer",
+            "(to change it: a [project|user] [RULE, …])",
+            "Run it? [y]es / [s]ession / [t]ell / [n]o / [a]lways: ",
         ]
         term.type("n")
         assert term.wait() == 0
     assert (workspace / "victim").exists()
 
 
-def test_a_long_diff_is_shown_whole_on_s_on_a_real_terminal(workspace):
+def test_a_long_diff_is_shown_whole_on_v_on_a_real_terminal(workspace):
     content = "".join(f"new line {i}\n" for i in range(90))
     with (
         ModelServer([write_call(content), {"text": "done"}]) as server,
@@ -299,12 +301,12 @@ def test_a_long_diff_is_shown_whole_on_s_on_a_real_terminal(workspace):
             "--provider", "openai", "--base-url", server.url, "ask", "go", cwd=workspace
         ) as term,
     ):
-        first = term.expect(re.escape("[s]how all / [n]o / [a]lways: ") + "$")
+        first = term.expect(re.escape("[v]iew all / [s]ession / [t]ell / [n]o / [a]lways: ") + "$")
         assert first
         assert "+new line 89" not in term.text and "90 lines changed (+90 −0)" in term.text
-        assert "… 33 more diff lines (answer s to see them all)" in term.text
-        term.type("s")
-        term.expect(re.escape("[s]how all / [n]o / [a]lways: ") + "$")
+        assert "… 33 more diff lines (answer v to see them all)" in term.text
+        term.type("v")
+        term.expect(re.escape("[v]iew all / [s]ession / [t]ell / [n]o / [a]lways: ") + "$")
         assert "+new line 89" in term.text.splitlines()
         term.type("n")
         assert term.wait() == 0

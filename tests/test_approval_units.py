@@ -147,7 +147,7 @@ def test_a_cancelled_question_is_a_no(monkeypatch):
 
 
 def test_show_shows_the_whole_diff_and_counts_it_again(typed, tmp_path):
-    typed("show\nn\n")
+    typed("view\nn\n")
     shown = io.StringIO()
     args = {"path": "a.txt", "content": "".join(f"n{i}\n" for i in range(70))}
     assert ask_terminal("write_file", args, out=shown, workdir=tmp_path) == "no"

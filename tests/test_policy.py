@@ -66,8 +66,10 @@ def make_policy(root, policy=None, *, interactive=False, prompt=None, saved=None
 
 
 def check(policy, box, tool, args, caller=MODEL, **ctx):
+    """The decision, without how long it waited for an answer (a clock; see
+    tests/test_policy_asking.py for that)."""
     context = ToolContext(caller=caller, workdir=str(policy.workdir), **ctx)
-    return policy.check(box.tool_for(tool), args, context)
+    return policy.check(box.tool_for(tool), args, context)._replace(waited_s=0.0)
 
 
 def cmd(command):
@@ -461,7 +463,8 @@ def test_always_saves_the_rule_keeping_the_file_and_stops_asking(root, box):
     saved = yaml.safe_load(text)
     assert saved["model"] == {"name": "llama3"}
     assert saved["policy"]["deny"] == ["exec(rm -rf *)"]
-    assert saved["policy"]["allow"] == ["read_file", "exec(ls [*].py && wc -l [*].py)"]
+    # **Changed**: a prefix rule for each part of the command, never the literal line.
+    assert saved["policy"]["allow"] == ["read_file", "exec(ls:*)", "exec(wc:*)"]
 
     # A new process reads the rule: the same call runs, a different one still asks.
     fresh = Policy(saved, workdir=root)
@@ -1264,7 +1267,9 @@ def test_a_hook_that_asks(root, box):
     interactive = make_policy(root, {"mode": "full"}, interactive=True, prompt=lambda *a: "always")
     interactive.approver.ask_terminal = lambda *a, **_: asked.append(a) or "always"
     got = interactive.check(box.tool_for("exec"), cmd("make"), ctx, hook=hook)
-    assert got == Decision(True, approved_by="user")  # "always" saves nothing for a hook
+    assert got._replace(waited_s=0.0) == Decision(
+        True, approved_by="user"
+    )  # "always" saves nothing for a hook
     assert not (root / ".agents" / "config" / "agent.yaml").exists()
     yes = ToolContext(caller=MODEL, workdir=str(root), approve_all=True)
     assert policy.check(box.tool_for("exec"), cmd("make"), yes, hook=hook) == Decision(
@@ -1431,15 +1436,15 @@ def test_always_that_cannot_be_saved_allows_for_the_session_and_warns(root, box,
     with caplog.at_level("WARNING"):
         assert check(policy, box, "exec", cmd("make")).allowed
         assert check(policy, box, "exec", cmd("make")).allowed  # not asked again
-    assert len(told) == 1 and told[0].startswith("warning: could not add `exec(make)` to ")
+    assert len(told) == 1 and told[0].startswith("warning: could not add `exec(make:*)` to ")
     assert told[0].endswith("; allowed for this session only")
-    assert [r.text for r in policy.allow].count("exec(make)") == 1
-    assert "could not save allow rule 'exec(make)': " in caplog.text
+    assert [r.text for r in policy.allow].count("exec(make:*)") == 1
+    assert "could not save allow rule 'exec(make:*)': " in caplog.text
     layerless = make_policy(root, interactive=True, prompt=lambda *a: "always", project_layer=None)
     layerless.approver.tell = told.append
     assert check(layerless, box, "exec", cmd("make test")).allowed
     assert told[-1] == (
-        "note: no project layer (.agents/); `exec(make test)` is allowed for this session only"
+        "note: no project layer (.agents/); `exec(make test:*)` is allowed for this session only"
     )
 
 

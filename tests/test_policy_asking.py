@@ -26,7 +26,15 @@ def questions(monkeypatch):
     asked = []
 
     def ask_terminal(
-        tool_name, args, *, cancel=None, always=True, note=None, workdir=None, protected=False
+        tool_name,
+        args,
+        *,
+        cancel=None,
+        always=True,
+        note=None,
+        workdir=None,
+        protected=False,
+        **scope,
     ):
         asked.append(
             {
@@ -242,12 +250,12 @@ def test_a_failed_save_of_always_is_logged_and_said(root, box, caplog):
     with caplog.at_level("WARNING", logger="mdagent.policy"):
         assert check(policy, box, "exec", cmd("make")) == Decision(True, approved_by="always")
     assert len(told) == 1 and told[0].startswith(
-        f"warning: could not add `exec(make)` to {settings_file}: "
+        f"warning: could not add `exec(make:*)` to {settings_file}: "
     )
-    error = told[0].removeprefix(f"warning: could not add `exec(make)` to {settings_file}: ")
+    error = told[0].removeprefix(f"warning: could not add `exec(make:*)` to {settings_file}: ")
     error = error.removesuffix("; allowed for this session only")
     assert [r.getMessage() for r in caplog.records] == [
-        f"could not save allow rule 'exec(make)': {error}"
+        f"could not save allow rule 'exec(make:*)': {error}"
     ]
     assert settings_file.read_text() == "policy: [unclosed\n"  # nothing lost
 
@@ -362,3 +370,174 @@ def test_where_a_rule_was_written_defaults_to_line_1_column_1(root):
         Source("a.yaml", 4, 9, "user"),
         Source("", 1, 1, ""),
     ]
+
+
+# -- answers with a scope: session, tell, always's suggestion and layer (issue 35) ------------
+
+
+def scripted(root, answers, **kw):
+    from mdagent.approvers import ScriptedApprover
+
+    kw.setdefault("project_layer", root / ".agents")
+    approver = ScriptedApprover(answers, kw["project_layer"], workdir=root, tell=lambda m: None)
+    return approver, Policy({"policy": kw.pop("policy", {})}, workdir=root, approver=approver, **kw)
+
+
+@pytest.mark.parametrize(
+    ("command", "allow", "suggested"),
+    [
+        ("git status --short", [], ("exec(git status:*)",)),
+        ("ls -1 && git status --short", [], ("exec(ls:*)", "exec(git status:*)")),
+        ("ls -1 && git status --short", ["exec(ls:*)"], ("exec(git status:*)",)),
+        ("git status && git status -s", [], ("exec(git status:*)",)),  # once
+        ("./build.sh --fast", [], ("exec(./build.sh:*)",)),
+        ("make", [], ("exec(make:*)",)),
+        ("FOO=1 make lint", [], ("exec(FOO=1 make lint)",)),  # no prefix fits: the part as written
+        ("cat 'a b' | wc -l", [], ("exec(cat:*)", "exec(wc:*)")),
+    ],
+)
+def test_always_suggests_a_prefix_rule_per_uncovered_part_never_the_literal_line(
+    root, box, command, allow, suggested
+):
+    policy = make_policy(root, {"allow": allow})
+    rules = policy.suggest_rules(box.tool_for("exec"), cmd(command), str(root))
+    assert rules == suggested
+    if "&&" in command or "|" in command:
+        assert f"exec({command})" not in rules
+    # What is suggested covers the call: saved, the same call runs unasked.
+    covered = make_policy(root, {"allow": [*allow, *rules]})
+    assert check(covered, box, "exec", cmd(command)).allowed
+
+
+@pytest.mark.parametrize("command", ["echo $HOME", "python3 -c 'print(1)'", 'ls && eval "$X"'])
+def test_nothing_is_suggested_where_no_pattern_may_cover_a_part_and_always_is_not_offered(
+    root, box, command
+):
+    approver, policy = scripted(root, ["always"])
+    assert policy.suggest_rules(box.tool_for("exec"), cmd(command), str(root)) == ()
+    decision = check(policy, box, "exec", cmd(command))
+    assert decision.approved_by == "user"  # "always" not offered: this call only
+    assert approver.asked[0].always is False and approver.asked[0].session is True
+    assert not (root / ".agents" / "config" / "agent.yaml").exists()
+
+
+def test_other_tools_suggest_the_policys_own_rule(root, box):
+    policy = make_policy(root)
+    tool = box.tool_for("write_file")
+    args = {"path": "src/a.py"}
+    assert policy.suggest_rules(tool, args, str(root)) == (policy.rule_for(tool, args, str(root)),)
+
+
+def test_yes_for_this_session_is_the_exact_call_and_ends_with_the_session(root, box):
+    session: set[str] = set()
+    approver, policy = scripted(root, ["session"], session=session)
+    assert check(policy, box, "exec", cmd("make lint")).approved_by == "session"
+    assert check(policy, box, "exec", cmd("make lint")).approved_by == "session"
+    assert len(approver.asked) == 1 and approver.asked[0].session is True
+    # Never widened: other arguments, a cwd, another spelling are other calls.
+    for other in (
+        cmd("make lint "),
+        cmd("make lint; rm -rf x"),
+        {**cmd("make lint"), "cwd": "sub"},
+    ):
+        assert not check(policy, box, "exec", other).allowed, other
+    assert len(approver.asked) == 4
+    # A policy built again for the same session (a reload, /mode) keeps it ...
+    _, rebuilt = scripted(root, [], session=session)
+    assert check(rebuilt, box, "exec", cmd("make lint")).approved_by == "session"
+    # ... a new session does not, and nothing was written.
+    _, fresh = scripted(root, [])
+    assert not check(fresh, box, "exec", cmd("make lint")).allowed
+    assert not (root / ".agents" / "config").exists()
+
+
+def test_a_session_answer_never_lifts_an_ask_rule_a_hook_or_a_stricter_mode(root, box):
+    session: set[str] = set()
+    approver, asking = scripted(
+        root, ["session", "session"], session=session, policy={"ask": ["exec(git push*)"]}
+    )
+    assert check(asking, box, "exec", cmd("git push")).approved_by == "user"  # this call only
+    assert approver.asked[0].session is False and approver.asked[0].always is False
+    assert check(asking, box, "exec", cmd("git push")).approved_by == "user"  # asked again
+    assert len(approver.asked) == 2
+    _, plain = scripted(root, ["session"], session=session)
+    assert check(plain, box, "exec", cmd("make")).approved_by == "session"
+    _, strict = scripted(root, [], session=session, policy={"mode": "allowlist"})
+    assert not check(strict, box, "exec", cmd("make")).allowed  # allowlist: rules only
+
+
+def test_session_and_always_are_not_offered_for_the_agents_own_files(root, box):
+    approver, policy = scripted(root, ["session", "no"])
+    target = {"path": ".agents/config/agent.yaml", "content": "policy: {}\n"}
+    assert check(policy, box, "write_file", target).approved_by == "user"  # once
+    assert not check(policy, box, "write_file", target).allowed  # asked again: "no"
+    assert [(q.session, q.always) for q in approver.asked] == [(False, False)] * 2
+
+
+def test_tell_gives_the_model_the_persons_reason(root, box):
+    from mdagent.policy import Answer
+
+    _, policy = scripted(root, [Answer("tell", reason="  use\n make lint  "), "t"])
+    decision = check(policy, box, "exec", cmd("make"))
+    assert decision == Decision(
+        False,
+        "the user declined this exec call and says: use make lint",
+        code="DENIED",
+        extra={"user_reason": "use make lint"},
+    )
+    assert check(policy, box, "exec", cmd("make")).reason == (
+        "the user declined this exec call; do not retry it"  # no reason given
+    )
+
+
+def test_always_saves_the_persons_edited_rule_in_the_layer_they_chose(root, box, tmp_path):
+    from mdagent.approvers import ScriptedApprover
+    from mdagent.policy import Answer
+
+    user = tmp_path / "user-layer"
+    told = []
+    approver = ScriptedApprover(
+        [Answer("always", rules=("exec(make *)", "not a (rule"), layer="user")],
+        root / ".agents",
+        user_layer=user,
+        workdir=root,
+        tell=told.append,
+    )
+    policy = Policy({}, workdir=root, approver=approver, project_layer=root / ".agents")
+    assert check(policy, box, "exec", cmd("make lint")).approved_by == "always"
+    saved = yaml_load(user / "config" / "agent.yaml")
+    assert saved == {"policy": {"allow": ["exec(make *)"]}}  # the broken one never saved
+    assert not (root / ".agents" / "config" / "agent.yaml").exists()
+    assert check(policy, box, "exec", cmd("make test")).approved_by == "rule:exec(make *)"
+
+
+@pytest.mark.parametrize(
+    ("untrusted", "layers"), [(True, ("user", "project")), (False, ("project", "user"))]
+)
+def test_the_default_layer_is_the_users_in_a_folder_not_trusted(root, tmp_path, untrusted, layers):
+    from mdagent.approvers import ScriptedApprover
+
+    approver = ScriptedApprover(
+        [], root / ".agents", user_layer=tmp_path / "u", untrusted=lambda: untrusted
+    )
+    assert approver.layers() == layers
+    approver.tell = lambda m: None
+    approver.remember("exec(make:*)")  # no layer named: the default
+    default = (tmp_path / "u") if untrusted else (root / ".agents")
+    assert yaml_load(default / "config" / "agent.yaml") == {"policy": {"allow": ["exec(make:*)"]}}
+    assert ScriptedApprover([], None, user_layer=tmp_path / "u").layers() == ("user",)
+
+
+def test_the_decision_says_how_long_it_waited_for_the_answer(root, box):
+    _, policy = scripted(root, ["y"])
+    ctx = ToolContext(caller=MODEL, workdir=str(root))
+    asked = policy.check(box.tool_for("exec"), cmd("make"), ctx)
+    assert asked.allowed and asked.waited_s > 0  # asked: the wait is on the decision
+    unasked = policy.check(box.tool_for("read_file"), {"path": "a"}, ctx)
+    assert unasked.allowed and unasked.waited_s == 0.0
+
+
+def yaml_load(path):
+    import yaml
+
+    return yaml.safe_load(path.read_text())

@@ -191,13 +191,13 @@ def test_revoke_removes_what_always_saved_keeping_comments(workspace, run_agent)
         term.expect(re.escape(PROMPT))
         term.type("a")
         term.wait()
-    assert "exec(make lint)" in yaml.safe_load(target.read_text())["policy"]["allow"]
+    assert "exec(make lint:*)" in yaml.safe_load(target.read_text())["policy"]["allow"]
     check = ("policy", "check", "--json", "exec", "make lint")
     assert json.loads(run_agent(*check).stdout)["decision"] == "allow"
-    revoked = run_agent("policy", "revoke", "exec(make lint)")
+    revoked = run_agent("policy", "revoke", "exec(make lint:*)")
     assert revoked.returncode == 0, revoked.stderr
     assert re.fullmatch(
-        r"removed allow rule `exec\(make lint\)` from \.agents/config/agent\.yaml:\d+\n",
+        r"removed allow rule `exec\(make lint:\*\)` from \.agents/config/agent\.yaml:\d+\n",
         revoked.stdout,
     )
     assert target.read_text() == POLICY  # exactly as before "always", comments and all
@@ -317,7 +317,7 @@ def test_at_a_terminal_an_ask_rule_shows_its_reason_and_offers_no_always(workspa
         term.expect(
             re.escape("Asked because of policy rule `exec(touch *)`: new files need review")
         )
-        term.expect(re.escape("Run it? [y]es / [n]o: "))
+        term.expect(re.escape("Run it? [y]es / [t]ell / [n]o: "))
         term.type("y")
         term.wait()
     assert (workspace / "made").exists()

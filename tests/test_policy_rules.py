@@ -257,25 +257,29 @@ def test_in_a_refusing_mode_an_uncovered_change_of_the_agents_configuration_is_r
     assert not decision.allowed and "no rule in policy.allow covers this call" in decision.reason
 
 
-def test_always_in_this_session_is_what_allows_the_repeated_call(root, box):
+def test_yes_for_this_session_is_what_allows_the_repeated_call(root, box):
     asked = []
 
     def prompt(name, args):
         asked.append(args["command"])
-        return "always"
+        return "always" if len(asked) == 1 else "session"
 
     policy = make_policy(root, {}, interactive=True, prompt=prompt)
     policy.approver.tell = lambda message: None
     ctx = context(root)
-    # No allow pattern covers a substitution: the saved rule cannot allow it again.
+    # No allow pattern covers a substitution: no rule is suggested, "always"
+    # is not offered, and answered anyway it is this call only.
     command = cmd("echo $(id)")
-    assert policy.check(box.tool_for("exec"), command, ctx) == Decision(True, approved_by="always")
+    first = policy.check(box.tool_for("exec"), command, ctx)
+    assert first._replace(waited_s=0.0) == Decision(True, approved_by="user")
+    second = policy.check(box.tool_for("exec"), command, ctx)
+    assert second._replace(waited_s=0.0) == Decision(True, approved_by="session")
     verdict = policy.evaluate(box.tool_for("exec"), command, ctx)
     assert shown(verdict) == expect(
-        "allow", 'answered "always" in this session', approved_by="always"
+        "allow", 'answered "yes for this session"', approved_by="session"
     )
-    assert policy.check(box.tool_for("exec"), command, ctx) == Decision(True, approved_by="always")
-    assert asked == ["echo $(id)"]
+    assert policy.check(box.tool_for("exec"), command, ctx) == Decision(True, approved_by="session")
+    assert asked == ["echo $(id)"] * 2
     # Only that exact call: other arguments are asked about.
     other = policy.evaluate(box.tool_for("exec"), cmd("echo $(id -u)"), ctx)
     assert other.decision == "ask"

@@ -243,3 +243,13 @@ def test_a_skill_named_mode_is_reserved(run_agent, workspace):
         "SKILL.md:1:1: error: /mode: 'mode' is the name of a built-in command; "
         "the skill still loads for the model, /mode is refused"
     ) in result.stdout
+
+
+def test_a_new_conversation_ends_the_answers_given_for_the_session(declared):
+    runtime = Runtime(Options(), cwd=declared)
+    repl = Repl(runtime)
+    runtime.session_approvals.add("exec\x00{}")
+    repl.step("/context")  # any other command keeps them
+    assert runtime.session_approvals == {"exec\x00{}"}
+    repl.step("/clear")
+    assert runtime.session_approvals == set()

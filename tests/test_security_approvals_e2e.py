@@ -30,7 +30,7 @@ from test_terminal_e2e import SESSION_PROMPT, Terminal, write_call
 
 SETTINGS = Path(".agents") / "config" / "agent.yaml"
 # The question for a protected call: no [a]lways.
-PROTECTED_PROMPT = re.escape("Run it? [y]es / [n]o: ") + "$"
+PROTECTED_PROMPT = re.escape("Run it? [y]es / [t]ell / [n]o: ") + "$"
 
 
 # -- 6. a model never changes its own policy ------------------------------------------
@@ -136,7 +136,7 @@ def test_at_a_terminal_a_protected_write_is_asked_without_always(workspace):
             shown = term.expect(PROTECTED_PROMPT).string
             assert "agent's own configuration" in shown and "[a]lways" not in shown
             term.type("a")  # not an answer here
-            term.expect(r"^Please answer y or n\.$")
+            term.expect(r"^Please answer y, t or n\.$")
             term.expect(PROTECTED_PROMPT)
             term.type("y")
             term.expect(PROTECTED_PROMPT)  # a yes is for one call only

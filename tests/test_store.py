@@ -422,3 +422,42 @@ def test_a_state_dir_that_cannot_be_used_is_one_clear_error(hermetic, tmp_path):
         Store(blocker / "mdagent.db").new_session("/w", "m")
     message = str(caught.value)
     assert "\n" not in message and str(blocker) in message and "AGENT_STATE_DIR" in message
+
+
+def test_the_audit_log_keeps_the_wait_for_an_answer_apart_from_the_run_time(store, tmp_path):
+    from mdagent.approvers import ScriptedApprover
+    from mdagent.policy import Policy
+
+    approver = ScriptedApprover(["y", "n"])
+    box = Toolbox(policy=Policy({}, workdir=tmp_path, store=store, approver=approver))
+    box.add("exec", description="run", params={"command": {"type": "string"}}, handler=dict)
+    box.add("read_file", description="read", handler=dict, security="safe")
+    box.audit = AuditLog(store)
+    box.run("exec", {"command": "ls"}, ToolContext(caller="model"))  # asked: yes
+    asked_wait = box.waited()
+    box.run("exec", {"command": "make"}, ToolContext(caller="model"))  # asked: no
+    box.run("read_file", {}, ToolContext(caller="model"))  # not asked
+    assert box.waited() == 0.0 and asked_wait > 0
+    unasked, declined, ran = store.calls()
+    assert ran["approved_by"] == "user" and ran["wait_ms"] is not None
+    assert ran["duration_ms"] is not None  # the run time, a column of its own
+    assert declined["code"] == "DENIED" and declined["wait_ms"] is not None
+    assert unasked["wait_ms"] is None
+
+
+def test_an_audit_log_from_before_the_wait_column_gains_it(hermetic, tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    with Store(path) as old:
+        old.record_call("model", "exec", {"command": "ls"}, True, None, None, 5, "user")
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE audit DROP COLUMN wait_ms")
+    db.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
+    db.commit()
+    db.close()
+    with Store(path) as upgraded:
+        [row] = upgraded.calls()
+        assert row["duration_ms"] == 5 and row["wait_ms"] is None
+        upgraded.record_call("model", "exec", {}, True, None, None, 1, "user", wait_ms=2600)
+        assert upgraded.calls()[0]["wait_ms"] == 2600

@@ -30,7 +30,7 @@ import yaml
 from conftest import agent_executable, trust_as_is
 from model_server import ModelServer
 
-PROMPT = "Run it? [y]es / [n]o / [a]lways: "
+PROMPT = "Run it? [y]es / [s]ession / [t]ell / [n]o / [a]lways: "
 SESSION_PROMPT = "›"  # prompt_toolkit draws the space as a cursor move
 BANNER = "mdagent — /help for commands, /exit to leave"
 
@@ -305,7 +305,7 @@ def test_answering_yes_writes_and_an_unclear_answer_is_asked_again(workspace):
         with ask(workspace, server) as term:
             term.expect_prompt()
             term.type("maybe")
-            term.expect(r"^Please answer y, n or a\.$")
+            term.expect(r"^Please answer y, s, t, n or a\.$")
             term.expect_prompt()
             term.type("y")
             assert term.wait() == 0

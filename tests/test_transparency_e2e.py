@@ -54,11 +54,11 @@ def test_always_names_the_rule_and_the_file_it_was_added_to(workspace):
         term.expect(r"\[a\]lways: $")
         term.type("a")
         term.expect(
-            r"^agent: added allow rule `exec\(\./build\.sh\)` to \.agents/config/agent\.yaml$"
+            r"^agent: added allow rule `exec\(\./build\.sh:\*\)` to \.agents/config/agent\.yaml$"
         )
         assert term.wait() == 0
     saved = (workspace / ".agents" / "config" / "agent.yaml").read_text()
-    assert "exec(./build.sh)" in saved
+    assert "exec(./build.sh:*)" in saved
 
 
 # -- tokens and cost ------------------------------------------------------------------

@@ -477,7 +477,7 @@ def test_an_always_answer_keeps_a_trusted_folder_trusted(workspace, run_agent):
         with Terminal(*provider, "ask", "go", cwd=workspace) as term:  # trusted as it is
             term.expect_prompt(20)
             term.type("a")
-            term.expect("added allow rule `exec\\(echo hi\\)`", 20)
+            term.expect("added allow rule `exec\\(echo hi:\\*\\)`", 20)
             assert term.wait(20) == 0
         again = run_agent(*provider, "ask", "go", trusted=False)
     assert again.returncode == 0, again.stderr

@@ -1325,7 +1325,8 @@ def logs(
     limit: int = typer.Option(20, "-n", metavar="N", help="How many, newest first."),
     every: bool = typer.Option(False, "--all", help="Calls of every workspace."),
 ) -> None:
-    """The audit log: this workspace's tool calls (--all: every workspace's), outcome, approver."""
+    """The audit log: this workspace's tool calls (--all: every workspace's), outcome,
+    run time, time waited for your answer, approver."""
     runtime = _runtime(ctx)
     store = runtime.store
     session_id = None
@@ -1356,12 +1357,24 @@ def logs(
             str(r.get("tool", "")),
             _outcome(r),
             f"{r.get('duration_ms') or 0:.0f}ms",
+            f"{r['wait_ms']:.0f}ms" if r.get("wait_ms") else "",
             str(r.get("approved_by") or ""),
             _short_args(r.get("args")),
         ]
         for r in rows
     ]
-    header = ["TIME", "WORKSPACE", "CALLER", "TOOL", "OUTCOME", "TOOK", "APPROVED BY", "ARGS"]
+    # TOOK is the run time; WAITED the time the call waited for the person's answer.
+    header = [
+        "TIME",
+        "WORKSPACE",
+        "CALLER",
+        "TOOL",
+        "OUTCOME",
+        "TOOK",
+        "WAITED",
+        "APPROVED BY",
+        "ARGS",
+    ]
     typer.echo(table(listing, header, fit=True))
 
 

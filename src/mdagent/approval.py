@@ -15,7 +15,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -26,6 +26,10 @@ from mdagent.yamlsource import load_yaml, plain
 ANSWERS = {
     "y": "yes",
     "yes": "yes",
+    "s": "session",
+    "session": "session",
+    "t": "tell",
+    "tell": "tell",
     "n": "no",
     "no": "no",
     "": "no",
@@ -180,20 +184,40 @@ def ask_terminal(
     note: str | None = None,
     workdir: str | os.PathLike[str] | None = None,
     protected: bool = False,
-) -> str:
-    """Ask on the terminal whether to run the call: ``"yes"``, ``"no"`` or ``"always"``.
+    session: bool = False,
+    tell: bool = True,
+    rules: tuple[str, ...] = (),
+    layers: tuple[str, ...] = (),
+    check_rule: Callable[[str], str | None] | None = None,
+) -> Any:
+    """Ask on the terminal whether to run the call; the person's answer.
+
+    ``"yes"``, ``"session"`` (yes for this session), ``"no"`` or
+    ``"always"``, or the fields of a :class:`mdagent.policy.Answer` as a
+    dict: ``tell`` with the reason typed for the model, or ``always`` with
+    the rules to save and the layer, when ``rules`` are suggested.
 
     The question goes to ``out`` (default stderr). Raises ``EOFError`` when
     there is no terminal to read from or it closes; an unclear answer is
     asked again, three times at most, then counts as "no". When ``cancel``
     is set (Ctrl-C) the question is dropped at once and counts as "no".
-    ``always=False`` offers yes and no only (a call "always" must not
-    cover); ``note`` is a line shown under the call.
+    ``always=False`` leaves "always" out (a call "always" must not cover),
+    ``session`` offers "yes for this session", ``tell=False`` leaves out
+    "no, and tell the model why"; ``note`` is a line shown under the call.
+
+    With ``rules`` (the allow rules "always" would save) a line above the
+    question says what ``a`` saves and where: ``a`` alone takes the
+    suggestion and the default layer (the first of ``layers``, e.g.
+    ``("user", "project")``), ``a RULE`` (several: ``a RULE, RULE``) saves
+    the person's own rule instead, ``a user …`` or ``a project …`` picks the
+    layer. ``check_rule(text)`` says what is wrong with a typed rule (None:
+    nothing); a wrong one is said and the question asked again. ``t`` asks
+    for the reason on the next line (``t REASON`` gives it at once).
 
     A ``write_file`` or ``edit_file`` call inside ``workdir`` also shows the
     change it would make as a unified diff (coloured on a terminal, unless
     ``NO_COLOR`` is set) and how many lines it changes. A diff longer than
-    :data:`MAX_DIFF_LINES` is cut, and the answer ``s`` shows all of it before
+    :data:`MAX_DIFF_LINES` is cut, and the answer ``v`` shows all of it before
     the question is asked again. ``protected`` (the call would change the
     agent's own configuration): every value and every diff line is shown,
     never cut, and for a YAML file what changes in the settings
@@ -202,9 +226,18 @@ def ask_terminal(
     out = out or sys.stderr
     change = proposed_change(tool_name, args, workdir) if workdir else None
     cut = change is not None and not protected and len(change.lines) > MAX_DIFF_LINES
-    show_all = "[s]how all / " if cut else ""
-    question = f"Run it? [y]es / {show_all}[n]o" + (" / [a]lways: " if always else ": ")
-    answers = {**ANSWERS, **({"s": "show", "show": "show", "show all": "show"} if cut else {})}
+    offered = [("y", "[y]es")]
+    offered += [("v", "[v]iew all")] if cut else []
+    offered += [("s", "[s]ession")] if session else []
+    offered += [("t", "[t]ell")] if tell else []
+    offered += [("n", "[n]o")]
+    offered += [("a", "[a]lways")] if always else []
+    question = "Run it? " + " / ".join(label for _, label in offered) + ": "
+    keys = [key for key, _ in offered]
+    please = "Please answer " + ", ".join(keys[:-1]) + f" or {keys[-1]}."
+    answers = {k: v for k, v in ANSWERS.items() if v[0] in keys or v == "no"}
+    if cut:
+        answers.update({"v": "show", "view": "show", "view all": "show"})
     with prompt_lock, _terminal_input() as source:
         limit = sys.maxsize if protected else MAX_VALUE
         print(f"\nAllow {format_call(tool_name, args, limit)}", file=out)
@@ -217,30 +250,98 @@ def ask_terminal(
                 print("What this changes in the settings:", file=out)
                 for line in change.settings or ["nothing (only comments or layout)"]:
                     print(f"  {shown(line)}", file=out)
+        if always and rules:
+            print(_always_hint(rules, layers), file=out)
         tries = 0
         while tries < 3:
-            out.write(question)
-            out.flush()
-            line = _read_line(source, cancel)
+            line = _prompt(question, source, out, cancel)
             if line is None:
-                out.write("\n")
                 return "no"
-            if not line:
-                raise EOFError("terminal closed")
-            answer = answers.get(line.strip().lower())
+            word, _, rest = line.strip().partition(" ")
+            answer = answers.get(line.strip().lower()) or (
+                answers.get(word.lower())
+                if answers.get(word.lower()) in ("tell", "always")
+                else None
+            )
             if answer == "show" and change is not None:
                 print(_coloured_diff(change.text(None), out), file=out)
                 print(change.counted(), file=out)
                 continue
-            if answer is not None and (always or answer != "always"):
+            if answer == "tell":
+                reason = rest.strip() or _prompt(
+                    "Tell the model why (Enter: no reason): ", source, out, cancel
+                )
+                return _answer("tell", reason=reason.strip()) if reason is not None else "no"
+            if answer == "always" and rules:
+                chosen, wrong = _always_answer(rest.strip(), rules, layers, check_rule)
+                if chosen is not None:
+                    return chosen
+                print(wrong, file=out)
+                tries += 1
+                continue
+            if answer is not None:
                 return answer
             tries += 1
-            keys = ("y, s, n or a" if always else "y, s or n") if cut else None
-            print(f"Please answer {keys or ('y, n or a' if always else 'y or n')}.", file=out)
+            print(please, file=out)
         return "no"
 
 
-# A diff longer than this is cut (the answer `s` shows the rest): the question
+def _prompt(
+    question: str, source: TextIO, out: TextIO, cancel: threading.Event | None
+) -> str | None:
+    """``question``, then the line typed (None: cancelled); EOFError when the terminal closed."""
+    out.write(question)
+    out.flush()
+    line = _read_line(source, cancel)
+    if line is None:
+        out.write("\n")
+        return None
+    if not line:
+        raise EOFError("terminal closed")
+    return line
+
+
+def _always_hint(rules: tuple[str, ...], layers: tuple[str, ...]) -> str:
+    """The line above the question saying what "always" would save, and how to change it."""
+    where = f" in the {layers[0]} layer" if layers else ""
+    choose = " [" + "|".join(layers) + "]" if len(layers) > 1 else ""
+    # Two short lines, so a narrow terminal need not wrap them mid-word.
+    return f"{shown('[a]lways saves ' + ', '.join(rules) + where)}\n(to change it: a{choose} [RULE, …])"
+
+
+def _always_answer(
+    words: str,
+    rules: tuple[str, ...],
+    layers: tuple[str, ...],
+    check_rule: Callable[[str], str | None] | None,
+) -> tuple[dict[str, Any] | None, str | None]:
+    """What ``a [LAYER] [RULE, RULE…]`` asks for: (the answer, None) or (None, what is wrong).
+
+    Nothing after ``a``: the suggested rules in the default layer.
+    """
+    layer = layers[0] if layers else None
+    first, _, rest = words.partition(" ")
+    chosen = next((n for n in layers if first and n.startswith(first.lower())), None)
+    if chosen is not None and len(layers) > 1:
+        layer, words = chosen, rest.strip()
+    typed = tuple(t.strip() for t in _RULES_APART.split(words) if t.strip()) if words else ()
+    for rule in typed:
+        wrong = check_rule(rule) if check_rule is not None else None
+        if wrong is not None:
+            return None, f"Not a rule: {shown(wrong)}"
+    return _answer("always", rules=typed or rules, layer=layer), None
+
+
+# Rules typed on one line are apart where a comma follows a closing parenthesis.
+_RULES_APART = re.compile(r"(?<=\)),\s*")
+
+
+def _answer(kind: str, **fields: Any) -> dict[str, Any]:
+    # The fields of mdagent.policy.Answer, which this module (below the policy) does not import.
+    return {"kind": kind, **fields}
+
+
+# A diff longer than this is cut (the answer `v` shows the rest): the question
 # must stay on the screen.
 MAX_DIFF_LINES = 60
 MAX_DIFF_BYTES = 1_000_000
@@ -267,7 +368,7 @@ class Change:
         if limit is not None and len(lines) > limit:
             more = len(lines) - limit
             lines = lines[:limit]
-            tail = f"… {more} more diff lines (answer s to see them all)"
+            tail = f"… {more} more diff lines (answer v to see them all)"
         else:
             tail = None
         text = "\n".join(shown(line) for line in lines)

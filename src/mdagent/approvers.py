@@ -11,9 +11,10 @@ not answer alone to the approver the runtime gave it
 - :class:`ScriptedApprover` answers from a script (tests).
 
 An "always" answer is kept by :meth:`SettingsApprover.remember`: the allow
-rule goes into the project layer's ``config/agent.yaml`` through
-:mod:`mdagent.edit`, the one module that edits settings files, and the
-person is told what happened.
+rule the person kept or edited goes into the ``config/agent.yaml`` of the
+layer they chose (the user layer by default in a folder they have not
+trusted, else the project layer) through :mod:`mdagent.edit`, the one
+module that edits settings files, and the person is told what happened.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from mdagent.defaults import PROJECT_DIR, settings_path
 from mdagent.errors import ConfigError, logger
-from mdagent.policy import Nobody, Question
+from mdagent.policy import Answer, Nobody, Question, Rule
 
 TYPE_CHECKING = False  # not typing's: see mdagent.records
 if TYPE_CHECKING:
@@ -41,14 +42,18 @@ class RefusingApprover(Nobody):
 
 
 class SettingsApprover:
-    """An approver that keeps "always" answers in the project's settings file.
+    """An approver that keeps "always" answers in a layer's settings file.
 
     ``project_layer`` is the ``.agents`` folder whose ``config/agent.yaml``
-    gets the rule (None: no project layer, the rule holds for this process
-    only); ``workdir`` is where the file is named from in messages.
-    ``saved()`` is called after a rule was written (the runtime keeps the
-    workspace's trust current, :mod:`mdagent.trust`). ``tell(message)`` shows
-    what an answer did (default: one ``agent: …`` line on stderr).
+    gets a rule saved in the project layer (None: no project layer);
+    ``user_layer`` the user's (``~/.agents``; None: none); ``workdir`` is
+    where files are named from in messages. ``untrusted()`` says whether the
+    person has not trusted the workspace: the user layer is then the default
+    layer for a rule, since the project's rules would not apply (default:
+    trusted). ``saved()`` is called after a rule was written into the
+    project layer (the runtime keeps the workspace's trust current,
+    :mod:`mdagent.trust`). ``tell(message)`` shows what an answer did
+    (default: one ``agent: …`` line on stderr).
     """
 
     interactive = True
@@ -57,28 +62,42 @@ class SettingsApprover:
         self,
         project_layer: str | Path | None,
         *,
+        user_layer: str | Path | None = None,
         workdir: str | Path | None = None,
+        untrusted: Callable[[], bool] | None = None,
         saved: Callable[[], None] | None = None,
         tell: Callable[[str], None] | None = None,
     ) -> None:
         self.project_layer = Path(project_layer) if project_layer is not None else None
+        self.user_layer = Path(user_layer) if user_layer is not None else None
         self.workdir = Path(workdir) if workdir is not None else None
+        self.untrusted = untrusted
         self.saved = saved
         self.tell = tell if tell is not None else _tell
 
-    def ask(self, question: Question) -> str:
+    def ask(self, question: Question) -> str | Answer:
         raise NotImplementedError
 
-    def remember(self, rule: str) -> None:
-        """Add ``rule`` to ``policy.allow`` of the project's settings and say so."""
+    def layers(self) -> tuple[str, ...]:
+        """The layers an "always" rule may go to, the default first."""
+        there = {"project": self.project_layer, "user": self.user_layer}
+        order = ("user", "project") if self.untrusted and self.untrusted() else ("project", "user")
+        return tuple(name for name in order if there[name] is not None)
+
+    def remember(self, rule: str, layer: str | None = None) -> None:
+        """Add ``rule`` to ``policy.allow`` of ``layer``'s settings (None: the
+        default layer, :meth:`layers`) and say so."""
         from mdagent.edit import add_allow_rule
 
-        if self.project_layer is None:
+        offered = self.layers()
+        layer = layer if layer in offered else (offered[0] if offered and layer is None else None)
+        folder = {"project": self.project_layer, "user": self.user_layer}.get(layer or "")
+        if folder is None:
             self.tell(
                 f"note: no project layer ({PROJECT_DIR}/); `{rule}` is allowed for this session only"
             )
             return
-        target = settings_path(self.project_layer)
+        target = settings_path(folder)
         try:
             add_allow_rule(target, rule)
         except (OSError, ConfigError) as exc:
@@ -87,7 +106,7 @@ class SettingsApprover:
                 f"warning: could not add `{rule}` to {target}: {exc}; allowed for this session only"
             )
             return
-        if self.saved is not None:
+        if self.saved is not None and layer == "project":
             self.saved()
         self.tell(f"added allow rule `{rule}` to {self._shown(target)}")
 
@@ -115,7 +134,7 @@ class TerminalApprover(SettingsApprover):
         # The call's cancel event: Ctrl-C must drop the question at once, not
         # leave it waiting to swallow the person's next line. `protected`: the
         # agent's own configuration, shown whole.
-        return ask(
+        answer = ask(
             question.tool,
             question.args,
             cancel=question.cancel,
@@ -123,7 +142,12 @@ class TerminalApprover(SettingsApprover):
             note=question.note,
             workdir=question.workdir,
             protected=question.protected,
+            session=question.session,
+            rules=question.rules,
+            layers=self.layers(),
+            check_rule=_rule_problem,
         )
+        return Answer.read(answer)
 
 
 class ScriptedApprover(SettingsApprover):
@@ -147,6 +171,15 @@ class ScriptedApprover(SettingsApprover):
     def ask(self, question: Question) -> str:
         self.asked.append(question)
         return self._answer(question)
+
+
+def _rule_problem(text: str) -> str | None:
+    """What is wrong with a rule a person typed (None: nothing)."""
+    try:
+        Rule.parse(text)
+    except ConfigError as exc:
+        return f"{text}: {exc.message}"
+    return None
 
 
 def _tell(message: str) -> None:

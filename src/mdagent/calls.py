@@ -118,8 +118,9 @@ class Decision(Record):
     """A policy's verdict on one call.
 
     ``approved_by`` says why an allowed call may run ("safe", "rule:exec(git *)",
-    "user", "--yes", "mode:full", "person"); it goes to the audit log. A refused
+    "user", "session", "--yes", "mode:full", "person"); it goes to the audit log. A refused
     call becomes a failed :class:`Result` carrying ``code`` and ``extra``.
+    ``waited_s`` is how long the call waited for a person's answer (not its run time).
     """
 
     allowed: bool
@@ -127,6 +128,7 @@ class Decision(Record):
     approved_by: str | None = None
     code: str = "DENIED"
     extra: Mapping[str, object] = {}
+    waited_s: float = 0.0
 
     def to_result(self) -> Result:
         """The failure a refused call returns."""

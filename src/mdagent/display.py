@@ -132,10 +132,17 @@ class Display:
         return shorten(line, shutil.get_terminal_size().columns)
 
     def tool_outcome(
-        self, name: str, result: Result, seconds: float | None = None, *, call_id: str | None = None
+        self,
+        name: str,
+        result: Result,
+        seconds: float | None = None,
+        *,
+        call_id: str | None = None,
+        waited: float = 0.0,
     ) -> None:
-        """One line on stderr for how a call ended: ``  ✓ exec · exit 0 · 0.3 s``."""
-        self.note(self.fitted("  " + outcome_line(name, result, seconds)))
+        """One line on stderr for how a call ended: ``  ✓ exec · exit 0 · 0.3 s``
+        (``… (waited 2.6 s for you)`` when it waited for the person's answer)."""
+        self.note(self.fitted("  " + outcome_line(name, result, seconds, waited)))
 
     def retrying(self, message: str) -> None:
         """Tell a person watching that a failed model request is tried again.
@@ -350,12 +357,16 @@ def format_seconds(seconds: float) -> str:
     return f"{minutes} min {rest} s"
 
 
-def outcome_line(name: str, result: Result, seconds: float | None = None) -> str:
+def outcome_line(
+    name: str, result: Result, seconds: float | None = None, waited: float = 0.0
+) -> str:
     """How a call ended, in one line: ``✓``/``✗``, exit status or error code, duration.
 
     ``✓ exec · exit 0 · 0.3 s``, ``✗ exec · exit 1 · 0.3 s``, ``✗ exec · timed
     out · 120 s``, ``✗ write_file needs approval: … · DENIED · 0.0 s``; another
-    failure shows the first line of its error.
+    failure shows the first line of its error. ``seconds`` is the run time;
+    the time the call ``waited`` for a person's answer is said apart:
+    ``✓ exec · exit 0 · 0.01 s (waited 2.6 s for you)``.
     """
     data = result.data
     parts: list[str] = []
@@ -371,7 +382,8 @@ def outcome_line(name: str, result: Result, seconds: float | None = None) -> str
     if not result.ok and data.get("code"):
         parts.append(str(data["code"]))
     if seconds is not None:
-        parts.append(format_seconds(seconds))
+        shown = format_seconds(seconds)
+        parts.append(f"{shown} (waited {format_seconds(waited)} for you)" if waited else shown)
     mark = "✓" if result.ok else "✗"
     from mdagent.escapes import visible
 

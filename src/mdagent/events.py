@@ -170,7 +170,13 @@ class EventDisplay:
         emit("tool_call", self._out, id=call_id, name=name, arguments=self._redact(arguments))
 
     def tool_outcome(
-        self, name: str, result: Result, seconds: float | None = None, *, call_id: str | None = None
+        self,
+        name: str,
+        result: Result,
+        seconds: float | None = None,
+        *,
+        call_id: str | None = None,
+        waited: float = 0.0,
     ) -> None:
         data = result.data
         fields: dict[str, Any] = {"id": call_id, "name": name, "ok": result.ok}
@@ -181,6 +187,8 @@ class EventDisplay:
             fields["code"] = str(data["code"])
         fields["output"] = self._redact(result.to_dict())
         fields["duration_s"] = None if seconds is None else round(seconds, 3)
+        if waited:
+            fields["waited_s"] = round(waited, 3)
         emit("tool_result", self._out, **fields)
 
     def asked(self, name: str, decision: Any, result: Result, call_id: str | None) -> None:
@@ -188,7 +196,12 @@ class EventDisplay:
         by = getattr(decision, "approved_by", None) or ""
         data = result.data
         if getattr(decision, "allowed", False):
-            how = {"--yes": "--yes", "user": "person", "always": "always"}.get(by)
+            how = {
+                "--yes": "--yes",
+                "user": "person",
+                "always": "always",
+                "session": "session",
+            }.get(by)
             if how is None and by.startswith("rule:"):
                 how = "rule"
             if how is None:

@@ -80,9 +80,15 @@ class Screen(Protocol):
         """A call about to run (or refused); ``call_id`` is the model's id of it."""
 
     def tool_outcome(
-        self, name: str, result: Result, seconds: float | None = None, *, call_id: str | None = None
+        self,
+        name: str,
+        result: Result,
+        seconds: float | None = None,
+        *,
+        call_id: str | None = None,
+        waited: float = 0.0,
     ) -> None:
-        """How a call ended, and how long it took."""
+        """How a call ended, how long it ran, and how long it waited for a person."""
 
 
 # -- leaving the loop ------------------------------------------------------------
@@ -240,6 +246,7 @@ class Agent:
         self._calls: list[ToolCall] = []
         self._results: list[Result | None] = []
         self._durations: list[float | None] = []
+        self._waits: list[float] = []
         self._written = 0
         self._paused_text = ""
 
@@ -370,6 +377,7 @@ class Agent:
         self._calls = list(calls)
         self._results = [Result.failure(f"not run: {why}") for _ in self._calls]
         self._durations = [None] * len(self._calls)
+        self._waits = [0.0] * len(self._calls)
         self._written = 0
         self._write_ready()
 
@@ -405,6 +413,7 @@ class Agent:
         self._calls = calls
         self._results = [None] * len(calls)
         self._durations = [None] * len(calls)
+        self._waits = [0.0] * len(calls)
         self._written = 0
         plan: list[Planned] = []
         for index, call in enumerate(calls):
@@ -489,14 +498,17 @@ class Agent:
         self.display.tool_call(name, shown, call_id=call.id)
 
     def _timed(self, index: int) -> Callable[..., Result]:
-        """``toolbox.run`` that notes how long call ``index`` took (shown with its outcome)."""
+        """``toolbox.run`` that notes how long call ``index`` ran and how long it
+        waited for a person's answer (both shown with its outcome)."""
 
         def run(*args: Any) -> Result:
             start = time.monotonic()
             try:
                 return self.toolbox.run(*args)
             finally:
-                self._durations[index] = time.monotonic() - start
+                waited = getattr(self.toolbox, "waited", lambda: 0.0)()
+                self._waits[index] = waited
+                self._durations[index] = max(0.0, time.monotonic() - start - waited)
 
         return run
 
@@ -528,7 +540,9 @@ class Agent:
                 result = Result.failure(f"{type(error).__name__}: {error}")
                 self._results[index] = result
             # The model reads the outcome; the person sees it too, refusals included.
-            self.display.tool_outcome(name, result, self._durations[index], call_id=call.id)
+            self.display.tool_outcome(
+                name, result, self._durations[index], call_id=call.id, waited=self._waits[index]
+            )
 
     def _write_ready(self, missing: str | None = None) -> None:
         """Store the results that are in, in order; with ``missing``, fill the rest."""

@@ -31,7 +31,8 @@ matched against depends on the tool:
 - ``exec``: an fnmatch glob on each simple command of the command line (see
   :mod:`mdagent.shellparse`). An allow rule covers a command only when every
   segment is covered by some allow rule; a rule without wildcards also covers
-  the exact whole command line (that is what "always" writes). Claude Code's
+  the exact whole command line (a person may write one; "always" suggests
+  prefix rules instead, see :meth:`Policy.suggest_rules`). Claude Code's
   ``git status:*`` means ``git status`` alone or followed by arguments. A
   pattern covers only a segment whose words are all literal after quote
   removal and that evaluates no text as code (no ``$x``, ``${x@P}``,
@@ -81,6 +82,7 @@ import json
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -676,7 +678,10 @@ class Question(Record):
     the call would change the agent's own configuration, so every value and
     every diff line is shown whole; ``workdir`` is where a file change is
     worked out from; ``cancel`` is the call's cancel event (Ctrl-C drops the
-    question at once).
+    question at once). ``session`` says "yes for this session" may be
+    answered (the same call, the same arguments, then runs unasked until the
+    session ends); ``rules`` are the allow rules "always" suggests saving
+    (:meth:`Policy.suggest_rules`), which the person may edit.
     """
 
     tool: str
@@ -687,6 +692,52 @@ class Question(Record):
     protected: bool = False
     suggestion: str | None = None
     cancel: Any = None
+    session: bool = False
+    rules: tuple[str, ...] = ()
+
+
+#: What a person may answer (:class:`Answer` ``kind``), and the short forms.
+ANSWER_KINDS = {
+    "y": "yes",
+    "yes": "yes",
+    "s": "session",
+    "session": "session",
+    "t": "tell",
+    "tell": "tell",
+    "n": "no",
+    "no": "no",
+    "a": "always",
+    "always": "always",
+}
+
+
+class Answer(Record):
+    """A person's answer to a :class:`Question`, with what goes with it.
+
+    ``kind`` is ``yes`` (this call), ``session`` (this call, and the same
+    call again until the session ends: nothing is written), ``always``
+    (save ``rules``, default the question's suggestion, in ``layer``:
+    ``user`` or ``project``, None the approver's default), ``tell`` (no,
+    and ``reason`` goes to the model) or ``no``.
+    """
+
+    kind: str
+    reason: str = ""
+    rules: tuple[str, ...] = ()
+    layer: str | None = None
+
+    @classmethod
+    def read(cls, answer: Any) -> Answer:
+        """An approver's answer as an :class:`Answer`: one already, its fields
+        in a mapping, or a word (``y``, ``session``...); anything else is ``no``."""
+        if isinstance(answer, Mapping):
+            fields = {k: answer[k] for k in cls._fields if k in answer}
+            answer = cls(**{"kind": "no", **fields})._replace(
+                rules=tuple(answer.get("rules") or ())
+            )
+        if isinstance(answer, Answer):
+            return answer._replace(kind=ANSWER_KINDS.get(str(answer.kind).strip().lower(), "no"))
+        return cls(ANSWER_KINDS.get(str(answer).strip().lower(), "no"))
 
 
 class Approver(Protocol):
@@ -694,18 +745,20 @@ class Approver(Protocol):
 
     ``interactive``: a person can be asked at all (False: every question is
     refused with the reason and how to allow the call). :meth:`ask` returns
-    ``"yes"``, ``"no"`` or ``"always"`` (any case, ``y``/``n``/``a`` too), or
-    raises ``EOFError`` when nobody can answer after all (``"closed"`` in
-    its message: a person was there and ended the input). :meth:`remember`
-    keeps an "always" answer beyond this process (the project's settings)
-    and tells the person what it did. See :mod:`mdagent.approvers`.
+    an :class:`Answer` or one of its words (``"yes"``, ``"session"``,
+    ``"tell"``, ``"no"``, ``"always"``, any case, ``y``/``s``/``t``/``n``/``a``
+    too), or raises ``EOFError`` when nobody can answer after all
+    (``"closed"`` in its message: a person was there and ended the input).
+    :meth:`remember` keeps an "always" answer's rule beyond this process (in
+    the settings of ``layer``: ``user`` or ``project``; None: the approver's
+    default) and tells the person what it did. See :mod:`mdagent.approvers`.
     """
 
     interactive: bool
 
-    def ask(self, question: Question) -> str: ...
+    def ask(self, question: Question) -> str | Answer: ...
 
-    def remember(self, rule: str) -> None: ...
+    def remember(self, rule: str, layer: str | None = None) -> None: ...
 
 
 class Nobody:
@@ -717,7 +770,7 @@ class Nobody:
     def ask(self, question: Question) -> str:
         raise EOFError("no terminal to ask on")
 
-    def remember(self, rule: str) -> None:
+    def remember(self, rule: str, layer: str | None = None) -> None:
         return None
 
 
@@ -736,7 +789,10 @@ class Policy:
     configuration. ``project_layer`` is the ``.agents`` folder whose
     ``config/agent.yaml`` messages point to (and whose files are protected).
     ``sources`` (:attr:`mdagent.registry.Registry.sources`) says where each
-    rule was written; rules carry it as :attr:`Rule.source`.
+    rule was written; rules carry it as :attr:`Rule.source`. ``session``
+    holds the calls answered "yes for this session" (:meth:`_call_key`: the
+    tool and its exact arguments); the session owns it, so it outlives a
+    policy rebuilt on reload or ``/mode`` and ends with the session.
 
     ``policy.paths`` (extra workspace roots) is not read here: file tools
     confine paths with :func:`mdagent.workspace.roots_from`, its one reader.
@@ -752,6 +808,7 @@ class Policy:
         approve_all: bool = False,
         project_layer: Path | None = None,
         sources: Iterable[Mapping[str, Any]] = (),
+        session: set[str] | None = None,
     ) -> None:
         section = (settings or {}).get("policy") or {}
         if not isinstance(section, Mapping):
@@ -779,6 +836,7 @@ class Policy:
         # call waiting for the question must see an "always" given meanwhile.
         self._asking = threading.Lock()
         self._always: set[str] = set()
+        self.session_approved: set[str] = session if session is not None else set()
 
     # -- the verdict -------------------------------------------------------------
 
@@ -868,7 +926,16 @@ class Policy:
             )
         if decided == ASK:
             return Verdict(ASK, f"hook {hook.hook} asks for it", asks="hook", hook=hook)
-        return self._by_rules(tool, args, names, workdir, view)
+        verdict = self._by_rules(tool, args, names, workdir, view)
+        if (
+            verdict.decision == ASK
+            and verdict.asks in SCOPED_ASKS
+            and self._call_key(tool.name, args) in self.session_approved
+        ):
+            # Only where the very same question would be put again: an ask
+            # rule, a hook, the agent's own files or a stricter mode still decide.
+            return Verdict(ALLOW, 'answered "yes for this session"', approved_by="session")
+        return verdict
 
     @staticmethod
     def _plan_verdict(tool: Any) -> Verdict:
@@ -1027,7 +1094,11 @@ class Policy:
     def _put_question(
         self, tool: Any, args: dict[str, Any], ctx: Any, verdict: Verdict
     ) -> Decision:
-        """An "ask" verdict, answered: by ``--yes``, a person, or nobody (refused)."""
+        """An "ask" verdict, answered: by ``--yes``, a person, or nobody (refused).
+
+        The decision carries how long the call waited for the answer
+        (``waited_s``), which is not its run time.
+        """
         if verdict.asks == "protected":
             return self._ask_protected(tool, args, ctx, verdict.protected or "")
         if self.approve_all or getattr(ctx, "approve_all", False):
@@ -1037,25 +1108,56 @@ class Policy:
         )
         if not self.approver.interactive:
             return refused
-        # "always" saves an allow rule: no use where an ask rule or a hook asks.
-        offer_always = verdict.asks in ("unmatched", "approval")
+        # "always" saves an allow rule and "session" remembers the call: no use
+        # where an ask rule or a hook asks (they want a person every time).
+        scoped = verdict.asks in SCOPED_ASKS
         key = self._call_key(tool.name, args)
+        started = time.perf_counter()
         with self._asking:
-            if offer_always and key in self._always:  # answered while this call waited its turn
+            # Answered while this call waited its turn.
+            if scoped and key in self._always:
                 return Decision(True, approved_by="always")
+            if scoped and key in self.session_approved:
+                return Decision(True, approved_by="session")
+            rules = self.suggest_rules(tool, args, self._workdir(ctx)) if scoped else ()
             question = self._question_for(tool, args, ctx, verdict.suggestion)
-            question = question._replace(always=offer_always, note=self._note(verdict))
+            question = question._replace(
+                always=scoped and bool(rules),
+                session=scoped,
+                rules=rules,
+                note=self._note(verdict),
+            )
             answer = self._answer(question, refused)
-            if isinstance(answer, Decision):
-                return answer
-            if answer == "always" and offer_always and verdict.suggestion:
-                self._always.add(key)
-                self._allow_for_this_process(verdict.suggestion)
-                self.approver.remember(verdict.suggestion)
-                return Decision(True, approved_by="always")
-            if answer in ("yes", "always"):
-                return Decision(True, approved_by="user")
-        return _declined(tool.name)
+            if isinstance(answer, Answer):
+                answer = self._act_on(tool.name, key, question, answer)
+        return answer._replace(waited_s=time.perf_counter() - started)
+
+    def _act_on(self, tool_name: str, key: str, question: Question, answer: Answer) -> Decision:
+        """The decision a person's answer makes; "always" and "session" remembered."""
+        if answer.kind == "session" and question.session:
+            self.session_approved.add(key)
+            return Decision(True, approved_by="session")
+        if answer.kind == "always" and question.always:
+            self._always.add(key)
+            for text in answer.rules or question.rules:
+                try:
+                    Rule.parse(text)
+                except ConfigError:  # the approver checks what a person typed; never saved broken
+                    continue
+                self._allow_for_this_process(text)
+                self.approver.remember(text, answer.layer)
+            return Decision(True, approved_by="always")
+        if answer.kind in ("yes", "always", "session"):  # a scope not offered: this call only
+            return Decision(True, approved_by="user")
+        if answer.kind == "tell" and answer.reason.strip():
+            reason = " ".join(answer.reason.split())
+            return Decision(
+                False,
+                f"the user declined this {tool_name} call and says: {reason}",
+                code="DENIED",
+                extra={"user_reason": reason},
+            )
+        return _declined(tool_name)
 
     def _no_terminal(self, tool: Any, verdict: Verdict) -> str:
         """Why the call is refused when nobody can be asked, and how to allow it."""
@@ -1118,15 +1220,14 @@ class Policy:
             return refused
         note = f"This changes {target}, part of the agent's own configuration."
         question = self._question_for(tool, args, ctx, None)
+        question = question._replace(always=False, note=note, protected=True)
+        started = time.perf_counter()
         with self._asking:
-            answer = self._answer(
-                question._replace(always=False, note=note, protected=True), refused
-            )
-        if isinstance(answer, Decision):
-            return answer
-        if answer in ("yes", "always"):  # "always" is never saved for these
-            return Decision(True, approved_by="user")
-        return _declined(tool.name)
+            answer = self._answer(question, refused)
+        if isinstance(answer, Answer):
+            # Neither "always" nor "session" is offered (nor kept) for these: this call only.
+            answer = self._act_on(tool.name, "", question, answer)
+        return answer._replace(waited_s=time.perf_counter() - started)
 
     def _question_for(
         self, tool: Any, args: dict[str, Any], ctx: Any, suggestion: str | None
@@ -1139,11 +1240,10 @@ class Policy:
             cancel=getattr(ctx, "cancel", None),
         )
 
-    def _answer(self, question: Question, refused: Decision) -> str | Decision:
-        """The approver's answer (``yes``, ``no``, ``always``), or the decision
-        when nobody could answer."""
+    def _answer(self, question: Question, refused: Decision) -> Answer | Decision:
+        """The approver's :class:`Answer`, or the decision when nobody could answer."""
         try:
-            answer = str(self.approver.ask(question)).strip().lower()
+            answer = Answer.read(self.approver.ask(question))
         except EOFError as closed:
             if "closed" in str(closed):  # a person was there and ended the input
                 return Decision(
@@ -1153,7 +1253,7 @@ class Policy:
                     code="DENIED",
                 )
             return refused
-        return {"y": "yes", "a": "always", "n": "no"}.get(answer, answer)
+        return answer
 
     def _protected_target(
         self, real: str, args: Mapping[str, Any], ctx: Any, workdir: str
@@ -1339,7 +1439,8 @@ class Policy:
     # -- suggestions ---------------------------------------------------------------
 
     def rule_for(self, tool: Any, args: Mapping[str, Any], workdir: str | None = None) -> str:
-        """The allow rule that would cover exactly this call ("always" saves it).
+        """The allow rule that would cover exactly this call (refusals name it;
+        "always" suggests it for tools other than exec, :meth:`suggest_rules`).
 
         exec: the exact command line; file tools: the path, anchored at the
         workspace root when inside (``write_file(./agent.yaml)``, never
@@ -1365,6 +1466,37 @@ class Policy:
             if host:
                 return f"{name}(domain:{host})"
         return name
+
+    def suggest_rules(
+        self, tool: Any, args: Mapping[str, Any], workdir: str | None = None
+    ) -> tuple[str, ...]:
+        """The allow rules an "always" answer suggests saving (the person may edit them).
+
+        ``exec``: a prefix rule for each part of the command line that no
+        allow rule covers yet: the program and its subcommand, if it has
+        one (``exec(git status:*)`` for ``ls -1 && git status --short`` when
+        ``ls`` is allowed), never the whole literal line. A part no prefix
+        fits (a redirection, an assignment first) is suggested as written;
+        a part no pattern may cover (``$x``, inline code) leaves nothing to
+        suggest, since no saved rule would spare the question. Other tools:
+        :meth:`rule_for`.
+        """
+        if tool.name not in EXEC_TOOLS:
+            return (self.rule_for(tool, args, workdir),)
+        view = _exec_view(str(args.get("command", "")))
+        if not view.parsed or not view.segments:
+            return ()
+        allowing = [r for r in self.allow if r.names(tool_names(tool)) and r.pattern is not None]
+        suggested: list[str] = []
+        for seg in view.segments:
+            if self._segment_blocker(seg):
+                return ()
+            if any(_command_matches(seg.text, r.pattern) for r in allowing):
+                continue
+            rule = f"{tool.name}({_prefix_pattern(seg.text)})"
+            if rule not in suggested:
+                suggested.append(rule)
+        return tuple(suggested)
 
     def _settings_file(self) -> str:
         if self.project_layer is None:
@@ -1393,8 +1525,8 @@ def _exec_allowed(
     if not view.parsed:
         return []  # unparseable: only a person (or a bare `exec` rule) may allow it
     for rule in rules:
-        # A wildcard-free rule may name a whole compound command (what
-        # "always" saves); a glob may not: `git status*` would swallow `; rm`.
+        # A wildcard-free rule may name a whole compound command (a person's
+        # own exact rule); a glob may not: `git status*` would swallow `; rm`.
         if _is_literal_glob(rule.pattern) and fnmatch.fnmatchcase(view.whole, rule.pattern):
             return [rule]
     if not view.segments:
@@ -1409,6 +1541,35 @@ def _exec_allowed(
         if rule not in used:
             used.append(rule)
     return used
+
+
+#: What asks for a person where "yes for this session" and "always" are offered:
+#: no allow rule covers the call, or its tool is declared ``approval: true``.
+SCOPED_ASKS = ("unmatched", "approval")
+
+_PROGRAM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+_SUBCOMMAND = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+
+def _prefix_pattern(text: str) -> str:
+    """The prefix pattern for one segment: ``git status:*`` for ``git status --short``.
+
+    The program (as written, a path allowed) and a subcommand-like second
+    word; a segment that starts otherwise (``> out``, ``X=1 cmd``, quotes)
+    is the segment as written, glob characters escaped.
+    """
+    words = text.split()
+    program = words[0] if words else ""
+    name = program.rsplit("/", 1)[-1]
+    if not _PROGRAM.fullmatch(name) or not all(
+        _PROGRAM.fullmatch(p) for p in program.split("/")[1:-1] if p
+    ):
+        return escape_glob(text)
+    prefix = [program]
+    if len(words) > 1 and _SUBCOMMAND.fullmatch(words[1]):
+        prefix.append(words[1])
+    pattern = escape_glob(" ".join(prefix)) + ":*"
+    return pattern if _command_matches(text, pattern) else escape_glob(text)
 
 
 def _command_matches(text: str, pattern: str) -> bool:

@@ -450,6 +450,7 @@ def _consent(skill: Skill, commands: list[str], ctx: ToolContext) -> str | None:
                 f"skill {skill.name} runs these commands before the model sees its prompt",
                 {"command": "\n".join(commands)},
                 always=False,
+                tell=False,
                 note=note,
                 cancel=ctx.cancel,
             )

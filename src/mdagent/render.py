@@ -69,9 +69,15 @@ class MarkdownDisplay(Display):
         super().end_text()
 
     def tool_outcome(
-        self, name: str, result: Result, seconds: float | None = None, *, call_id: str | None = None
+        self,
+        name: str,
+        result: Result,
+        seconds: float | None = None,
+        *,
+        call_id: str | None = None,
+        waited: float = 0.0,
     ) -> None:
-        super().tool_outcome(name, result, seconds)
+        super().tool_outcome(name, result, seconds, waited=waited)
         for line in preview(result):
             self.note(self.fitted(f"    {line}"))
 

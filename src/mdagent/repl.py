@@ -234,6 +234,8 @@ class Repl:
     def new_conversation(self, conversation: Conversation | None = None) -> None:
         """Switch to ``conversation`` (None: a fresh one on the next turn)."""
         self._conversation = conversation
+        # "Yes for this session" ends with the session (/clear, /resume).
+        self.runtime.session_approvals.clear()
         self.usage = {"input_tokens": 0, "output_tokens": 0}
         self.skills_used = []
 

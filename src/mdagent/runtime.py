@@ -132,6 +132,10 @@ class Runtime:
         #: terminal when trust lapsed); off for what reports trust itself
         #: (agent check, agent trust, agent config show, agent doctor).
         self.trust_notice = True
+        #: The calls answered "yes for this session" (:class:`mdagent.policy.Policy`
+        #: ``session``): every policy of this session shares them, so they
+        #: outlive a reload or ``/mode``; a new session starts without any.
+        self.session_approvals: set[str] = set()
 
     @cached_property
     def layers(self):
@@ -345,7 +349,9 @@ class Runtime:
             return RefusingApprover()
         return TerminalApprover(
             self.project_layer,
+            user_layer=next((layer.path for layer in self.layers if layer.kind == "user"), None),
             workdir=self.workdir,
+            untrusted=lambda: not self.trusted,
             saved=lambda: self.keep_trust_current(
                 "this folder is not trusted: its allow rules apply once you run `agent trust`"
             ),
@@ -373,6 +379,7 @@ class Runtime:
             approver=approver if approver is not None else self.approver(),
             approve_all=self.options.yes,
             project_layer=self.project_layer,
+            session=self.session_approvals,
         )
 
     @cached_property

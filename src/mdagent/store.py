@@ -130,6 +130,13 @@ def _audit_workspace(db: Any) -> None:
     db.execute("ALTER TABLE audit ADD COLUMN workspace TEXT")
 
 
+@migration
+def _audit_wait(db: Any) -> None:
+    # How long a call waited for a person's answer, apart from its run time
+    # (duration_ms): the time spent reading a question is not the command's.
+    db.execute("ALTER TABLE audit ADD COLUMN wait_ms INTEGER")
+
+
 def default_path() -> Path:
     """``mdagent.db`` in the state dir (``$AGENT_STATE_DIR``, default ``~/.local/state/mdagent``)."""
     from mdagent.layers import state_dir
@@ -507,16 +514,19 @@ class Store:
         approved_by: str | None,
         session_id: str | None = None,
         workspace: str | None = None,
+        wait_ms: int | None = None,
     ) -> int:
         """Add one finished tool call (or one that never ran) to the audit log; its id.
 
         Secrets in ``args`` and ``error`` are redacted. ``workspace``: the
-        workspace root the call ran for.
+        workspace root the call ran for; ``wait_ms``: how long it waited for
+        a person's answer (``duration_ms`` is its run time alone).
         """
         with self._write() as db:
             cursor = db.execute(
                 "INSERT INTO audit (time, caller, tool, args, ok, error, code, duration_ms,"
-                " approved_by, session_id, workspace) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " approved_by, session_id, workspace, wait_ms)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     _now_iso(),
                     caller,
@@ -529,6 +539,7 @@ class Store:
                     approved_by,
                     session_id,
                     workspace,
+                    wait_ms,
                 ),
             )
             return int(cursor.lastrowid)
@@ -541,16 +552,18 @@ class Store:
         approved_by: str | None,
         session_id: str | None = None,
         workspace: str | None = None,
+        wait_ms: int | None = None,
     ) -> int:
         """Put a call on the record before it runs (status ``started``); the row's id.
 
-        Raises :class:`StateError` when the row cannot be written: the caller
-        must not run the call then.
+        ``wait_ms``: how long it waited for a person's answer. Raises
+        :class:`StateError` when the row cannot be written: the caller must
+        not run the call then.
         """
         with self._write() as db:
             cursor = db.execute(
                 "INSERT INTO audit (time, caller, tool, args, ok, approved_by, session_id,"
-                " workspace, status) VALUES (?, ?, ?, ?, 0, ?, ?, ?, 'started')",
+                " workspace, wait_ms, status) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, 'started')",
                 (
                     _now_iso(),
                     caller,
@@ -559,6 +572,7 @@ class Store:
                     approved_by,
                     session_id,
                     workspace,
+                    wait_ms,
                 ),
             )
             return int(cursor.lastrowid)
@@ -737,8 +751,10 @@ class AuditLog:
     :class:`StateError` when it cannot (the toolbox then refuses the call);
     :meth:`finish` adds the outcome, or writes the whole row of a call that
     never ran (invalid, denied). Rows carry the caller (``ctx.caller``), tool,
-    arguments, outcome, code, duration and ``decision.approved_by``, under
-    ``session_id`` (default: ``ctx.conversation_id``), redacted by the store.
+    arguments, outcome, code, run time (``duration_s``, without the wait), the
+    time waited for a person's answer (``decision.waited_s``) and
+    ``decision.approved_by``, under ``session_id`` (default:
+    ``ctx.conversation_id``), redacted by the store.
     """
 
     def __init__(self, store: Store, session_id: str | None = None) -> None:
@@ -754,6 +770,7 @@ class AuditLog:
             approved_by=_approved_by(decision, ctx),
             session_id=self.session_id or getattr(ctx, "conversation_id", None),
             workspace=getattr(ctx, "workdir", None),
+            wait_ms=_wait_ms(decision),
         )
 
     def finish(
@@ -788,7 +805,14 @@ class AuditLog:
             approved_by=_approved_by(decision, ctx),
             session_id=self.session_id or getattr(ctx, "conversation_id", None),
             workspace=getattr(ctx, "workdir", None),
+            wait_ms=_wait_ms(decision),
         )
+
+
+def _wait_ms(decision: Any) -> int | None:
+    """How long the call waited for a person's answer, in ms (None: nobody was asked)."""
+    waited = getattr(decision, "waited_s", 0.0) or 0.0
+    return int(round(waited * 1000)) if waited else None
 
 
 def _approved_by(decision: Any, ctx: Any) -> str | None:

@@ -22,6 +22,7 @@ unknown names get a stand-in that lists the real tools.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
@@ -255,6 +256,9 @@ class Toolbox:
         # Called after every call of a known tool, whatever its outcome, with
         # (tool_name, args, result, decision, duration_s, ctx).
         self.observers: list[Callable[..., Any]] = []
+        # Per thread (calls run concurrently): how long the thread's last call
+        # waited for a person's answer, apart from its run time (:meth:`waited`).
+        self._wait = threading.local()
 
     # -- registering -------------------------------------------------------
 
@@ -387,6 +391,7 @@ class Toolbox:
     ) -> Result:
         """Run one call: admit (validate, deny rules, before hooks, ask/allow), audit,
         handler, after hooks; never raises for tool errors."""
+        self._wait.seconds = 0.0
         tool = self.tool_for(name)
         if isinstance(tool, UnknownTool):
             return tool.run(args)
@@ -400,6 +405,9 @@ class Toolbox:
 
             args = person_arguments(tool.name, args, ctx)
         args, decision, refusal = self._admit(tool, args, ctx)
+        # The time spent waiting for a person is not the call's run time.
+        self._wait.seconds = decision.waited_s
+        started += decision.waited_s
         if refusal is not None:  # never runs, but goes on the record
             return self._observe(None, tool, args, refusal, decision, started, ctx)
         try:
@@ -417,6 +425,10 @@ class Toolbox:
             self._observe(row, tool, args, interrupted, decision, started, ctx)
             raise
         return self._observe(row, tool, args, result, decision, started, ctx)
+
+    def waited(self) -> float:
+        """How long this thread's last :meth:`run` waited for a person's answer (seconds)."""
+        return getattr(self._wait, "seconds", 0.0)
 
     def _admit(self, tool: Tool, args: dict[str, Any], ctx: ToolContext):
         """``(args, decision, None)`` for a call that may run, else ``(args, decision, failure)``.
