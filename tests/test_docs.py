@@ -400,3 +400,39 @@ def test_the_changelog_keeps_a_changelog_and_its_newest_release_is_the_version()
     assert "### Changed" in unreleased
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert f'\nversion = "{__version__}"\n' in pyproject
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub (and MyST's heading anchors) give a heading: ``## The modules`` -> ``the-modules``."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_the_readme_is_short_and_every_page_it_links_exists():
+    # Issue 37: the README is the front door (at most 300 lines); docs/ is the
+    # reference, reached by relative links that must lead somewhere.
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 300
+    links = re.findall(r"\]\(([^)\s]+)\)", readme)
+    local = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert any(link.startswith("docs/") for link in local)
+    for link in local:
+        path, _, anchor = link.partition("#")
+        assert not path.startswith("/"), f"README links {link}: use a relative path"
+        target = REPO / path
+        assert target.is_file(), f"README links {link}, which does not exist"
+        if anchor:
+            headings = re.findall(r"^#+ (.+)$", target.read_text(encoding="utf-8"), re.M)
+            assert anchor in {github_anchor(h) for h in headings}, (
+                f"README links {link}: no such heading"
+            )
+
+
+def test_every_page_the_readme_table_promises_is_linked():
+    # Each page of the docs a reader looks things up in is reachable from the README.
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    linked = {
+        Path(link.partition("#")[0]).name for link in re.findall(r"\]\((docs/[^)\s]+)\)", readme)
+    }
+    pages = {page.name for page in DOCS.glob("*.md")} - {"changelog.md"}
+    assert pages - linked == set()

@@ -1,8 +1,9 @@
-"""The fake provider's script format as the README documents it (issue 20, item 9).
+"""The fake provider's script format as the docs document it (issue 20, item 9).
 
-The example is read from README.md itself — the script, the commands, the
-output — and run through the real ``agent``, so the documentation and the
-behaviour cannot drift apart. The keys its table lists are tried too.
+The example is read from docs/models.md itself (the page the README's section
+moved to, issue 37) — the script, the commands, the output — and run through
+the real ``agent``, so the documentation and the behaviour cannot drift apart.
+The keys its table lists are tried too.
 """
 
 from __future__ import annotations
@@ -17,21 +18,26 @@ import pytest
 
 from conftest import REPO, agent_executable, write
 
-HEADING = "### A scripted model (no key): the fake provider"
+HEADING = "## A scripted model (no key): the fake provider"
+PAGE = REPO / "docs" / "models.md"
 
 
-def readme_section(heading: str = HEADING, readme: Path = REPO / "README.md") -> str:
-    """The README's text under ``heading``, up to the next heading of any level."""
-    text = readme.read_text(encoding="utf-8")
-    assert heading in text, f"README.md has no section {heading!r}"
+def docs_section(heading: str = HEADING, page: Path = PAGE) -> str:
+    """The page's text under ``heading``, up to the next heading of level 2 or 3."""
+    text = page.read_text(encoding="utf-8")
+    assert heading in text, f"{page.name} has no section {heading!r}"
     body = text.split(heading, 1)[1]
     return re.split(r"^#{2,3} ", body, maxsplit=1, flags=re.MULTILINE)[0]
 
 
 def code_blocks(section: str) -> dict[str, str]:
-    """The section's fenced blocks by language (``yaml``, ``sh``, ``text``): the first of each."""
+    """The section's fenced blocks by language (``yaml``, ``console``): the first of each.
+
+    The info string's first word is the language (``yaml file=demo.yaml``,
+    ``console runnable``), as GitHub and MyST read it.
+    """
     blocks: dict[str, str] = {}
-    for language, body in re.findall(r"^```(\w+)\n(.*?)^```$", section, re.S | re.M):
+    for language, body in re.findall(r"^```(\w+)[^\n]*\n(.*?)^```$", section, re.S | re.M):
         blocks.setdefault(language, body)
     return blocks
 
@@ -56,23 +62,35 @@ def fake(run_agent, script: str, *args: str):
     return run_agent("--provider", "fake", "--script", "s.yaml", "ask", *args, "go")
 
 
-def test_the_readme_example_script_runs_as_documented(workspace):
-    blocks = code_blocks(readme_section())
+def console_commands_and_output(block: str) -> tuple[str, str]:
+    """A ``console`` block's ``$ `` commands (one script) and the lines it shows after them."""
+    lines = block.splitlines(keepends=True)
+    commands = "".join(line[2:] for line in lines if line.startswith("$ "))
+    shown = "".join(line for line in lines if not line.startswith("$ "))
+    return commands, shown
+
+
+def test_the_documented_example_script_runs_as_documented(workspace):
+    blocks = code_blocks(docs_section())
     script = blocks["yaml"]
     name = script.splitlines()[0].removeprefix("# ").strip()  # `# demo.yaml`
     write(workspace / name, script)
-    result = run_shell(blocks["sh"], workspace)
+    commands, shown = console_commands_and_output(blocks["console"])
+    result = run_shell(commands, workspace)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == blocks["text"]
-    assert "→ exec  wc -l < notes.txt" in result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.stdout == shown
+    # The page shows stdout alone; the call and its outcome are on stderr.
+    again = run_shell(commands.replace(" 2>/dev/null", ""), workspace)
+    assert again.stdout == shown
+    assert "→ exec  wc -l < notes.txt" in again.stderr
+    assert "Traceback" not in again.stderr
 
 
-def test_the_readme_example_reports_its_scripted_usage_in_json(workspace, run_agent):
-    blocks = code_blocks(readme_section())
+def test_the_documented_example_reports_its_scripted_usage_in_json(workspace, run_agent):
+    blocks = code_blocks(docs_section())
     write(workspace / "demo.yaml", blocks["yaml"])
     write(workspace / "notes.txt", "a\nb\nc\n")
-    # --script alone: the fake provider, as the README says.
+    # --script alone: the fake provider, as the page says.
     result = run_agent("ask", "--script", "demo.yaml", "--yes", "--json", "hi")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
@@ -82,7 +100,7 @@ def test_the_readme_example_reports_its_scripted_usage_in_json(workspace, run_ag
 
 
 def test_the_documented_keys_do_what_the_table_says(workspace, run_agent):
-    section = readme_section()
+    section = docs_section()
     for key in ("text", "tool_calls", "usage", "stop_reason", "error"):
         assert f"| `{key}` |" in section
 
@@ -121,6 +139,6 @@ def test_a_bad_or_short_script_says_so_in_one_line_and_exits_1(
     result = fake(run_agent, script, "--yes")
     assert result.returncode == 1
     assert result.stderr.splitlines()[-1] == message
-    assert message.split(": ", 1)[1] in readme_section().replace("demo.yaml", "s.yaml").replace(
+    assert message.split(": ", 1)[1] in docs_section().replace("demo.yaml", "s.yaml").replace(
         "N replies", "1 reply"
     )
