@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from mdagent import httpclient
+from mdagent.core import httpclient
 
 
 def test_a_client_imports_neither_httpx_s_command_line_nor_the_certificates():

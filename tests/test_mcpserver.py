@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mdagent.mcpserver import foreign_request, is_loopback
+from mdagent.server.mcpserver import foreign_request, is_loopback
 
 
 @pytest.mark.parametrize(

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from mdagent.calls import Decision, ToolContext
-from mdagent.errors import ConfigError
-from mdagent.policy import Policy, Source, rule_sources
-from mdagent.toolbox import Toolbox
+from mdagent.core.calls import Decision, ToolContext
+from mdagent.core.errors import ConfigError
+from mdagent.safety.policy import Policy, Source, rule_sources
+from mdagent.tools.toolbox import Toolbox
 from test_policy import MODEL, PERSON, check, cmd, make_policy
 
 
@@ -40,7 +40,7 @@ def questions(monkeypatch):
         )
         return "no"
 
-    monkeypatch.setattr("mdagent.approval.ask_terminal", ask_terminal)
+    monkeypatch.setattr("mdagent.ui.approval.ask_terminal", ask_terminal)
     return asked
 
 
@@ -239,7 +239,7 @@ def test_a_failed_save_of_always_is_logged_and_said(root, box, caplog):
     told = []
     policy = make_policy(root, interactive=True, prompt=lambda *a: "always")
     policy.approver.tell = told.append
-    with caplog.at_level("WARNING", logger="mdagent.policy"):
+    with caplog.at_level("WARNING", logger="mdagent.safety.policy"):
         assert check(policy, box, "exec", cmd("make")) == Decision(True, approved_by="always")
     assert len(told) == 1 and told[0].startswith(
         f"warning: could not add `exec(make)` to {settings_file}: "

@@ -1,10 +1,10 @@
 """Entry points of an agent turn: ``agent ask``, a prompt skill, and their wiring.
 
-These are the edge between a :class:`~mdagent.runtime.Runtime` and the loop:
-they pick the provider, open the session, build the :class:`~mdagent.loop.Agent`
-with its prompt, tools, hooks and :class:`~mdagent.display.Display`, run the
-turn and turn its :class:`~mdagent.loop.Outcome` into what is printed and an
-exit status. The interactive session (:mod:`mdagent.repl`) builds its agents
+These are the edge between a :class:`~mdagent.runtime.runtime.Runtime` and the loop:
+they pick the provider, open the session, build the :class:`~mdagent.agent.loop.Agent`
+with its prompt, tools, hooks and :class:`~mdagent.ui.display.Display`, run the
+turn and turn its :class:`~mdagent.agent.loop.Outcome` into what is printed and an
+exit status. The interactive session (:mod:`mdagent.session.repl`) builds its agents
 here too.
 """
 
@@ -17,20 +17,20 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from mdagent.conversation import Conversation
-from mdagent.defaults import setting
-from mdagent.display import Display
-from mdagent.errors import ToolFailed, UsageError
-from mdagent.loop import Agent, Outcome
-from mdagent.prompts import model_tools, system_prompt
-from mdagent.specs import unmet_requirement
+from mdagent.agent.conversation import Conversation
+from mdagent.agent.loop import Agent, Outcome
+from mdagent.agent.prompts import model_tools, system_prompt
+from mdagent.core.defaults import setting
+from mdagent.core.errors import ToolFailed, UsageError
+from mdagent.core.specs import unmet_requirement
+from mdagent.ui.display import Display
 
 if TYPE_CHECKING:
-    from mdagent.calls import ToolContext
+    from mdagent.core.calls import ToolContext
+    from mdagent.core.specs import CommandSpec, Skill
     from mdagent.providers.base import Provider, ProviderConfig
-    from mdagent.runtime import Runtime
-    from mdagent.specs import CommandSpec, Skill
-    from mdagent.toolbox import Toolbox
+    from mdagent.runtime.runtime import Runtime
+    from mdagent.tools.toolbox import Toolbox
 
 
 def make_provider(
@@ -41,7 +41,7 @@ def make_provider(
     ``model`` is a prompt skill's ``model:`` (``{provider, model, base_url}``):
     it beats agent.yaml and the environment, and yields to what the person
     gave on the command line. The API key goes only where the person sent
-    it (:func:`mdagent.trust.key_withheld`): to an endpoint only the skill
+    it (:func:`mdagent.runtime.trust.key_withheld`): to an endpoint only the skill
     names the request goes without it, and the person is told once.
     """
     from mdagent.providers import ProviderConfig, get_provider
@@ -61,7 +61,7 @@ def _bound_key(runtime: Runtime, config: ProviderConfig, given: dict[str, str]) 
 
     from mdagent.providers import ProviderConfig
     from mdagent.providers.base import DEFAULTS
-    from mdagent.trust import key_withheld
+    from mdagent.runtime.trust import key_withheld
 
     person = ProviderConfig.from_settings(runtime.settings, given, os.environ)
     if not key_withheld(config, person, runtime.settings.get("key_hosts")):
@@ -69,7 +69,7 @@ def _bound_key(runtime: Runtime, config: ProviderConfig, given: dict[str, str]) 
     defaults = DEFAULTS.get(config.provider, {})
     variable = config.api_key_env or defaults.get("api_key_env")
     if variable and os.environ.get(variable):
-        from mdagent.trust import tell
+        from mdagent.runtime.trust import tell
 
         url = config.base_url or defaults.get("base_url")
         tell(
@@ -83,10 +83,10 @@ def require_key(config: ProviderConfig) -> None:
     """Refuse, before any request, a model that needs an API key nobody set (exit 2).
 
     The message names the provider, endpoint and variable, and shows the
-    three ways to configure a model (see :func:`mdagent.init.missing_key`).
+    three ways to configure a model (see :func:`mdagent.runtime.init.missing_key`).
     """
-    from mdagent.errors import ConfigError
-    from mdagent.init import missing_key
+    from mdagent.core.errors import ConfigError
+    from mdagent.runtime.init import missing_key
 
     problem = missing_key(config, os.environ)
     if problem:
@@ -143,8 +143,8 @@ def build_agent(
     model loads runs as a sub-conversation of this one; ``fork=False`` (inside
     a forked run) refuses that: forked runs do not nest.
     """
-    from mdagent.checkpointing import turn_checkpoints
-    from mdagent.hooks import session_hooks
+    from mdagent.agent.checkpointing import turn_checkpoints
+    from mdagent.tools.hooks import session_hooks
 
     options = runtime.options
     box = toolbox
@@ -200,7 +200,7 @@ def only_tools(
 ) -> list[dict[str, Any]]:
     """``tools`` narrowed to ``names`` (``--tools``: names or aliases); a name no tool has is
     a :class:`UsageError` listing the tools there are."""
-    from mdagent.toolbox import UnknownTool
+    from mdagent.tools.toolbox import UnknownTool
 
     wanted = set()
     for name in names:
@@ -252,11 +252,11 @@ def _default_display(runtime: Runtime) -> Any:
     """Events with stream-json; Markdown answers on a terminal (rich, imported only then);
     plain text otherwise."""
     if runtime.options.stream_json:
-        from mdagent.events import EventDisplay
+        from mdagent.ui.events import EventDisplay
 
         return EventDisplay(redact=runtime.store.redacted)
     if not runtime.options.json and sys.stdout.isatty():
-        from mdagent.render import MarkdownDisplay
+        from mdagent.ui.render import MarkdownDisplay
 
         return MarkdownDisplay()
     return Display(show_text=not runtime.options.json)
@@ -270,17 +270,17 @@ def finish(runtime: Runtime, outcome: Outcome) -> int:
     tokens, and the cost when ``model.price`` is known; ``--json`` has them
     as ``usage`` and ``cost``. With ``--fail-on-refusal`` a turn that
     answered although the policy refused a tool call exits
-    :data:`~mdagent.errors.EXIT_REFUSED`, and says so.
+    :data:`~mdagent.core.errors.EXIT_REFUSED`, and says so.
     """
     options = runtime.options
     status = outcome.exit_status
     refused = outcome.refusals
     if options.fail_on_refusal and refused and status == 0:
-        from mdagent.errors import EXIT_REFUSED
+        from mdagent.core.errors import EXIT_REFUSED
 
         status = EXIT_REFUSED
     if options.stream_json:
-        from mdagent.events import emit, outcome_result
+        from mdagent.ui.events import emit, outcome_result
 
         emit("result", **outcome_result(outcome, status))
         return status
@@ -290,11 +290,11 @@ def finish(runtime: Runtime, outcome: Outcome) -> int:
         data["refused"] = len(refused)
         print(json.dumps(data, ensure_ascii=False, default=str))
     if outcome.message and not options.json:  # --json: the object's "error" says it
-        from mdagent.console import say_error
+        from mdagent.ui.console import say_error
 
         say_error(outcome.message)
     if status != outcome.exit_status and not options.json:
-        from mdagent.console import say_error
+        from mdagent.ui.console import say_error
 
         names = ", ".join(dict.fromkeys(c["name"] for c in refused))
         say_error(
@@ -310,7 +310,7 @@ def start_events(runtime: Runtime, conversation: Conversation, config: ProviderC
     """The ``start`` event of a stream-json run (then the notes held until it)."""
     if not runtime.options.stream_json:
         return
-    from mdagent import events
+    from mdagent.ui import events
 
     mode = runtime.mode
     events.emit(
@@ -326,8 +326,8 @@ def start_events(runtime: Runtime, conversation: Conversation, config: ProviderC
 
 
 def _show_usage(outcome: Outcome) -> None:
-    from mdagent.console import is_terminal, paint
-    from mdagent.display import usage_line
+    from mdagent.ui.console import is_terminal, paint
+    from mdagent.ui.display import usage_line
 
     line = usage_line(outcome.usage, outcome.cost)
     if line and is_terminal(sys.stderr):
@@ -344,11 +344,11 @@ def run_ask(
     raises :class:`Interrupted` (exit 130) after saving the session.
     """
     if runtime.options.stream_json:
-        from mdagent.events import capture_notices
+        from mdagent.ui.events import capture_notices
 
         capture_notices()
     runtime.check_settings()
-    from mdagent.mentions import with_mentions
+    from mdagent.agent.mentions import with_mentions
 
     message = with_mentions(runtime, text)
     provider, config = make_provider(runtime)
@@ -366,7 +366,7 @@ def run_ask(
 
 def _release_notices(runtime: Runtime) -> None:
     if runtime.options.stream_json:
-        from mdagent.events import release_notices
+        from mdagent.ui.events import release_notices
 
         release_notices()
 
@@ -374,7 +374,7 @@ def _release_notices(runtime: Runtime) -> None:
 def run_prompt_skill(runtime: Runtime, command: CommandSpec, argv: list[str]) -> int:
     """``agent /name args`` for a prompt skill: an agent turn on the skill's body.
 
-    The body is rendered by :func:`mdagent.promptskills.render` (arguments,
+    The body is rendered by :func:`mdagent.agent.promptskills.render` (arguments,
     ``@{path}`` includes, ``` !`cmd` ``` run as the person's calls); the
     arguments string is the single word verbatim, or the words joined with
     ``shlex.join``. The skill's ``allowed-tools`` are pre-approved for this
@@ -384,7 +384,7 @@ def run_prompt_skill(runtime: Runtime, command: CommandSpec, argv: list[str]) ->
     """
     if not runtime.options.stream_json:
         return _run_prompt_skill(runtime, command, argv)
-    from mdagent.events import capture_notices
+    from mdagent.ui.events import capture_notices
 
     capture_notices()
     try:
@@ -498,7 +498,7 @@ def _model_name(runtime: Runtime, skill: Skill) -> str:
 
 def _register_fork(runtime: Runtime, conversation: Conversation, *, enabled: bool) -> None:
     """Let a ``context: fork`` skill the model loads in ``conversation`` run forked."""
-    from mdagent.promptskills import register_fork
+    from mdagent.agent.promptskills import register_fork
 
     parent = conversation.session_id
 
@@ -528,7 +528,7 @@ def _register_fork(runtime: Runtime, conversation: Conversation, *, enabled: boo
 
 def _tool_names(entries: Iterable[str]) -> list[str]:
     """``disallowed-tools`` entries as tool names (Claude Code's ``Bash`` is ``exec``)."""
-    from mdagent.skills import TOOL_NAMES
+    from mdagent.declarations.skills import TOOL_NAMES
 
     names = []
     for entry in entries:
@@ -561,8 +561,8 @@ def skill_message(
     toolbox, policy): the body's ``` !`cmd` ``` run as its calls. Without
     one nothing can run them: each says so in the prompt.
     """
-    from mdagent.calls import ToolContext
-    from mdagent.promptskills import render
+    from mdagent.agent.promptskills import render
+    from mdagent.core.calls import ToolContext
 
     if ctx is None:
         ctx = ToolContext(workdir=os.getcwd())
@@ -570,14 +570,14 @@ def skill_message(
 
 
 def skill_allow_rules(skill: Skill) -> list[str]:
-    """The policy rules a skill's ``allowed-tools`` grant for its turn (see :mod:`mdagent.skills`).
+    """The policy rules a skill's ``allowed-tools`` grant for its turn (see :mod:`mdagent.declarations.skills`).
 
     Loading already turned the entries into rules and reported bad ones
     (``agent check``); converting again is a no-op for those and keeps a
     registry cached by an older version from granting more than it names.
     """
-    from mdagent.errors import ConfigError
-    from mdagent.skills import allowed_tool_rules
+    from mdagent.core.errors import ConfigError
+    from mdagent.declarations.skills import allowed_tool_rules
 
     rules: list[str] = []
     for text in skill.allowed_tools:

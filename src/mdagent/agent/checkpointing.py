@@ -1,7 +1,7 @@
 """When an agent turn records checkpoints: before its first call that can write, and at its end.
 
-:mod:`mdagent.checkpoints` records and reads them; this module decides when,
-for one agent's turns. The loop (:class:`mdagent.loop.Agent`) calls
+:mod:`mdagent.rewind.checkpoints` records and reads them; this module decides when,
+for one agent's turns. The loop (:class:`mdagent.agent.loop.Agent`) calls
 :meth:`TurnCheckpoints.start_turn` as a turn opens, :meth:`before_calls`
 before each batch of tool calls (the first batch holding a call that can
 write records "before"), and :meth:`end_turn` when the turn ends, however it
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mdagent.checkpoints import Checkpoints
-    from mdagent.runtime import Runtime
+    from mdagent.rewind.checkpoints import Checkpoints
+    from mdagent.runtime.runtime import Runtime
 
 #: The built-in tools that change files: the file tools and ``exec``.
 WRITING_BUILTINS = frozenset({"write_file", "edit_file", "exec"})
@@ -36,9 +36,9 @@ def plan_mode_in_force(runtime: Runtime) -> bool:
 
     Asked when a checkpoint would be taken, not once per run: ``/mode`` and
     Shift+Tab change the mode during a session. The mode itself is decided
-    by :func:`mdagent.policy.effective_mode` alone.
+    by :func:`mdagent.safety.policy.effective_mode` alone.
     """
-    from mdagent.policy import effective_mode
+    from mdagent.safety.policy import effective_mode
 
     options = runtime.options
     requested = getattr(options, "mode", None)
@@ -107,8 +107,8 @@ class TurnCheckpoints:
         self.recorded = False
 
     def _record(self, phase: str) -> bool:
-        from mdagent.checkpoints import CheckpointError, CheckpointsUnavailable
-        from mdagent.trust import tell
+        from mdagent.rewind.checkpoints import CheckpointError, CheckpointsUnavailable
+        from mdagent.runtime.trust import tell
 
         try:
             done = self.checkpoints.record(self.session_id, self.turn, self.prompt, phase)
@@ -128,8 +128,8 @@ class TurnCheckpoints:
 def turn_checkpoints(runtime: Runtime, session_id: str | None) -> TurnCheckpoints | None:
     """The checkpoints of an agent in ``runtime``'s workspace, or None (off); none are
     recorded while the mode in force is ``plan``."""
-    from mdagent.checkpoints import CheckpointError, Checkpoints, CheckpointSettings
-    from mdagent.trust import tell
+    from mdagent.rewind.checkpoints import CheckpointError, Checkpoints, CheckpointSettings
+    from mdagent.runtime.trust import tell
 
     settings = CheckpointSettings.from_settings(runtime.settings)
     if not settings.enabled:

@@ -12,10 +12,10 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from mdagent.calls import Result
+from mdagent.core.calls import Result
 
 if TYPE_CHECKING:
-    from mdagent.store import Store
+    from mdagent.store.store import Store
 
 #: A result longer than this reaches the model cut down, with a note.
 MAX_RESULT_CHARS = 50_000
@@ -25,7 +25,7 @@ class Conversation:
     """The messages of one session, each written to the store as it is added.
 
     The store keeps a copy with secrets redacted (:meth:`Store.add_message
-    <mdagent.store.Store.add_message>`); ``messages``, what the model is sent
+    <mdagent.store.store.Store.add_message>`); ``messages``, what the model is sent
     during this run, stay as they came. A resumed session is the redacted copy.
     Without a store (tests, benchmarks) the messages live only in memory.
     """
@@ -40,7 +40,7 @@ class Conversation:
         self.messages: list[dict[str, Any]] = list(messages)
         self.store = store
         self.session_id = session_id
-        self.started = False  # its session_start hooks ran (mdagent.hooks.SessionHooks)
+        self.started = False  # its session_start hooks ran (mdagent.tools.hooks.SessionHooks)
 
     @classmethod
     def start(

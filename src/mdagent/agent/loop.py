@@ -12,9 +12,9 @@ exception carrying its message (:class:`FinalAnswer`, :class:`CutShort`,
 
 Every call goes through the toolbox (validation, policy, hooks, handler), so a
 model gets exactly what a person typing ``/name`` gets, minus what the policy
-refuses. Every message goes to the :class:`~mdagent.conversation.Conversation`
+refuses. Every message goes to the :class:`~mdagent.agent.conversation.Conversation`
 as it arrives. The loop writes nothing itself: what a person sees goes through
-the :class:`Screen` it is handed (:class:`mdagent.display.Display`), how the
+the :class:`Screen` it is handed (:class:`mdagent.ui.display.Display`), how the
 turn ended comes back as an :class:`Outcome` for the caller to render.
 """
 
@@ -29,10 +29,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mdagent.calls import Result, ToolContext
-from mdagent.conversation import Conversation, tool_message
-from mdagent.defaults import DEFAULT_SETTINGS
-from mdagent.errors import (
+from mdagent.agent.conversation import Conversation, tool_message
+from mdagent.core.calls import Result, ToolContext
+from mdagent.core.defaults import DEFAULT_SETTINGS
+from mdagent.core.errors import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_STEP_LIMIT,
@@ -40,12 +40,12 @@ from mdagent.errors import (
     ProviderError,
     unknown_tool,
 )
-from mdagent.toolbox import Toolbox, UnknownTool
+from mdagent.tools.toolbox import Toolbox, UnknownTool
 
 if TYPE_CHECKING:
-    from mdagent.checkpointing import TurnCheckpoints
-    from mdagent.hooks import SessionHooks
+    from mdagent.agent.checkpointing import TurnCheckpoints
     from mdagent.providers.base import Provider, Reply, ToolCall
+    from mdagent.tools.hooks import SessionHooks
 
 #: The same call this many times in a row is answered with a notice instead.
 REPEAT_LIMIT = 3
@@ -56,7 +56,7 @@ CANCEL_GRACE_S = 3.0
 
 
 class Screen(Protocol):
-    """What the loop shows a person while a turn runs (:class:`mdagent.display.Display`)."""
+    """What the loop shows a person while a turn runs (:class:`mdagent.ui.display.Display`)."""
 
     def text(self, delta: str) -> None:
         """A piece of the answer, as it arrives."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mdagent.runtime import Runtime
+    from mdagent.runtime.runtime import Runtime
 
 _MENTION = re.compile(r"(?:(?<=\s)|^)@(\S+)")
 _TRAILING = ".,;:!?)]}\"'"
@@ -45,7 +45,7 @@ def with_mentions(runtime: Runtime, text: str) -> str:
     paths = mentioned_paths(text, runtime.cwd)
     if not paths:
         return text
-    from mdagent.approval import tell
+    from mdagent.ui.approval import tell
 
     box = runtime.toolbox(policy=runtime.policy(approver=runtime.approver(interactive=False)))
     blocks = []

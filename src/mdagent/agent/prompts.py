@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mdagent.defaults import PROJECT_DIR, setting
-from mdagent.specs import TIERS, unmet_requirement
+from mdagent.core.defaults import PROJECT_DIR, setting
+from mdagent.core.specs import TIERS, unmet_requirement
 
 if TYPE_CHECKING:
-    from mdagent.registry import Registry
-    from mdagent.toolbox import Tool, Toolbox
+    from mdagent.registry.registry import Registry
+    from mdagent.tools.toolbox import Tool, Toolbox
 
 BASE_INSTRUCTIONS = """\
 You are mdagent, a command-line agent. You work in the workspace {workdir}; \
@@ -61,7 +61,7 @@ def _withheld(settings: Mapping[str, Any]) -> Callable[[Tool], bool]:
         and setting(settings, "policy", "mode", None) != "plan"
     ):
         return lambda tool: False
-    from mdagent.policy import withheld
+    from mdagent.safety.policy import withheld
 
     return withheld(settings)
 

@@ -3,7 +3,7 @@
 :func:`render` turns a SKILL.md body and the arguments it was given into the
 prompt of the turn it starts (or the ``skill`` tool's result):
 
-* ``$ARGUMENTS``, ``$N``, ``${SKILL_DIR}`` as before (:func:`mdagent.skills.substitute`),
+* ``$ARGUMENTS``, ``$N``, ``${SKILL_DIR}`` as before (:func:`mdagent.declarations.skills.substitute`),
   and the names of ``arguments:`` as ``$name`` / ``{name}``, bound from
   ``--name value``, ``--name=value`` or position, else their ``default``;
 * ``@{path}`` inserts a file (or a folder's listing, ``.gitignore`` honoured),
@@ -22,7 +22,7 @@ A skill not written in this project (the user layer, another agent's skill
 folder, a skill the project's ``skills.lock`` lists as installed) shows its
 commands and asks before running them the first time; the answer is kept in
 the state dir per skill folder and bound to the digest of the whole folder
-(:mod:`mdagent.skillfolder`: every file, its mode, every link), so a change
+(:mod:`mdagent.safety.skillfolder`: every file, its mode, every link), so a change
 to any file asks again and says which files changed. With no terminal the
 question is a denial and nothing is kept. For an MCP client their commands
 never run, with or without consent kept or ``--yes``: ``agent mcp serve``
@@ -41,12 +41,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mdagent.errors import PolicyDenied, ToolFailed, UsageError
-from mdagent.skills import LIVE_CONTEXT
+from mdagent.core.errors import PolicyDenied, ToolFailed, UsageError
+from mdagent.declarations.skills import LIVE_CONTEXT
 
 if TYPE_CHECKING:
-    from mdagent.calls import Result, ToolContext
-    from mdagent.specs import Skill
+    from mdagent.core.calls import Result, ToolContext
+    from mdagent.core.specs import Skill
 
 #: What one command's output or one included file may add to the prompt.
 MAX_INSERT = 20_000
@@ -161,7 +161,7 @@ def render(
     one outside the workspace and the skill's folder, or one a ``read_file``
     deny rule refuses.
     """
-    from mdagent.skills import read_body, substitute, with_skill_dir
+    from mdagent.declarations.skills import read_body, substitute, with_skill_dir
 
     # A skill's body is written against the workspace, like the model's calls
     # it feeds: its commands run at the root even when a person typed /name in
@@ -213,7 +213,7 @@ def render(
 
 
 def _interpolation_on(ctx: ToolContext) -> bool:
-    from mdagent.defaults import setting
+    from mdagent.core.defaults import setting
 
     return setting(ctx.settings, "skills", "shell_interpolation", True) is not False
 
@@ -227,10 +227,10 @@ def command_script(raw: str, skill: Skill, words: list[str], values: Mapping[str
     ``$ARGUMENTS`` / ``{ARGUMENTS}`` are all the words, ``{N}`` one
     (0-based), ``{name}`` a named argument and ``${SKILL_DIR}`` the skill's
     folder, each quoted for where it lands (``shell:`` template rules,
-    :func:`mdagent.templates.expand_shell`). ``$1``, ``$name`` and other
+    :func:`mdagent.tools.templates.expand_shell`). ``$1``, ``$name`` and other
     braces stay as written, for the shell (``awk '{print $1}'``).
     """
-    from mdagent import templates
+    from mdagent.tools import templates
 
     slots: dict[str, Any] = {"ARGUMENTS": words, "SKILL_DIR": skill.dir}
     slots.update({f"_{i}": word for i, word in enumerate(words)})
@@ -261,7 +261,7 @@ def run_command(
     skill: Skill, raw: str, words: list[str], values: Mapping[str, str], ctx: ToolContext
 ) -> str:
     """What ``` !`raw` ``` inserts: the output, or why it did not run or failed."""
-    from mdagent.templates import TemplateError
+    from mdagent.tools.templates import TemplateError
 
     try:
         script = command_script(raw, skill, words, values)
@@ -303,7 +303,7 @@ def capped(text: str, limit: int = MAX_INSERT) -> str:
 
 def live_commands(skill: Skill) -> list[str]:
     """The live-context commands of ``skill``'s body, as written (none when it cannot be read)."""
-    from mdagent.skills import read_body
+    from mdagent.declarations.skills import read_body
 
     try:
         return LIVE.findall(read_body(skill.path).replace("\x00", ""))
@@ -349,7 +349,7 @@ def installed(skill: Skill) -> bool:
 def _listed(text: str, where: str, names: set[str], digest: str) -> bool:
     """Whether the lock ``text`` lists a skill called one of ``names`` or with this ``SKILL.md``."""
     try:
-        from mdagent.yamlsource import load_yaml, plain
+        from mdagent.core.yamlsource import load_yaml, plain
 
         data = plain(load_yaml(text, where))
     except Exception:  # a malformed lock: fail closed
@@ -407,8 +407,8 @@ def _consent(skill: Skill, commands: list[str], ctx: ToolContext) -> str | None:
             return None
         if ctx.approve_all:
             return None  # --yes answers for this run; nothing is kept
-        from mdagent.approval import ask_terminal
-        from mdagent.skillfolder import changes, summary
+        from mdagent.safety.skillfolder import changes, summary
+        from mdagent.ui.approval import ask_terminal
 
         where = f"{skill.name} ({skill.path})"
         changed = ""
@@ -455,12 +455,12 @@ def _consent(skill: Skill, commands: list[str], ctx: ToolContext) -> str | None:
 def folder_state(skill: Skill) -> tuple[dict[str, str] | None, str]:
     """``(manifest of the skill's folder, "")``, or ``(None, why it cannot be had)``.
 
-    The manifest (:func:`mdagent.skillfolder.manifest`) covers every file of
+    The manifest (:func:`mdagent.safety.skillfolder.manifest`) covers every file of
     the folder with its mode, and every link as a link. A folder past the
     manifest's limits or one that cannot be read has none: its consent
     cannot be bound to its content, so it is asked for every time.
     """
-    from mdagent.skillfolder import FolderError, manifest
+    from mdagent.safety.skillfolder import FolderError, manifest
 
     try:
         return manifest(skill.dir), ""
@@ -475,7 +475,7 @@ def _nobody_to_ask(ctx: ToolContext) -> str | None:
     ask; a person's ``/name`` asks on a terminal. (An MCP client's never
     gets this far: :func:`_consent` refuses it first.)
     """
-    from mdagent.approval import terminal_available
+    from mdagent.ui.approval import terminal_available
 
     caller = getattr(ctx, "caller", "person")
     policy = _policy_of(ctx)
@@ -506,7 +506,7 @@ def _content_hash(path: str) -> str:
 
 
 def _consent_path() -> Path:
-    from mdagent.layers import state_dir
+    from mdagent.core.layers import state_dir
 
     return state_dir() / CONSENT_FILE
 
@@ -534,7 +534,7 @@ def _remember(skill: Skill, files: dict[str, str]) -> None:
     """
     import tempfile
 
-    from mdagent.skillfolder import digest
+    from mdagent.safety.skillfolder import digest
 
     target = _consent_path()
     data = {k: v for k, v in _read_consents().items() if isinstance(v, dict)}
@@ -554,7 +554,7 @@ def _remember(skill: Skill, files: dict[str, str]) -> None:
 
 def include(skill: Skill, path: str, ctx: ToolContext) -> str:
     """What ``@{path}`` inserts: the file's text or the folder's listing, capped."""
-    from mdagent.workspace import confine, display_path, open_entry, open_parent, roots_from
+    from mdagent.safety.workspace import confine, display_path, open_entry, open_parent, roots_from
 
     root, extras = roots_from(ctx)
     roots = (*extras, Path(skill.dir).resolve())
@@ -619,7 +619,7 @@ def _read_denied(path: str, ctx: ToolContext) -> str | None:
 
 
 def _listing(folder: Path, root: Path) -> str:
-    from mdagent.builtins.search import walk_files
+    from mdagent.tools.builtins.search import walk_files
 
     files = []
     total = 0

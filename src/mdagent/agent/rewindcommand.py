@@ -1,12 +1,12 @@
 """``agent rewind`` and the session's ``/rewind``: what the person asks for, and is told.
 
-:mod:`mdagent.checkpoints` keeps the workspace before and after each model
-turn and :mod:`mdagent.rewind` plans and carries out a rewind; this module
+:mod:`mdagent.rewind.checkpoints` keeps the workspace before and after each model
+turn and :mod:`mdagent.rewind.rewind` plans and carries out a rewind; this module
 is their edge: the listing (time, prompt, a ``git diff --stat``-like
 summary), the plan shown by ``--diff``, the rewind of the files, of the
 conversation (a new session holding the messages before the turn: the old
 one is kept whole), and the audit log's record of it. Errors are one line
-(:class:`~mdagent.errors.MdagentError`): 2 for a checkpoint that does not
+(:class:`~mdagent.core.errors.MdagentError`): 2 for a checkpoint that does not
 exist or flags that do not go together, 1 for a rewind that stopped (a file
 someone else changed, nothing to rewind, a write that failed).
 """
@@ -16,15 +16,15 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from mdagent.checkpointstore import CheckpointError
-from mdagent.errors import UsageError
-from mdagent.records import Record
+from mdagent.core.errors import UsageError
+from mdagent.core.records import Record
+from mdagent.rewind.checkpointstore import CheckpointError
 
 if TYPE_CHECKING:
-    from mdagent.checkpoints import Checkpoint, Checkpoints, Turn
-    from mdagent.conversation import Conversation
-    from mdagent.rewind import RewindPlan, RewindResult
-    from mdagent.runtime import Runtime
+    from mdagent.agent.conversation import Conversation
+    from mdagent.rewind.checkpoints import Checkpoint, Checkpoints, Turn
+    from mdagent.rewind.rewind import RewindPlan, RewindResult
+    from mdagent.runtime.runtime import Runtime
 
 #: How many changed files a turn's summary names before "and N more".
 STAT_FILES = 12
@@ -49,7 +49,7 @@ class Request(Record):
 
 def open_checkpoints(runtime: Runtime) -> Checkpoints:
     """The checkpoints of ``runtime``'s workspace."""
-    from mdagent.checkpoints import Checkpoints
+    from mdagent.rewind.checkpoints import Checkpoints
 
     return Checkpoints(runtime.workdir, runtime.settings)
 
@@ -92,7 +92,7 @@ def _stat_figure(change: Any) -> str:
 
 def turn_heading(turn: Turn) -> str:
     """One turn's first line: its checkpoint number, time, session and prompt."""
-    from mdagent.console import first_line
+    from mdagent.ui.console import first_line
 
     before = turn.before
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(before.time))
@@ -163,7 +163,7 @@ def plan_text(plan: RewindPlan) -> str:
 
 
 def _before_what(target: Checkpoint) -> str:
-    from mdagent.console import first_line
+    from mdagent.ui.console import first_line
 
     if target.kind == "rewind":
         where = "before" if target.phase == "before" else "after"
@@ -254,10 +254,10 @@ def rewind_files(
 ) -> tuple[RewindResult, list[str]]:
     """Rewind the files to ``target``, recorded as a rewind and in the audit log; what to say.
 
-    Raises :class:`~mdagent.rewind.RewindConflict` (recorded too) when a
+    Raises :class:`~mdagent.rewind.rewind.RewindConflict` (recorded too) when a
     file someone else changed stops it: nothing is changed then.
     """
-    from mdagent.rewind import apply, plan
+    from mdagent.rewind.rewind import apply, plan
 
     started = time.monotonic()
     planned = plan(checkpoints, target, force=force)
@@ -345,7 +345,7 @@ def rewind_conversation(runtime: Runtime, target: Checkpoint) -> tuple[Conversat
     The old session stays whole (``/resume`` it, or ``agent sessions show``).
     None when the checkpoint has no conversation to go back to.
     """
-    from mdagent.conversation import Conversation
+    from mdagent.agent.conversation import Conversation
 
     if target.kind != "turn" or not target.session_id:
         return None, "conversation: not changed (this checkpoint belongs to no conversation)"
@@ -405,7 +405,7 @@ def run_rewind(
 
 def prune_text(runtime: Runtime) -> str:
     """``agent rewind --prune``: remove old checkpoints (``checkpoints.keep_days``/``keep_mib``)."""
-    from mdagent.checkpoints import prune
+    from mdagent.rewind.checkpoints import prune
 
     report = prune(settings=runtime.settings)
     mib = 1024 * 1024

@@ -1,6 +1,6 @@
 """The typer app: every ``agent`` subcommand that is not ``/name``.
 
-Kept apart from :mod:`mdagent.cli` so the ``/name`` fast path never imports
+Kept apart from :mod:`mdagent.cli.cli` so the ``/name`` fast path never imports
 typer (nor rich, which typer pulls in).
 """
 
@@ -14,8 +14,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from mdagent.console import first_line, say_error, table
-from mdagent.errors import (
+from mdagent.core.errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -23,7 +22,8 @@ from mdagent.errors import (
     UsageError,
     unknown_tool,
 )
-from mdagent.runtime import Options, Runtime
+from mdagent.runtime.runtime import Options, Runtime
+from mdagent.ui.console import first_line, say_error, table
 
 
 def _click_module(name: str):
@@ -48,7 +48,7 @@ class AgentGroup(TyperGroup):
         words = [*(held or []), *ctx.args]
         if words and words[0].startswith("/"):
             # `agent /count <TAB>`: the command's own completions (files, a list).
-            from mdagent.dispatch import complete_argument
+            from mdagent.tools.dispatch import complete_argument
 
             try:
                 command = Runtime(_options(ctx)).registry.command(words[0])
@@ -84,7 +84,7 @@ class AgentGroup(TyperGroup):
 
 def _nearest_name(ctx, group, typed: str) -> str | None:
     """``agent NAME`` or ``agent /NAME`` nearest to ``typed``: the subcommands and slash commands."""
-    from mdagent.person import nearest_name
+    from mdagent.runtime.person import nearest_name
 
     try:
         registry = Runtime(_options(ctx)).registry
@@ -207,11 +207,11 @@ def root(
         output_format=output_format or "text",
         mode=mode,
     )
-    from mdagent.runtime import check_run_options
+    from mdagent.runtime.runtime import check_run_options
 
     check_run_options(ctx.obj)
     if ctx.invoked_subcommand is None:
-        from mdagent.repl import run_repl
+        from mdagent.session.repl import run_repl
 
         raise typer.Exit(run_repl(Runtime(ctx.obj), continue_=continue_))
 
@@ -257,7 +257,7 @@ def check(
     ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")
 ) -> None:
     """Report every problem in every layer; exit 1 if any is an error."""
-    from mdagent.trust import check_problems as trust_problems
+    from mdagent.runtime.trust import check_problems as trust_problems
 
     runtime = _runtime(ctx)
     runtime.trust_notice = False  # said below, item by item
@@ -265,16 +265,16 @@ def check(
     sandbox = runtime.sandbox_problem()
     problems = [*registry.problems, sandbox] if sandbox else registry.problems
     problems = [*trust_problems(runtime.trust), *problems]  # what an untrusted folder loses
-    from mdagent.policycheck import policy_tests
+    from mdagent.cli.policycheck import policy_tests
 
     failed, tests = policy_tests(runtime)  # policy.tests: each failing one at its line
     problems = [*problems, *failed]
-    from mdagent.skillinstall import lock_problems
+    from mdagent.cli.skillinstall import lock_problems
 
     problems = [*problems, *lock_problems(runtime.layers)]  # installed skills vs skills.lock
     mcp_errors: list = []
     if runtime.settings.get("mcp_servers"):  # each server started: its status, its tools
-        from mdagent.mcptools import check_problems
+        from mdagent.mcp.mcptools import check_problems
 
         found = check_problems(runtime)
         problems = [*problems, *found]
@@ -282,7 +282,7 @@ def check(
     if _wants_json(ctx, json_out):
         _print_json([_problem_dict(p) for p in problems])
     else:
-        from mdagent.console import problem_line
+        from mdagent.ui.console import problem_line
 
         for problem in problems:
             typer.echo(problem_line(problem))  # the severity red or yellow on a terminal
@@ -316,7 +316,7 @@ def test_declarations(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object per test."),
 ) -> None:
     """Run the tests declared in tools, commands and command skills; exit 1 if any fails."""
-    from mdagent.declaredtests import collect, run_tests, select
+    from mdagent.cli.declaredtests import collect, run_tests, select
 
     runtime = _runtime(ctx)
     runtime.check_settings()
@@ -334,7 +334,7 @@ def test_declarations(
     if _wants_json(ctx, json_out):
         _print_json([o.to_dict() for o in outcomes])
     else:
-        from mdagent.console import mark
+        from mdagent.ui.console import mark
 
         for outcome in outcomes:
             typer.echo(f"{mark(outcome.passed)} {outcome.test.label}")
@@ -376,8 +376,8 @@ def tools(
     if fmt is not None:
         if fmt not in ("openai", "anthropic"):
             raise UsageError("--format must be openai or anthropic")
-        from mdagent.prompts import model_tools
-        from mdagent.toolbox import Toolbox
+        from mdagent.agent.prompts import model_tools
+        from mdagent.tools.toolbox import Toolbox
 
         box = Toolbox()
         for spec, _ in rows:
@@ -427,7 +427,7 @@ def tools(
 
 def _short_source(source: str, line: int = 0) -> str:
     """A declaration's place, short: relative to here, ``bundled:…`` or ``~/…``."""
-    from mdagent.layers import bundled_layer_path
+    from mdagent.core.layers import bundled_layer_path
 
     path = Path(source)
     if path.is_relative_to(Path.cwd()):
@@ -479,8 +479,8 @@ def skills(
 
 
 def _list_skills(ctx: typer.Context, json_out: bool) -> None:
-    from mdagent.layers import INTEROP_KINDS
-    from mdagent.specs import unmet_requirement
+    from mdagent.core.layers import INTEROP_KINDS
+    from mdagent.core.specs import unmet_requirement
 
     registry = _runtime(ctx).registry
     items = sorted(registry.skills.values(), key=lambda s: s.name)
@@ -518,7 +518,7 @@ ConsentOption = Annotated[
 
 
 def _install_layer(ctx: typer.Context, global_: bool) -> Path:
-    from mdagent.layers import user_layer_path
+    from mdagent.core.layers import user_layer_path
 
     return user_layer_path() if global_ else _runtime(ctx).project_layer
 
@@ -527,7 +527,7 @@ def _consent(yes: bool, verb: str):
     """Show what is about to be installed; ask on a terminal, or take ``--yes``."""
     import sys
 
-    from mdagent.skillinstall import InstallError
+    from mdagent.cli.skillinstall import InstallError
 
     def confirm(text: str) -> bool:
         typer.echo(text)
@@ -558,8 +558,8 @@ def skills_list(
     if not installed:
         _list_skills(ctx, json_out)
         return
-    from mdagent.layers import user_layer_path
-    from mdagent.skillinstall import read_lock, verify
+    from mdagent.cli.skillinstall import read_lock, verify
+    from mdagent.core.layers import user_layer_path
 
     rows = []
     runtime = _runtime(ctx)
@@ -616,7 +616,7 @@ def skills_add(
     yes: ConsentOption = False,
 ) -> None:
     """Install shared skills after showing what they can do and asking for consent."""
-    from mdagent.skillinstall import Request, install
+    from mdagent.cli.skillinstall import Request, install
 
     layer = _install_layer(ctx, global_)
     request = Request(source=source, path=path, ref=ref, name=name, take_all=take_all)
@@ -637,7 +637,7 @@ def skills_update(
     yes: ConsentOption = False,
 ) -> None:
     """Fetch installed skills again: show the diff, ask again if scripts or permissions changed."""
-    from mdagent.skillinstall import InstallError, read_lock, update
+    from mdagent.cli.skillinstall import InstallError, read_lock, update
 
     layer = _install_layer(ctx, global_)
     names = [name] if name else sorted(read_lock(layer))
@@ -669,7 +669,7 @@ def skills_remove(
     global_: GlobalOption = False,
 ) -> None:
     """Remove a skill installed by `agent skills add`, and its lock entry."""
-    from mdagent.skillinstall import remove
+    from mdagent.cli.skillinstall import remove
 
     runtime = _runtime(ctx)
     trusted = runtime.trusted
@@ -684,8 +684,8 @@ def skills_remove(
 
 def _refuse_new_name(name: str, problem: str | None, arg_mode: str | None) -> None:
     """UsageError for a new command's bad name (``problem``), a built-in name or a bad mode."""
-    from mdagent.registry import RESERVED_NAMES
-    from mdagent.specs import ARG_MODES, command_key
+    from mdagent.core.specs import ARG_MODES, command_key
+    from mdagent.registry.registry import RESERVED_NAMES
 
     if problem:
         raise UsageError(problem)
@@ -715,7 +715,7 @@ def new_skill(
     ),
 ) -> None:
     """Write a valid SKILL.md skeleton into the project layer (never overwrites)."""
-    from mdagent.skills import name_problem
+    from mdagent.declarations.skills import name_problem
 
     _refuse_new_name(name, name_problem(name), arg_mode)
     if run is not None:
@@ -761,7 +761,7 @@ def new_tool(
     ),
 ) -> None:
     """Append a tool declaration to .agents/config/tools.yaml, then check it."""
-    from mdagent.scaffold import name_problem, tool_entry
+    from mdagent.cli.scaffold import name_problem, tool_entry
 
     problem = name_problem(name)
     if problem:
@@ -794,7 +794,7 @@ def new_command(
     ),
 ) -> None:
     """Append a command declaration to .agents/config/commands.yaml, then check it."""
-    from mdagent.scaffold import command_entry, name_problem
+    from mdagent.cli.scaffold import command_entry, name_problem
 
     _refuse_new_name(name, name_problem(name), arg_mode)
     runtime = _runtime(ctx)
@@ -829,8 +829,8 @@ def _add_declaration(
     ones are not repeated). An error puts the file back as it was (it was
     locked, so nothing else changed in between is lost): exit 1.
     """
-    from mdagent.console import problem_line
-    from mdagent.scaffold import add_entry, undo
+    from mdagent.cli.scaffold import add_entry, undo
+    from mdagent.ui.console import problem_line
 
     target = runtime.project_layer / "config" / file
     kind = entry.section[:-1]
@@ -896,7 +896,7 @@ def run_template(run: str) -> str:
     (a word where the shell reads code) is a usage error, before anything
     is written.
     """
-    from mdagent.templates import TemplateError, check_shell
+    from mdagent.tools.templates import TemplateError, check_shell
 
     if not run.strip():
         raise UsageError("--run needs a command, e.g. --run 'du -sh'")
@@ -976,7 +976,7 @@ def help_command(
     ),
 ) -> None:
     """Help: alone, every subcommand and slash command; with NAME, that one's help."""
-    from mdagent.person import command_listing
+    from mdagent.runtime.person import command_listing
 
     root_ctx = ctx.find_root()
     group = root_ctx.command
@@ -999,7 +999,7 @@ def help_command(
         return
     if len(names) > 1:
         raise UsageError(f"no help for {' '.join(names)!r} (see: agent help)")
-    from mdagent.person import command_help
+    from mdagent.runtime.person import command_help
 
     typer.echo(command_help(_runtime(ctx), name))
 
@@ -1021,7 +1021,7 @@ def init(
 
     Never overwrites: an existing file is kept and said so.
     """
-    from mdagent.init import EXAMPLE_SKILL, MODEL_CHOICES, write_init
+    from mdagent.runtime.init import EXAMPLE_SKILL, MODEL_CHOICES, write_init
 
     choices = list(MODEL_CHOICES)
     if model is None:
@@ -1113,7 +1113,7 @@ def ask(
 ) -> None:
     """Run an agent turn: the model answers, calling the declared tools."""
     values = {k: v for k, v in locals().items() if k != "ctx"}  # the parameters, as named
-    from mdagent.askcommand import ask_command
+    from mdagent.cli.askcommand import ask_command
 
     raise typer.Exit(ask_command(_options(ctx), **values))
 
@@ -1164,7 +1164,7 @@ def sessions_show(
     if _wants_json(ctx, json_out):
         _print_json({**found, "messages": messages})
         return
-    from mdagent.transcript import message_line
+    from mdagent.ui.transcript import message_line
 
     typer.echo(f"session {found['id']}  {found.get('title') or ''}".rstrip())
     for message in messages:
@@ -1188,7 +1188,7 @@ def sessions_export(
     ),
 ) -> None:
     """Write one session as Markdown: each message, the tool calls and their results."""
-    from mdagent.transcript import markdown, save
+    from mdagent.ui.transcript import markdown, save
 
     store, found = _found_session(ctx, session_id)
     text = markdown(found, store.messages(found["id"]))
@@ -1210,7 +1210,7 @@ def sessions_rm(
     ),
 ) -> None:
     """Delete sessions and their messages (the audit log keeps their tool calls)."""
-    from mdagent.checkpoints import remove_session
+    from mdagent.rewind.checkpoints import remove_session
 
     found = [_found_session(ctx, sid) for sid in session_ids]  # all known before any goes
     for store, session in found:
@@ -1258,7 +1258,7 @@ def rewind(
     Exit status: 0 rewound (or nothing to change), 1 stopped by such a file, nothing to
     rewind, or a file not rewound, 2 no such checkpoint or options that do not go together.
     """
-    from mdagent.rewindcommand import (
+    from mdagent.agent.rewindcommand import (
         Request,
         checked,
         listing,
@@ -1284,7 +1284,7 @@ def rewind(
             typer.echo(listing(open_checkpoints(runtime)))
         return
     if diff:
-        from mdagent.rewind import diff_text, plan
+        from mdagent.rewind.rewind import diff_text, plan
 
         checkpoints = open_checkpoints(runtime)
         planned = plan(checkpoints, target_of(checkpoints, checkpoint), force=force)
@@ -1340,7 +1340,7 @@ def logs(
         where = "" if every else " in this workspace (--all: every workspace)"
         typer.echo(f"(no calls logged{where})")
         return
-    from mdagent.console import terminal_width
+    from mdagent.ui.console import terminal_width
 
     # On a terminal the time drops its year and seconds (the columns are few at 60 wide).
     time_of = (lambda t: t[5:16].replace("T", " ")) if terminal_width() else (lambda t: t[:19])
@@ -1367,7 +1367,7 @@ def _short_workspace(path: str | None) -> str:
     On a terminal a long path is shown by its folder's name, the part that
     tells workspaces apart; piped, it is whole.
     """
-    from mdagent.console import terminal_width
+    from mdagent.ui.console import terminal_width
 
     if not path:
         return "?"  # logged before calls carried their workspace
@@ -1419,7 +1419,7 @@ def policy_check(
     Prints the decision (allow, ask or deny), the rule and the layer file:line that
     decided it and, for exec, each segment's own verdict. Nothing runs, no hook either.
     """
-    from mdagent.policycheck import (
+    from mdagent.cli.policycheck import (
         cli_call,
         model_context,
         runtime_policy,
@@ -1442,7 +1442,7 @@ def policy_rules(
     ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print JSON.")
 ) -> None:
     """List every deny, ask and allow rule of every layer, with its reason, layer and line."""
-    from mdagent.policycheck import rule_rows, shown_path
+    from mdagent.cli.policycheck import rule_rows, shown_path
 
     runtime = _runtime(ctx)
     runtime.check_settings()
@@ -1479,7 +1479,7 @@ def policy_revoke(
 
     Edits .agents/config/agent.yaml in place, keeping its comments and layout.
     """
-    from mdagent.policycheck import revoke
+    from mdagent.cli.policycheck import revoke
 
     typer.echo(revoke(_runtime(ctx), rule))
 
@@ -1511,7 +1511,7 @@ def mcp_serve(
     and audit log. Nobody is asked: a call that would ask is refused with the rule
     that would allow it, unless --yes. Only protocol messages go to stdout.
     """
-    from mdagent.mcpserver import serve
+    from mdagent.server.mcpserver import serve
 
     options = _options(ctx)
     options.yes = options.yes or yes
@@ -1526,8 +1526,8 @@ def mcp_list(
 
     Exits 1 when a server could not be reached.
     """
-    from mdagent.mcptools import server_status
-    from mdagent.trust import untrusted_servers
+    from mdagent.mcp.mcptools import server_status
+    from mdagent.runtime.trust import untrusted_servers
 
     runtime = _runtime(ctx)
     runtime.check_settings()
@@ -1577,8 +1577,8 @@ def trust_command(
     (--yes: without asking). When any of those files changes, trust lapses.
     The record is kept in your state dir, never in the folder.
     """
-    from mdagent.trust import TrustError, snapshot
-    from mdagent.trust import revoke as withdraw
+    from mdagent.runtime.trust import TrustError, snapshot
+    from mdagent.runtime.trust import revoke as withdraw
 
     options = _options(ctx)
     runtime = _runtime(ctx)
@@ -1696,7 +1696,7 @@ def config_show(
 
     Whether the key variable is set is shown; its value never is.
     """
-    from mdagent.configshow import config_report, print_config
+    from mdagent.cli.configshow import config_report, print_config
 
     runtime = _runtime(ctx)
     runtime.trust_notice = False  # the report says it
@@ -1716,7 +1716,7 @@ def doctor(
     Exits 1 when a check fails. The model endpoint gets one 2 s probe.
     Something optional that is missing is marked ``-`` (``"ok": null``).
     """
-    from mdagent.configshow import doctor_checks
+    from mdagent.cli.configshow import doctor_checks
 
     runtime = _runtime(ctx)
     runtime.trust_notice = False  # a check says it
@@ -1724,7 +1724,7 @@ def doctor(
     if _wants_json(ctx, json_out):
         _print_json([{"ok": ok, "check": what, "detail": detail} for ok, what, detail in checks])
     else:
-        from mdagent.console import mark
+        from mdagent.ui.console import mark
 
         for ok, what, detail in checks:
             typer.echo(f"{'-' if ok is None else mark(ok)} {what:<8} {detail}")
@@ -1790,14 +1790,14 @@ def _stream_requested(argv: list[str]) -> bool:
 
 def run_app(argv: list[str]) -> int:
     """Run the typer app on ``argv``; errors become one line and an exit status
-    (:func:`mdagent.edge.guarded`).
+    (:func:`mdagent.cli.edge.guarded`).
 
     With ``--json`` (global or the command's own) the line is one
     ``{"ok": false, "error": {"code", "message"}}`` object on stdout instead.
     """
     from typer.main import get_command
 
-    from mdagent.edge import guarded
+    from mdagent.cli.edge import guarded
 
     command = get_command(app)
     as_json = _json_requested(command, argv)
@@ -1806,7 +1806,7 @@ def run_app(argv: list[str]) -> int:
 
     def run() -> int:
         # `mdagent` or `agent`: click names the completion variable and script after it.
-        from mdagent.edge import program_name
+        from mdagent.cli.edge import program_name
 
         returned = command.main(args=argv, prog_name=program_name(), standalone_mode=False)
         return returned if isinstance(returned, int) else 0
@@ -1821,8 +1821,8 @@ def run_app(argv: list[str]) -> int:
 
 def _click_status(err: Exception, as_json: bool | str) -> int | None:
     """The exit status of click's own exceptions, said the way click says them (None: not one)."""
-    from mdagent.console import report_error
-    from mdagent.edge import interrupted
+    from mdagent.cli.edge import interrupted
+    from mdagent.ui.console import report_error
 
     click = _click_module("exceptions")
     if isinstance(err, typer.Exit):
@@ -1847,7 +1847,7 @@ def _click_status(err: Exception, as_json: bool | str) -> int | None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    from mdagent.edge import show_notices
+    from mdagent.cli.edge import show_notices
 
     show_notices()
     sys.exit(run_app(sys.argv[1:]))

@@ -1,8 +1,8 @@
 """``agent ask`` at the command line: its options onto the run's, then one turn.
 
-Both ways in call it: typer's ``ask`` subcommand (:mod:`mdagent.app`) and
-the fast path that skips typer (:func:`mdagent.cli.ask_words`). It sits at
-the edge, above :mod:`mdagent.ask`, which runs turns for every caller.
+Both ways in call it: typer's ``ask`` subcommand (:mod:`mdagent.cli.app`) and
+the fast path that skips typer (:func:`mdagent.cli.cli.ask_words`). It sits at
+the edge, above :mod:`mdagent.agent.ask`, which runs turns for every caller.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from mdagent.errors import UsageError
+from mdagent.core.errors import UsageError
 
 
 def ask_command(
@@ -41,8 +41,8 @@ def ask_command(
     ``options`` are the global ones; this run's own are added to them. The
     prompt is the words, else stdin when it is not a terminal.
     """
-    from mdagent.ask import run_ask
-    from mdagent.runtime import Runtime, check_run_options
+    from mdagent.agent.ask import run_ask
+    from mdagent.runtime.runtime import Runtime, check_run_options
 
     options.yes = options.yes or yes
     options.json = options.json or json_out
@@ -84,8 +84,8 @@ def _check_rules(rules: list[str], option: str) -> None:
     """A rule given on the command line that the policy cannot read is a usage error."""
     if not rules:
         return
-    from mdagent.errors import ConfigError
-    from mdagent.policy import parse_rules
+    from mdagent.core.errors import ConfigError
+    from mdagent.safety.policy import parse_rules
 
     try:
         parse_rules(rules, option)

@@ -3,7 +3,7 @@
 ``agent [OPTIONS] /NAME [ARGS...]`` takes a fast path that never builds the
 typer app (typer and rich cost more start-up time than the command itself);
 every other subcommand goes through typer. Errors are caught once, at the one
-edge both paths share (:mod:`mdagent.edge`), and become one line on stderr and
+edge both paths share (:mod:`mdagent.cli.edge`), and become one line on stderr and
 an exit status (DESIGN §6).
 """
 
@@ -13,12 +13,12 @@ import contextlib
 import os
 import sys
 
-from mdagent.edge import program_name, show_notices
-from mdagent.errors import EXIT_FAILED
+from mdagent.cli.edge import program_name, show_notices
+from mdagent.core.errors import EXIT_FAILED
 
-# "Run a typed command for a person" lives in mdagent.person, shared with the
+# "Run a typed command for a person" lives in mdagent.runtime.person, shared with the
 # interactive session; these names stay importable from here.
-from mdagent.person import (
+from mdagent.runtime.person import (
     command_listing,
     exit_status,
     render,
@@ -26,7 +26,7 @@ from mdagent.person import (
     run_tool_command,
     unknown_command,
 )
-from mdagent.runtime import Options, Runtime, check_run_options
+from mdagent.runtime.runtime import Options, Runtime, check_run_options
 
 _FLAGS = {"--no-user": "no_user", "--json": "json", "--yes": "yes", "-y": "yes"}
 _VERBOSE = {"-v", "--verbose"}
@@ -59,7 +59,8 @@ def _completion_variable() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``agent`` and ``mdagent`` scripts."""
-    from mdagent import envblock, signals
+    from mdagent.core import signals
+    from mdagent.safety import envblock
 
     # /proc/<this pid>/environ would show the API keys to any process of the
     # user (a model's command run unconfined, or as root): blank it.
@@ -91,7 +92,7 @@ def _main(argv: list[str] | None) -> int:
     if rest and rest[0] == "ask" and not completing:
         parsed = ask_words(rest[1:])
         if parsed is not None:  # anything it does not know (--help, a typo) goes to typer
-            from mdagent.askcommand import ask_command
+            from mdagent.cli.askcommand import ask_command
 
             return _guarded(options, lambda: ask_command(options, **parsed))
     if completing:
@@ -101,7 +102,7 @@ def _main(argv: list[str] | None) -> int:
 
         print(f"mdagent {__version__}")
         return 0
-    from mdagent.app import run_app
+    from mdagent.cli.app import run_app
 
     return run_app(argv)
 
@@ -231,11 +232,11 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def _guarded(options: Options, action) -> int:
-    """Run ``action`` at the one error edge (:func:`mdagent.edge.guarded`).
+    """Run ``action`` at the one error edge (:func:`mdagent.cli.edge.guarded`).
 
     The format of a failure is read when it fails: ``ask`` sets its own as it runs.
     """
-    from mdagent.edge import guarded
+    from mdagent.cli.edge import guarded
 
     def as_json() -> bool | str:
         return "stream" if options.output_format == "stream-json" else options.json
@@ -252,10 +253,10 @@ def run_slash(options: Options, name: str, argv: list[str]) -> int:
     ``-h`` or ``--help`` as the only word shows the command's help whatever
     its argument mode; ``agent /name -- -h`` passes ``-h`` on.
     """
-    from mdagent.dispatch import help_text
-    from mdagent.errors import UsageError
-    from mdagent.person import HELP_WORDS, command_help
-    from mdagent.specs import command_key
+    from mdagent.core.errors import UsageError
+    from mdagent.core.specs import command_key
+    from mdagent.runtime.person import HELP_WORDS, command_help
+    from mdagent.tools.dispatch import help_text
 
     runtime = Runtime(options)
     registry = runtime.registry
@@ -269,7 +270,7 @@ def run_slash(options: Options, name: str, argv: list[str]) -> int:
         return 0
     wants_help = argv in HELP_WORDS
     if ":" in name and registry.settings.get("mcp_servers"):
-        from mdagent.mcptools import prompt_target, run_prompt
+        from mdagent.mcp.mcptools import prompt_target, run_prompt
 
         target = prompt_target(runtime, name)  # `/server:prompt` of a declared MCP server
         if target is not None:
@@ -280,7 +281,7 @@ def run_slash(options: Options, name: str, argv: list[str]) -> int:
         return 0
     runtime.check_settings()
     if command.kind == "prompt":
-        from mdagent.ask import run_prompt_skill
+        from mdagent.agent.ask import run_prompt_skill
 
         return run_prompt_skill(runtime, command, argv)
     return run_tool_command(runtime, command, tool_spec, argv=argv, as_json=options.json)

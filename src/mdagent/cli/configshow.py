@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mdagent.runtime import Runtime
+    from mdagent.runtime.runtime import Runtime
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -28,8 +28,8 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 def layer_settings(runtime: Runtime) -> list[tuple[str, str, dict[str, Any]]]:
     """``(label, agent.yaml path, its settings)`` of each layer that has one, highest first."""
-    from mdagent.declarations import load_settings
-    from mdagent.defaults import SETTINGS_FILE
+    from mdagent.core.defaults import SETTINGS_FILE
+    from mdagent.declarations.declarations import load_settings
 
     found = []
     for layer in runtime.layers:
@@ -44,9 +44,9 @@ def layer_settings(runtime: Runtime) -> list[tuple[str, str, dict[str, Any]]]:
 
 def model_summary(runtime: Runtime) -> dict[str, Any]:
     """The model ``agent ask`` would use, and whether its key variable is set."""
-    from mdagent.errors import MdagentError
-    from mdagent.init import missing_key
+    from mdagent.core.errors import MdagentError
     from mdagent.providers.base import DEFAULTS, ProviderConfig
+    from mdagent.runtime.init import missing_key
 
     given = {k: v for k, v in runtime.options.model_overrides.items() if v is not None}
     try:
@@ -68,12 +68,12 @@ def model_summary(runtime: Runtime) -> dict[str, Any]:
 
 def config_report(runtime: Runtime) -> dict[str, Any]:
     """Everything ``agent config show`` prints, as one JSON-ready object."""
-    from mdagent.layers import state_dir
+    from mdagent.core.layers import state_dir
 
     layers = layer_settings(runtime)
     if not runtime.trusted:  # the project's settings count for what an untrusted folder keeps
-        from mdagent.declarations import merge_settings
-        from mdagent.trust import tighten
+        from mdagent.declarations.declarations import merge_settings
+        from mdagent.runtime.trust import tighten
 
         person = merge_settings([own for label, _, own in layers if label != "project"])
         layers = [
@@ -108,7 +108,7 @@ def config_report(runtime: Runtime) -> dict[str, Any]:
 
 
 def trust_summary(runtime: Runtime) -> dict[str, Any]:
-    """Whether the workspace is trusted (:mod:`mdagent.trust`), and what it would let act."""
+    """Whether the workspace is trusted (:mod:`mdagent.runtime.trust`), and what it would let act."""
     if runtime.compiled.trust is None:
         return {"state": "not needed", "items": []}
     state = runtime.trust
@@ -134,7 +134,7 @@ def trust_line(trust: dict[str, Any]) -> str:
 
 
 def _settings_of(layer: Any, layers: list[tuple[str, str, dict]]) -> str | None:
-    from mdagent.defaults import SETTINGS_FILE
+    from mdagent.core.defaults import SETTINGS_FILE
 
     if layer.config_dir is None:
         return None
@@ -255,7 +255,7 @@ def doctor_checks(runtime: Runtime) -> list[tuple[bool | None, str, str]]:
 def _state_check() -> tuple[bool, str, str]:
     import sqlite3
 
-    from mdagent.store import default_path
+    from mdagent.store.store import default_path
 
     path = default_path()
     try:

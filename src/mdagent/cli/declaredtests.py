@@ -38,8 +38,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from mdagent.errors import MdagentError, ToolFailed, UsageError
-from mdagent.records import Record
+from mdagent.core.errors import MdagentError, ToolFailed, UsageError
+from mdagent.core.records import Record
 
 #: Folders left out of the workspace copy: rebuilt caches and environments,
 #: never what a declared tool is about, and often most of the bytes.
@@ -152,7 +152,7 @@ def collect(registry: Any) -> list[DeclaredTest]:
 
 
 def _yaml_tests(path: str, entries: list[tuple[str, str, str]]) -> Iterable[DeclaredTest]:
-    from mdagent.declarations import read_yaml_file
+    from mdagent.declarations.declarations import read_yaml_file
 
     data, _ = read_yaml_file(Path(path))
     if not isinstance(data, dict):
@@ -165,7 +165,7 @@ def _yaml_tests(path: str, entries: list[tuple[str, str, str]]) -> Iterable[Decl
 
 
 def _skill_tests(path: str, name: str, layer: str) -> Iterable[DeclaredTest]:
-    from mdagent.skills import _load_front_matter, split_front_matter
+    from mdagent.declarations.skills import _load_front_matter, split_front_matter
 
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -178,7 +178,7 @@ def _skill_tests(path: str, name: str, layer: str) -> Iterable[DeclaredTest]:
 
 
 def _entries(tests, data, pointer, kind, name, path, layer) -> Iterable[DeclaredTest]:
-    from mdagent.yamlsource import plain, position
+    from mdagent.core.yamlsource import plain, position
 
     if not isinstance(tests, list):
         return
@@ -296,9 +296,9 @@ class _WorkingFolder:
 
 def _copy_workspace(runtime: Any, tmp: Path) -> Any:
     """A Runtime like ``runtime`` whose workspace is a fresh copy under ``tmp``."""
-    from mdagent.approvers import RefusingApprover
-    from mdagent.registry import compile_registry
-    from mdagent.runtime import Runtime
+    from mdagent.registry.registry import compile_registry
+    from mdagent.runtime.approvers import RefusingApprover
+    from mdagent.runtime.runtime import Runtime
 
     source = Path(runtime.workdir)
     target = tmp / (source.name or "workspace")
@@ -322,7 +322,7 @@ def _copy_workspace(runtime: Any, tmp: Path) -> Any:
     # Compiled, not loaded: the registry cache is keyed by folder and a
     # temporary folder's entry would only be litter in the state folder.
     copy.__dict__["compiled"] = compile_registry(copy.layers)[0]
-    # As trusted as the workspace it copies (mdagent.trust): an untrusted one's
+    # As trusted as the workspace it copies (mdagent.runtime.trust): an untrusted one's
     # hooks do not run around its tests, and its looser settings do not apply.
     copy.__dict__["trust"] = runtime.trust
     # Nobody is asked during a test, not even on a terminal: a prompt skill's
@@ -349,8 +349,8 @@ def _check_size(workdir: Path) -> None:
 
 def _call(runtime: Any, test: DeclaredTest) -> tuple[dict[str, Any], int]:
     """The result of the test's call as a dict (``ok`` included) and its exit status."""
-    from mdagent.person import exit_status
-    from mdagent.policy import Policy
+    from mdagent.runtime.person import exit_status
+    from mdagent.safety.policy import Policy
 
     runtime.check_settings()
     entry = test.entry
@@ -380,7 +380,7 @@ def _call(runtime: Any, test: DeclaredTest) -> tuple[dict[str, Any], int]:
 def _prompt_turn(runtime: Any, test: DeclaredTest, command: Any) -> tuple[dict[str, Any], int]:
     """A prompt skill's turn on a scripted model: its answer as ``output``, its prompt as ``prompt``.
 
-    The turn is the one ``agent /name`` runs (:func:`mdagent.ask.run_prompt_skill`)
+    The turn is the one ``agent /name`` runs (:func:`mdagent.agent.ask.run_prompt_skill`)
     with the fake provider replaying the test's ``model.script``; ``approve:
     true`` is ``--yes`` for the turn's calls. Its session is removed after.
     """
@@ -390,7 +390,7 @@ def _prompt_turn(runtime: Any, test: DeclaredTest, command: Any) -> tuple[dict[s
 
     import yaml
 
-    from mdagent.ask import run_prompt_skill
+    from mdagent.agent.ask import run_prompt_skill
 
     entry = test.entry
     script = (entry.get("model") or {}).get("script")
@@ -449,14 +449,14 @@ def _arguments(runtime: Any, test: DeclaredTest) -> tuple[str, dict[str, Any]]:
             raise UsageError(f"tool {test.name!r} is not in the registry")
         if "args" in entry or "argv" not in entry:
             return spec.name, dict(entry.get("args") or {})
-        from mdagent.policycheck import call_arguments
+        from mdagent.cli.policycheck import call_arguments
 
         argv = entry["argv"]
         text = argv if isinstance(argv, str) else json.dumps(argv)
         return spec.name, call_arguments(spec, text)
-    from mdagent.dispatch import build_call
-    from mdagent.person import resolve_command
-    from mdagent.specs import unmet_requirement
+    from mdagent.core.specs import unmet_requirement
+    from mdagent.runtime.person import resolve_command
+    from mdagent.tools.dispatch import build_call
 
     command, tool_spec = resolve_command(runtime, test.name)
     if tool_spec is None:

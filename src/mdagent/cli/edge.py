@@ -1,7 +1,7 @@
 """The one error edge: whatever a command raises becomes one line and an exit status.
 
 Both ways into mdagent end here: ``agent /name`` (the fast path of
-:mod:`mdagent.cli`) and every typer subcommand (:func:`mdagent.app.run_app`).
+:mod:`mdagent.cli.cli`) and every typer subcommand (:func:`mdagent.cli.app.run_app`).
 The line is ``agent: …`` on stderr (red on a terminal) or, with ``--json``,
 one ``{"ok": false, "error": {"code", "message"}}`` object on stdout. The
 edge also names the program (:func:`program_name`) and shows the notices
@@ -14,9 +14,9 @@ import contextlib
 import os
 import sys
 
-from mdagent.errors import EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, MdagentError
+from mdagent.core.errors import EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, MdagentError
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -31,7 +31,7 @@ def guarded(
     """Run ``action``; its exit status, or the status of what it raised, said in one line.
 
     :class:`MdagentError`: its message and ``exit_code``; Ctrl-C (or a stop
-    signal, which :mod:`mdagent.signals` turns into one): 130, 143 or 129
+    signal, which :mod:`mdagent.core.signals` turns into one): 130, 143 or 129
     after the line saying so; a reader that went away (``agent … | head -1``):
     141, quietly; ``SystemExit``: its code. ``translate(error, format)`` may
     give the status of another exception (a click usage error), having said
@@ -41,7 +41,7 @@ def guarded(
     or a function giving one, asked when it fails (``ask`` sets its own
     format as it runs).
     """
-    from mdagent.console import report_error
+    from mdagent.ui.console import report_error
 
     def form() -> bool | str:
         return as_json() if callable(as_json) else as_json
@@ -77,8 +77,8 @@ def guarded(
 
 def interrupted(as_json: bool | str = False) -> None:
     """One line saying the run was interrupted (and by which signal, if one)."""
-    from mdagent import signals
-    from mdagent.console import report_error
+    from mdagent.core import signals
+    from mdagent.ui.console import report_error
 
     with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
         report_error(
@@ -98,13 +98,13 @@ def program_name(argv0: str | None = None) -> str:
 
 
 def show_notices() -> None:
-    """Show the notices of the modules below the edge (:mod:`mdagent.notices`) on stderr."""
-    from mdagent import notices
+    """Show the notices of the modules below the edge (:mod:`mdagent.core.notices`) on stderr."""
+    from mdagent.core import notices
 
     notices.show_with(_show_notice)
 
 
 def _show_notice(message: str, warning: bool) -> None:
-    from mdagent.console import show_notice  # on the first notice, not at start-up
+    from mdagent.ui.console import show_notice  # on the first notice, not at start-up
 
     show_notice(message, warning)

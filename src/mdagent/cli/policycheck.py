@@ -18,7 +18,7 @@ A **call** is written the way rules are, as ``TOOL`` or ``TOOL(TEXT)``
   ``weather(city=Paris)`` or ``weather(Paris)``.
 
 The verdict is the one a **model's** call would get (:meth:`Policy.explain
-<mdagent.policy.Policy.explain>`): no hook runs and nobody is asked, so it
+<mdagent.safety.policy.Policy.explain>`): no hook runs and nobody is asked, so it
 is ``allow``, ``ask`` or ``deny``.
 """
 
@@ -31,9 +31,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mdagent.catalog import EXEC_TOOLS, FILE_TOOLS, URL_TOOLS
-from mdagent.errors import ConfigError, Problem, UsageError, unknown_tool
-from mdagent.policy import Policy, Rule, Source, Verdict
+from mdagent.core.catalog import EXEC_TOOLS, FILE_TOOLS, URL_TOOLS
+from mdagent.core.errors import ConfigError, Problem, UsageError, unknown_tool
+from mdagent.safety.policy import Policy, Rule, Source, Verdict
 
 _CALL = re.compile(r"\s*([^()\s]+)\s*(?:\((.*)\))?\s*", re.S)
 
@@ -123,8 +123,8 @@ def _tool(registry: Any, name: str) -> Any:
 
 
 def _parsed(spec: Any, words: list[str]) -> dict[str, Any]:
-    from mdagent.dispatch import parse_words
-    from mdagent.specs import CommandSpec
+    from mdagent.core.specs import CommandSpec
+    from mdagent.tools.dispatch import parse_words
 
     command = CommandSpec(name=spec.name, tool=spec.name, arg_mode="parsed")
     try:
@@ -148,7 +148,7 @@ def runtime_policy(runtime: Any) -> Policy:
 
 def model_context(runtime: Any) -> Any:
     """A context for judging a model's call in ``runtime`` (nothing is run)."""
-    from mdagent.calls import ToolContext
+    from mdagent.core.calls import ToolContext
 
     return ToolContext(
         caller="model",
@@ -174,7 +174,7 @@ def policy_tests(runtime: Any) -> tuple[list[Problem], int]:
         return [], 0  # the broken settings are reported where they are
     ctx = model_context(runtime)
     problems = []
-    # In a folder nobody trusted, the tests meet the policy as it stands there (mdagent.trust).
+    # In a folder nobody trusted, the tests meet the policy as it stands there (mdagent.runtime.trust).
     untrusted = "" if runtime.trusted else "; this folder is not trusted: `agent trust`"
     for test in tests:
         entry = test.get("entry") or {}
@@ -256,7 +256,7 @@ def _source_dict(rule: Rule | None) -> dict[str, Any] | None:
 
 def verdict_text(tool: str, args: Mapping[str, Any], verdict: Verdict) -> str:
     """``agent policy check``: the decision, what decided it and where, then each segment."""
-    from mdagent.console import table
+    from mdagent.ui.console import table
 
     what = args.get(_main_argument(tool) or "") if _main_argument(tool) else None
     shown = what if isinstance(what, str) else json.dumps(dict(args), ensure_ascii=False)
@@ -314,8 +314,8 @@ def revoke(runtime: Any, rule: str) -> str:
     Raises :class:`UsageError` when that file has no such rule, naming the
     layer files that do.
     """
-    from mdagent.defaults import settings_path
-    from mdagent.edit import remove_allow_rule
+    from mdagent.core.defaults import settings_path
+    from mdagent.declarations.edit import remove_allow_rule
 
     target = settings_path(runtime.project_layer)
     line = remove_allow_rule(target, rule)

@@ -17,8 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mdagent.edit import is_empty_scalar, last_line, locked_file, replace_file, value_of
-from mdagent.errors import ConfigError, UsageError
+from mdagent.core.errors import ConfigError, UsageError
+from mdagent.declarations.edit import (
+    is_empty_scalar,
+    last_line,
+    locked_file,
+    replace_file,
+    value_of,
+)
 
 #: The declarations schema's name rule (``$defs/name``).
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
@@ -66,7 +72,7 @@ def tool_entry(name: str, run: str) -> Entry:
     each value is quoted for where it stands. ``agent check`` judges the
     template (a placeholder where a shell would run it as code is refused).
     """
-    from mdagent.templates import TemplateError, placeholders
+    from mdagent.tools.templates import TemplateError, placeholders
 
     command = run.strip()
     if not command:
@@ -179,7 +185,7 @@ def _argv(command: str) -> list[str] | None:
 
 def _load(text: str, target: Path, *, strict: bool = True) -> Any:
     """``text`` as plain data the way the registry reads it; {} when empty."""
-    from mdagent.yamlsource import load_yaml, plain
+    from mdagent.core.yamlsource import load_yaml, plain
 
     try:
         data = plain(load_yaml(text, target)) if text.strip() else {}

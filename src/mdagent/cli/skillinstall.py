@@ -6,12 +6,12 @@ the live-context commands of its body and the scripts it brings), checked
 the way ``agent check`` checks it, and atomic: the skill is assembled in a
 hidden folder of the target layer, then renamed into ``skills/``.
 ``skills.lock`` in the layer records, per skill, where it came from and a
-SHA-256 of each file (:mod:`mdagent.skillfolder`), so ``agent check``
+SHA-256 of each file (:mod:`mdagent.safety.skillfolder`), so ``agent check``
 notices a hand edit or tampering and ``agent skills update`` knows what
 changed: any change to any file asks for consent again.
 
 The lock is YAML (``skills:`` mapping each name to its entry), which is the
-shape :func:`mdagent.promptskills.installed` reads to mark a skill foreign.
+shape :func:`mdagent.agent.promptskills.installed` reads to mark a skill foreign.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mdagent import skillfolder
-from mdagent.errors import MdagentError, Problem
-from mdagent.layers import SKILL_FILE, Layer
+from mdagent.core.errors import MdagentError, Problem
+from mdagent.core.layers import SKILL_FILE, Layer
+from mdagent.safety import skillfolder
 
 LOCK_FILE = "skills.lock"
 LOCK_HEADER = (
@@ -137,7 +137,7 @@ def _git(cwd: Path, *args: str, what: str = "") -> str:
 
 def find_skill_folders(root: Path, subpath: str | None) -> list[Path]:
     """The skill folders at ``root/subpath``: it, if it holds a SKILL.md, else those below."""
-    from mdagent.layers import walk_skills
+    from mdagent.core.layers import walk_skills
 
     base = (root / subpath).resolve() if subpath else root.resolve()
     if not base.is_relative_to(root.resolve()):
@@ -155,7 +155,7 @@ def find_skill_folders(root: Path, subpath: str | None) -> list[Path]:
 def file_hashes(folder: Path) -> dict[str, str]:
     """``relative/path -> sha256`` of every file, ``x:`` first when it is executable.
 
-    The folder's :func:`mdagent.skillfolder.manifest` for an install: a
+    The folder's :func:`mdagent.safety.skillfolder.manifest` for an install: a
     symbolic link (it may lead anywhere, ``~/.ssh``), a FIFO or a device is
     refused, as is a folder past the manifest's limits: an installed skill
     carries its files, not pointers.
@@ -186,7 +186,7 @@ def scripts(folder: Path, hashes: dict[str, str]) -> list[str]:
 
 
 def _load(skill_file: Path):
-    from mdagent.skills import load_skill
+    from mdagent.declarations.skills import load_skill
 
     skill, problems = load_skill(skill_file)
     if skill is None:
@@ -205,7 +205,7 @@ def consent_facts(skill) -> dict[str, str]:
     """
     import json
 
-    from mdagent.promptskills import live_commands
+    from mdagent.agent.promptskills import live_commands
 
     model = skill.model
     commands = live_commands(skill)
@@ -407,7 +407,7 @@ def install(request: Request, layer_path: Path, layers: list[Layer], confirm: Co
 
 
 def _stage(request, fetched, folder, stage, layer_path, lock, collide=True) -> dict[str, Any]:
-    from mdagent.skills import name_problem
+    from mdagent.declarations.skills import name_problem
 
     skill = _load(folder / SKILL_FILE)
     name = request.name or skill.name
@@ -453,8 +453,8 @@ def _stage(request, fetched, folder, stage, layer_path, lock, collide=True) -> d
 
 def _existing(layer_path: Path) -> dict[str, Path]:
     """The skills of the target layer by name, wherever they sit (``skills/group/x``)."""
-    from mdagent.layers import walk_skills
-    from mdagent.skills import load_skill
+    from mdagent.core.layers import walk_skills
+    from mdagent.declarations.skills import load_skill
 
     found: dict[str, Path] = {}
     for item in walk_skills(layer_path / "skills"):
@@ -481,7 +481,7 @@ def rename_skill(skill_file: Path, name: str) -> None:
 
 def _check_staged(stage: Path, layers: list[Layer]) -> None:
     """``agent check`` on the staged skills, above every layer: an error refuses them all."""
-    from mdagent.registry import compile_registry
+    from mdagent.registry.registry import compile_registry
 
     registry, _ = compile_registry([Layer(stage.resolve(), "option"), *layers])
     root = str(stage.resolve())

@@ -15,13 +15,13 @@ import json
 import threading
 from collections.abc import Mapping
 
-from mdagent.records import Record
+from mdagent.core.records import Record
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-    from mdagent.toolbox import Toolbox
+    from mdagent.tools.toolbox import Toolbox
 
 
 class ToolContext:
@@ -33,9 +33,9 @@ class ToolContext:
     tool may stream progress (``None`` when nobody is watching). ``cwd`` is
     the folder a person typed the command in, when it is not the workspace
     root ``workdir``: a person's relative paths start there and their
-    commands run there (:func:`mdagent.workspace.base_for`); a model's
+    commands run there (:func:`mdagent.safety.workspace.base_for`); a model's
     calls always start at the root. ``trusted`` is False in a workspace
-    the person has not trusted (:mod:`mdagent.trust`): its own skills then
+    the person has not trusted (:mod:`mdagent.runtime.trust`): its own skills then
     ask before their live context runs, as a foreign skill's do.
     Immutable: :meth:`replace` gives a copy with some fields changed.
     """

@@ -1,7 +1,7 @@
 """Facts about the built-in tools, once: their names, aliases, path arguments and effects.
 
 The built-in tools' declarations (:data:`SPECS`, which the registry compiles and
-:mod:`mdagent.builtins` gives handlers), the policy (which
+:mod:`mdagent.tools.builtins` gives handlers), the policy (which
 rules judge a call by its command, its path or its URL), the workspace
 (which argument a person's relative path is rebased in) and ``agent policy
 check`` all need these; each reads them here (like codex's
@@ -10,7 +10,7 @@ check`` all need these; each reads them here (like codex's
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 

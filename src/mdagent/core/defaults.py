@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -52,11 +52,11 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "hooks": {"before": [], "after": []},
     # Other tools' skill folders (.claude/skills, ~/.codex/skills...) read as layers.
     "skills": {"interop": True},
-    # MCP servers whose tools join the registry (mdagent.mcpconfig reads them); `mcp`
+    # MCP servers whose tools join the registry (mdagent.declarations.mcpconfig reads them); `mcp`
     # holds the defaults of their per-server startup_timeout and timeout (seconds).
     "mcp": {"startup_timeout": 30, "timeout": 120},
     "mcp_servers": {},
-    # What mdagent.checkpoints.CheckpointSettings reads: snapshots of the workspace
+    # What mdagent.rewind.checkpoints.CheckpointSettings reads: snapshots of the workspace
     # before and after each model turn, for agent rewind (README "Rewind").
     "checkpoints": {
         "enabled": True,
@@ -65,7 +65,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
         "keep_days": 30,
         "keep_mib": 2048,
     },
-    # What mdagent.sandbox.SandboxSettings reads; its field defaults match these.
+    # What mdagent.safety.sandbox.SandboxSettings reads; its field defaults match these.
     "sandbox": {
         "mode": "workspace-write",
         "network": True,

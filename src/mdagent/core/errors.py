@@ -10,14 +10,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
 
 # -- exit statuses ----------------------------------------------------------------
 # What `agent` exits with. The error classes below, the CLI edges
-# (mdagent.edge, mdagent.app) and the person's command runner (mdagent.person)
+# (mdagent.cli.edge, mdagent.cli.app) and the person's command runner (mdagent.runtime.person)
 # take their numbers from here, and the docs' table is generated from
 # EXIT_STATUSES, so the two cannot disagree.
 
@@ -28,7 +28,7 @@ EXIT_STEP_LIMIT = 3  # agent ask: the run reached --max-steps / agent.max_steps 
 EXIT_REFUSED = 4  # agent ask --fail-on-refusal: answered, but a tool call was refused
 EXIT_TIMEOUT = 124
 EXIT_DENIED = 126
-EXIT_HANGUP = 129  # 128 + SIGHUP, as a shell reports it (mdagent.signals)
+EXIT_HANGUP = 129  # 128 + SIGHUP, as a shell reports it (mdagent.core.signals)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 EXIT_TERMINATED = 143  # 128 + SIGTERM

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from stat import S_ISREG
 
-from mdagent.defaults import PROJECT_DIR
-from mdagent.errors import UsageError
-from mdagent.records import Record
+from mdagent.core.defaults import PROJECT_DIR
+from mdagent.core.errors import UsageError
+from mdagent.core.records import Record
 
 #: Other agents' skill folders, by layer kind: (where they are, what to call them).
 INTEROP_KINDS = {
@@ -129,7 +129,7 @@ def bundled_layer_path() -> Path:
     ``mdagent/bundled/``; in a source checkout (editable install) they are
     the repository root's own folders.
     """
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the package: mdagent/ (this is mdagent/core/)
     packaged = here / "bundled"
     if (packaged / "skills").is_dir() or (packaged / "config").is_dir():
         return packaged

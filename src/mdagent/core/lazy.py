@@ -7,7 +7,7 @@ imports only what it runs.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 

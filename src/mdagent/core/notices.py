@@ -3,9 +3,9 @@
 A hook's warning, a note about the sandbox, an MCP server that could not
 start, a record the store could not keep: the module that meets it calls
 :func:`tell` or :func:`warn` here, and the edge that talks to the person
-decides how it is shown. ``agent``'s entry point (:func:`mdagent.cli.main`)
+decides how it is shown. ``agent``'s entry point (:func:`mdagent.cli.cli.main`)
 hands in a sink with :func:`show_with` that prints one ``agent: …`` line on
-stderr (:func:`mdagent.console.show_notice`). Without one (mdagent used as a
+stderr (:func:`mdagent.ui.console.show_notice`). Without one (mdagent used as a
 library) a notice goes to the ``mdagent`` log, as a library's should.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -60,6 +60,6 @@ def _show(message: str, warning: bool) -> None:
         return
     import logging
 
-    from mdagent.errors import logger
+    from mdagent.core.errors import logger
 
-    logger("mdagent.notices").log(logging.WARNING if warning else logging.INFO, "%s", message)
+    logger("mdagent.core.notices").log(logging.WARNING if warning else logging.INFO, "%s", message)

@@ -10,9 +10,9 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 
-from mdagent.records import Record
+from mdagent.core.records import Record
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any, TypeVar
 
@@ -164,7 +164,7 @@ class Skill(Record):
     argument_defaults: dict[str, str] = {}
     argument_help: dict[str, str] = {}
     # The commands of a prompt skill's live context (`!`cmd`` in its body): what
-    # trusting a workspace lets its own skills run without asking (mdagent.trust).
+    # trusting a workspace lets its own skills run without asking (mdagent.runtime.trust).
     live_context: list[str] = []
 
     @property

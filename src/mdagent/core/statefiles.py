@@ -1,7 +1,7 @@
 """JSON files in the state folder: read only when whole and of the expected format, written atomically.
 
-The registry's cache (:mod:`mdagent.registry`) and the MCP servers' tool
-lists (:mod:`mdagent.mcpconfig`) keep their files this way. A file is a
+The registry's cache (:mod:`mdagent.registry.registry`) and the MCP servers' tool
+lists (:mod:`mdagent.declarations.mcpconfig`) keep their files this way. A file is a
 cache: one that is missing, torn, or of another format reads as None, and a
 write that fails (a read-only state folder) costs speed, never correctness.
 """
@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any

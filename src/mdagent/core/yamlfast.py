@@ -7,7 +7,7 @@ every such file uses a small part of YAML: block mappings and sequences
 indented with spaces, one-line plain and quoted scalars, and flow
 collections (``{...}``, ``[...]``, also spread over lines as OpenClaw's
 ``metadata`` is). :func:`read` reads exactly that part into the same
-:class:`~mdagent.yamlsource.Located` data, positions included, and answers
+:class:`~mdagent.core.yamlsource.Located` data, positions included, and answers
 :data:`NOT_SIMPLE` for anything else: anchors, aliases, tags, block scalars,
 escapes, multi-line plain scalars, floats, dates, duplicate keys, tabs,
 anything odd. The caller then reads the text with libyaml as before, so
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -115,7 +115,7 @@ _MAX_DEPTH = 64
 def read(text: str) -> object:
     """The data of the YAML document ``text``, or :data:`NOT_SIMPLE`.
 
-    The data is what :func:`mdagent.yamlsource.load_yaml` makes of the same
+    The data is what :func:`mdagent.core.yamlsource.load_yaml` makes of the same
     text (``None`` for a document of blanks and comments).
     """
     if _ODD.search(text):

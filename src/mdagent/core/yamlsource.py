@@ -19,13 +19,13 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from mdagent.errors import ConfigError
+from mdagent.core.errors import ConfigError
 
 # The values that know their place, defined beside the fast reader (which builds
 # them too) and importable from here as before.
-from mdagent.yamlfast import Located, LocatedList
+from mdagent.core.yamlfast import Located, LocatedList
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -228,11 +228,11 @@ def load_yaml(
 
     ``line_offset`` shifts reported lines (front-matter starts after ``---``).
     ``pure`` forces PyYAML's pure-Python parser (tests compare the two);
-    ``fast=False`` skips :mod:`mdagent.yamlfast`, which reads the plain part
+    ``fast=False`` skips :mod:`mdagent.core.yamlfast`, which reads the plain part
     of YAML nearly every file is written in without importing PyYAML.
     """
     if fast and not pure:
-        from mdagent.yamlfast import NOT_SIMPLE, read
+        from mdagent.core.yamlfast import NOT_SIMPLE, read
 
         data = read(text)
         if data is not NOT_SIMPLE:

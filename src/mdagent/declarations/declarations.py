@@ -6,12 +6,11 @@ import functools
 import re
 from pathlib import Path
 
-from mdagent.defaults import DEFAULT_SETTINGS
-from mdagent.errors import ConfigError, Problem
-from mdagent.implementations import IMPLEMENTATION_KEYS
-from mdagent.names import did_you_mean
-from mdagent.specs import CommandSpec, ToolSpec
-from mdagent.yamlsource import (
+from mdagent.core.defaults import DEFAULT_SETTINGS
+from mdagent.core.errors import ConfigError, Problem
+from mdagent.core.names import did_you_mean
+from mdagent.core.specs import CommandSpec, ToolSpec
+from mdagent.core.yamlsource import (
     Located,
     decode,
     load_yaml,
@@ -19,8 +18,9 @@ from mdagent.yamlsource import (
     position,
     read_capped,
 )
+from mdagent.tools.implementations import IMPLEMENTATION_KEYS
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -52,8 +52,8 @@ def _schema_problems(
 
     ``instance`` is ``plain(data)`` when the caller has made it already.
     """
-    from mdagent.schemas import check as schema_check
-    from mdagent.schemas import validator
+    from mdagent.declarations.schemas import check as schema_check
+    from mdagent.declarations.schemas import validator
 
     problems = []
     broken: set[tuple[Any, Any]] = set()
@@ -232,7 +232,7 @@ def _param_problems(data: Any, name: Any, copy: dict[str, Any], where: str) -> l
                 "(letters, digits, '_', '.' and '-', 1-64 characters)",
             )
     schema = {"type": "object", "properties": params}  # `required`: the declarations schema
-    from mdagent.fastcheck import plainly_valid_schema
+    from mdagent.core.fastcheck import plainly_valid_schema
 
     # The metaschema is jsonschema's slowest check; most parameter schemas
     # are plainly valid, and only the others need it.
@@ -326,7 +326,7 @@ def _split_options(params: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Params without mdagent's own ``option`` keyword, and the names that set it.
 
     ``option: true`` lets a model's value start with ``-`` (see
-    :func:`mdagent.implementations.option_params`); it is not JSON Schema, so
+    :func:`mdagent.tools.implementations.option_params`); it is not JSON Schema, so
     it stays out of the schema sent to models.
     """
     options = [n for n, s in params.items() if isinstance(s, dict) and s.get("option") is True]
@@ -409,8 +409,8 @@ def _policy_sources(data: Located, where: str, layer: str) -> list[dict[str, Any
 def _runtime_problems(data: Located, where: str, broken: set[tuple[Any, Any]]) -> list[Problem]:
     """What the runtime would refuse in rules and hooks that fit the schema.
 
-    The checks are the runtime's own (:meth:`mdagent.policy.Rule.parse`,
-    :func:`mdagent.hooks.check_hook`), so a file ``agent check`` passes is a
+    The checks are the runtime's own (:meth:`mdagent.safety.policy.Rule.parse`,
+    :func:`mdagent.tools.hooks.check_hook`), so a file ``agent check`` passes is a
     file every command can use. Lists the schema already faulted are skipped:
     one message per mistake.
     """
@@ -419,8 +419,8 @@ def _runtime_problems(data: Located, where: str, broken: set[tuple[Any, Any]]) -
         return problems  # most files: the policy module (~10 ms to import) is not needed
     from functools import partial
 
-    from mdagent.hooks import EVENTS, check_hook
-    from mdagent.policy import Rule
+    from mdagent.safety.policy import Rule
+    from mdagent.tools.hooks import EVENTS, check_hook
 
     checks = [("policy", key, Rule.parse) for key in ("allow", "ask", "deny")]
     checks += [("hooks", when, partial(check_hook, event=when)) for when in EVENTS]

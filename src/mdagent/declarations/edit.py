@@ -3,7 +3,7 @@
 The one place mdagent changes a file a person wrote: an "always" answer adds
 an allow rule to the project's ``config/agent.yaml`` (:func:`add_allow_rule`),
 ``agent policy revoke`` takes one out (:func:`remove_allow_rule`), and ``agent
-new tool``/``new command`` append an entry (:mod:`mdagent.scaffold`, with the
+new tool``/``new command`` append an entry (:mod:`mdagent.cli.scaffold`, with the
 node helpers here). Every edit is checked by parsing the result, writes go
 through a temporary file and a rename (:func:`replace_file`), and writers are
 serialised with a lock on the file (:func:`locked_file`).
@@ -19,8 +19,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from mdagent.errors import ConfigError
-from mdagent.yamlsource import load_yaml, plain
+from mdagent.core.errors import ConfigError
+from mdagent.core.yamlsource import load_yaml, plain
 
 
 def add_allow_rule(path: str | os.PathLike[str], rule: str) -> bool:

@@ -17,7 +17,7 @@ Nothing here imports the MCP SDK: the registry, ``agent check`` and the
         headers: {Authorization: "Bearer ${DOCS_TOKEN}"}
 
 A higher layer's entry replaces a lower layer's entry of the same name whole
-(:func:`mdagent.declarations.merge_settings`); ``enabled: false`` switches a
+(:func:`mdagent.declarations.declarations.merge_settings`); ``enabled: false`` switches a
 lower layer's server off.
 """
 
@@ -30,10 +30,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mdagent.defaults import DEFAULT_SETTINGS, setting
-from mdagent.errors import ToolFailed
-from mdagent.records import Record
-from mdagent.specs import TIERS, ToolSpec
+from mdagent.core.defaults import DEFAULT_SETTINGS, setting
+from mdagent.core.errors import ToolFailed
+from mdagent.core.records import Record
+from mdagent.core.specs import TIERS, ToolSpec
 
 #: Between the server's name and its tool's in the registry: ``github__create_issue``.
 SEPARATOR = "__"
@@ -358,14 +358,14 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 def cache_path(config: ServerConfig, workdir: str | os.PathLike[str] | None = None) -> Path:
     """Where the tool and prompt lists of ``config`` are kept, beside the registry cache."""
-    from mdagent.layers import state_dir
+    from mdagent.core.layers import state_dir
 
     return state_dir() / f"{CACHE_PREFIX}{config.name}-{config.stamp(workdir)}.json"
 
 
 def read_listing(config: ServerConfig, workdir: Any = None) -> dict[str, Any] | None:
     """The cached ``{"tools": [...], "prompts": [...]}`` of ``config``, or None."""
-    from mdagent.statefiles import read_json
+    from mdagent.core.statefiles import read_json
 
     data = read_json(cache_path(config, workdir), LISTING_FORMAT)
     listing = data.get("listing") if data else None
@@ -374,7 +374,7 @@ def read_listing(config: ServerConfig, workdir: Any = None) -> dict[str, Any] | 
 
 def write_listing(config: ServerConfig, listing: dict[str, Any], workdir: Any = None) -> None:
     """Cache ``listing`` under the server's stamp (atomically; a failure costs speed only)."""
-    from mdagent.statefiles import write_json
+    from mdagent.core.statefiles import write_json
 
     write_json(cache_path(config, workdir), {"format": LISTING_FORMAT, "listing": listing})
 
@@ -384,9 +384,9 @@ def write_listing(config: ServerConfig, listing: dict[str, Any], workdir: Any = 
 
 def server_locations(layers: list[Any]) -> dict[str, tuple[str, int, int]]:
     """Server name -> ``(agent.yaml path, line, col)`` of the entry in force (highest layer)."""
-    from mdagent.declarations import read_yaml_file
-    from mdagent.defaults import SETTINGS_FILE
-    from mdagent.yamlsource import position
+    from mdagent.core.defaults import SETTINGS_FILE
+    from mdagent.core.yamlsource import position
+    from mdagent.declarations.declarations import read_yaml_file
 
     found: dict[str, tuple[str, int, int]] = {}
     for layer in layers:  # highest first: the first sighting is the entry in force

@@ -19,10 +19,10 @@ import os
 import re
 from pathlib import Path
 
-from mdagent.errors import ConfigError, Problem
-from mdagent.names import did_you_mean
-from mdagent.specs import ARG_MODES, Skill
-from mdagent.yamlsource import (
+from mdagent.core.errors import ConfigError, Problem
+from mdagent.core.names import did_you_mean
+from mdagent.core.specs import ARG_MODES, Skill
+from mdagent.core.yamlsource import (
     Located,
     decode,
     load_yaml,
@@ -31,7 +31,7 @@ from mdagent.yamlsource import (
     read_capped,
 )
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -72,7 +72,7 @@ KNOWN_KEYS = frozenset(
         "license",
         "homepage",
         "compatibility",
-        # What a prompt turn runs with (mdagent.promptskills).
+        # What a prompt turn runs with (mdagent.agent.promptskills).
         "model",
         "max_steps",
         "context",
@@ -118,7 +118,7 @@ def _normalise(text: str) -> str:
 # A line of three or more dashes, as python-frontmatter and the Agent Skills
 # clients find it (`\s*$` in MULTILINE mode also takes blank lines after it).
 #: A prompt skill's live context in its body: ``!`cmd` `` runs ``cmd`` before the
-#: model sees the prompt (:mod:`mdagent.promptskills` runs it).
+#: model sees the prompt (:mod:`mdagent.agent.promptskills` runs it).
 LIVE_CONTEXT = re.compile(r"!`([^`\n]+)`")
 
 
@@ -634,7 +634,7 @@ def allowed_tool_rules(entry: str) -> list[str]:
     ``exec(git diff)`` plus ``exec(git diff *)``: the command alone or with
     arguments, never anything else.
     """
-    from mdagent.policy import Rule
+    from mdagent.safety.policy import Rule
 
     match = re.fullmatch(r"([^()\s]+)(?:\((.*)\))?", entry.strip(), re.S)
     if not match:
@@ -678,14 +678,14 @@ def _covers_every_command(rule: str) -> bool:
 
 def _check_schema(meta: dict[str, Any], where: str, at, problems: list[Problem]) -> list[Problem]:
     """Schema errors: the command part's are returned, the others added to ``problems``."""
-    from mdagent.schemas import check as schema_check
+    from mdagent.declarations.schemas import check as schema_check
 
     data = plain(meta)
     check = schema_check("skill")
     if check is not None and check(data):
         return []  # plainly valid: jsonschema only runs to explain a problem
-    from mdagent.declarations import _message as schema_message
-    from mdagent.schemas import validator
+    from mdagent.declarations.declarations import _message as schema_message
+    from mdagent.declarations.schemas import validator
 
     command: list[Problem] = []
     for err in validator("skill").iter_errors(data):
@@ -747,7 +747,7 @@ def model_refusal(skill: Skill) -> str | None:
     The same test decides what the ``skill`` tool returns and which skill
     folders the read-only file tools may read outside the workspace.
     """
-    from mdagent.specs import unmet_requirement
+    from mdagent.core.specs import unmet_requirement
 
     if skill.disable_model_invocation:
         return "it is for a person to run only (disable-model-invocation: true)"
@@ -759,7 +759,7 @@ def skill_read_roots(ctx: Any, path: str | os.PathLike[str], root: Path) -> tupl
     """The skill folders that admit ``path`` for reading, beyond the workspace ``root``.
 
     For the read-only tools (``read_file``, ``glob``, ``grep``) only: a path
-    :func:`mdagent.workspace.confine` refused may still lie inside the folder
+    :func:`mdagent.safety.workspace.confine` refused may still lie inside the folder
     of a skill the model may load, where its ``references/`` and ``scripts/``
     live even outside the workspace. Pass what this returns as extra roots to
     ``confine`` and ``open_parent``; writing tools and ``exec`` never use it.

@@ -31,8 +31,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mdagent.errors import Interrupted, ToolFailed
-from mdagent.mcpconfig import MAX_LISTED, MAX_PAGES, ListingTooLarge, ServerConfig
+from mdagent.core.errors import Interrupted, ToolFailed
+from mdagent.declarations.mcpconfig import MAX_LISTED, MAX_PAGES, ListingTooLarge, ServerConfig
 
 #: Shown when the SDK is missing: every MCP entry point says the same.
 INSTALL_HINT = "MCP needs the official SDK: pip install 'mdagent[mcp]'"

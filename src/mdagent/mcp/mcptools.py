@@ -1,7 +1,7 @@
 """Other MCP servers' tools and prompts in this process's registry and toolbox.
 
-``mcp_servers:`` (:mod:`mdagent.mcpconfig`) names the servers; this module
-turns what they offer into :class:`~mdagent.specs.ToolSpec` entries named
+``mcp_servers:`` (:mod:`mdagent.declarations.mcpconfig`) names the servers; this module
+turns what they offer into :class:`~mdagent.core.specs.ToolSpec` entries named
 ``server__tool`` and runs them through the toolbox like any declared tool:
 validation, the policy (category ``mcp``, security from the server's
 annotations or ``security:``), hooks and the audit log are the toolbox's.
@@ -21,10 +21,11 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from mdagent.calls import ToolContext
-from mdagent.defaults import setting
-from mdagent.errors import ToolFailed, UsageError
-from mdagent.mcpconfig import (
+from mdagent.core.calls import ToolContext
+from mdagent.core.defaults import setting
+from mdagent.core.errors import ToolFailed, UsageError
+from mdagent.core.specs import CommandSpec, ToolSpec
+from mdagent.declarations.mcpconfig import (
     prompt_command,
     read_listing,
     server_configs,
@@ -32,24 +33,23 @@ from mdagent.mcpconfig import (
     tool_specs,
     write_listing,
 )
-from mdagent.specs import CommandSpec, ToolSpec
-from mdagent.toolbox import Tool, Toolbox, UnknownTool
+from mdagent.tools.toolbox import Tool, Toolbox, UnknownTool
 
 if TYPE_CHECKING:
-    from mdagent.mcpclient import McpClients
-    from mdagent.runtime import Runtime
+    from mdagent.mcp.mcpclient import McpClients
+    from mdagent.runtime.runtime import Runtime
 
 
 def _tell(message: str) -> None:
     # The one place a server's failure reaches the person while the rest
     # carries on (a model's turn, a listing): a notice the edge shows.
-    from mdagent import notices
+    from mdagent.core import notices
 
     notices.tell(message)
 
 
 class McpTools:
-    """The declared MCP servers of a :class:`~mdagent.runtime.Runtime`: their tools and prompts.
+    """The declared MCP servers of a :class:`~mdagent.runtime.runtime.Runtime`: their tools and prompts.
 
     ``failures`` maps a server that could not be reached to its one-line
     error; ``notify(line)`` shows such a line to the person (stderr).
@@ -72,7 +72,7 @@ class McpTools:
         """The connections (imports the SDK; ToolFailed when it is not installed)."""
         with self._lock:
             if self._clients is None:
-                from mdagent.mcpclient import McpClients
+                from mdagent.mcp.mcpclient import McpClients
 
                 self._clients = McpClients(
                     self.configs, workdir=str(self.runtime.workdir), env=self.runtime.env
@@ -85,7 +85,7 @@ class McpTools:
         ``live`` starts the server even when a cached copy exists. Raises
         ToolFailed (one line, naming the server) when it cannot be reached,
         or when what it offers is past the budgets of
-        :func:`mdagent.mcpconfig.tool_specs` (then it is not used at all).
+        :func:`mdagent.declarations.mcpconfig.tool_specs` (then it is not used at all).
         """
         with self._lock:
             if server in self._listings and (server in self._live or not live):
@@ -177,7 +177,7 @@ class McpTools:
 
 
 def _find_prompt(prompts: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
-    from mdagent.specs import command_key
+    from mdagent.core.specs import command_key
 
     exact = next((p for p in prompts if p.get("name") == name), None)
     return exact or next(
@@ -196,7 +196,7 @@ class ServerDown(UnknownTool):
         self.reason = reason
 
     def run(self, args: Any = None, context: Any = None):  # noqa: D102 - UnknownTool's contract
-        from mdagent.calls import Result
+        from mdagent.core.calls import Result
 
         return Result.failure(self.reason, code="MCP_UNAVAILABLE")
 
@@ -282,7 +282,7 @@ def prompt_target(runtime: Runtime, name: str) -> tuple[str, str] | None:
 def prompt_spec(server: str, prompt: dict[str, Any]) -> tuple[CommandSpec, ToolSpec]:
     """A command and a stand-in tool whose parameters are the prompt's arguments.
 
-    They let the usual parser (:func:`mdagent.dispatch.parse_words`) read
+    They let the usual parser (:func:`mdagent.tools.dispatch.parse_words`) read
     ``key=value``, ``--key value`` and positional words, and print the usage.
     """
     arguments = prompt.get("arguments") or []
@@ -312,8 +312,8 @@ def run_prompt(runtime: Runtime, server: str, prompt_name: str, argv: list[str])
     The turn is ``agent ask``'s: the same tools, policy and session log; the
     prompt's messages open the conversation.
     """
-    from mdagent.dispatch import help_text, parse_words, usage
-    from mdagent.toolbox import Tool
+    from mdagent.tools.dispatch import help_text, parse_words, usage
+    from mdagent.tools.toolbox import Tool
 
     mcp = runtime.mcp
     prompt = mcp.prompt(server, prompt_name)
@@ -334,8 +334,8 @@ def run_prompt(runtime: Runtime, server: str, prompt_name: str, argv: list[str])
 
 
 def _turn(runtime: Runtime, command: CommandSpec, messages: list[dict[str, str]]) -> int:
-    from mdagent.ask import build_agent, close_provider, finish, make_provider
-    from mdagent.conversation import Conversation
+    from mdagent.agent.ask import build_agent, close_provider, finish, make_provider
+    from mdagent.agent.conversation import Conversation
 
     provider, config = make_provider(runtime)
     try:
@@ -387,8 +387,8 @@ def check_problems(runtime: Runtime) -> list[Any]:
     may be right and the server down); ``command-tool: server__tool`` naming
     a tool its server does not offer is an error at the command.
     """
-    from mdagent.errors import Problem
-    from mdagent.mcpconfig import server_locations
+    from mdagent.core.errors import Problem
+    from mdagent.declarations.mcpconfig import server_locations
 
     mcp = runtime.mcp
     registry = runtime.registry

@@ -40,16 +40,16 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from mdagent.errors import Problem
-from mdagent.layers import Layer, state_dir
-from mdagent.specs import CommandSpec, LazyRecords, Skill, ToolSpec, command_key, compact
-from mdagent.statefiles import read_json, write_json
+from mdagent.core.errors import Problem
+from mdagent.core.layers import Layer, state_dir
+from mdagent.core.specs import CommandSpec, LazyRecords, Skill, ToolSpec, command_key, compact
+from mdagent.core.statefiles import read_json, write_json
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
-CACHE_FORMAT = 11
+CACHE_FORMAT = 12
 #: About this many command keys per shard: a lookup parses one shard this size.
 SHARD_SIZE = 64
 
@@ -83,22 +83,22 @@ RESERVED_NAMES = frozenset(
 #: The files whose code decides what a compile gives (relative to the package): each
 #: is stamped, so a changed compiler invalidates every cache it wrote.
 COMPILER_MODULES = (
-    "registry.py",
-    "layers.py",
-    "yamlsource.py",
-    "yamlfast.py",
-    "skills.py",
-    "declarations.py",
-    "defaults.py",
-    "fastcheck.py",
-    "specs.py",
-    "catalog.py",
-    "implementations.py",
-    "templates.py",
-    "lexicon.py",  # what templates refuse
-    "dispatch.py",  # the usage words of /help's cached rows
-    "console.py",  # and their descriptions' first lines
-    "trust.py",  # what trust covers, and the untrusted view of the settings
+    "registry/registry.py",
+    "core/layers.py",
+    "core/yamlsource.py",
+    "core/yamlfast.py",
+    "declarations/skills.py",
+    "declarations/declarations.py",
+    "core/defaults.py",
+    "core/fastcheck.py",
+    "core/specs.py",
+    "core/catalog.py",
+    "tools/implementations.py",
+    "tools/templates.py",
+    "safety/shell/lexicon.py",  # what templates refuse
+    "tools/dispatch.py",  # the usage words of /help's cached rows
+    "ui/console.py",  # and their descriptions' first lines
+    "runtime/trust.py",  # what trust covers, and the untrusted view of the settings
     "schemas/declarations.json",
     "schemas/settings.json",
     "schemas/skill.json",
@@ -131,10 +131,10 @@ class Registry:
         self.layers = layers
         self.from_cache = from_cache
         #: Where each policy rule and test was written, highest layer first
-        #: (see :func:`mdagent.declarations.read_settings`).
+        #: (see :func:`mdagent.declarations.declarations.read_settings`).
         self.sources = sources or []
         #: What workspace trust covers here and the untrusted view of the
-        #: settings (:func:`mdagent.trust.workspace_facts`); None: nothing.
+        #: settings (:func:`mdagent.runtime.trust.workspace_facts`); None: nothing.
         self.trust = trust
         self._aliases: dict[str, str] | None = None
         self._settings_errors: list[Problem] | None = None
@@ -188,8 +188,8 @@ class Registry:
         warm ``/help`` builds no command record.
         """
         if self._listing_rows is None:
-            from mdagent.console import first_line
-            from mdagent.dispatch import arguments_usage
+            from mdagent.tools.dispatch import arguments_usage
+            from mdagent.ui.console import first_line
 
             tools: dict[str | None, ToolSpec | None] = {}  # one lookup per tool, not per command
             rows = []
@@ -213,14 +213,14 @@ class Registry:
         Cached too: ``agent /help | grep`` with 10,000 skills formats nothing.
         """
         if self._listing_text is None:
-            from mdagent.console import table
+            from mdagent.ui.console import table
 
             self._listing_text = table(self.listing_rows())
         return self._listing_text
 
     def skill_body(self, name: str) -> str:
         """The Markdown body of skill ``name``; KeyError when there is none."""
-        from mdagent.skills import read_body
+        from mdagent.declarations.skills import read_body
 
         skill = self.skills[name]
         return read_body(skill.path)
@@ -237,7 +237,7 @@ class Registry:
 
 
 def _settings_errors(problems: Iterable[Problem]) -> list[Problem]:
-    from mdagent.defaults import SETTINGS_FILE
+    from mdagent.core.defaults import SETTINGS_FILE
 
     names = (SETTINGS_FILE, SETTINGS_FILE.replace(".yaml", ".yml"))
     return [p for p in problems if p.severity == "error" and p.path.endswith(names)]
@@ -604,7 +604,7 @@ def _read_cache(path: Path) -> dict[str, Any] | None:
     return read_json(path, CACHE_FORMAT)
 
 
-# The atomic write of every cache file (mdagent.statefiles, shared with the MCP tool lists).
+# The atomic write of every cache file (mdagent.core.statefiles, shared with the MCP tool lists).
 _write_cache = write_json
 
 
@@ -781,10 +781,10 @@ class _Compiler:
             self.watched[key] = _stamp(key, stat)
 
     def run(self) -> Registry:
-        from mdagent.catalog import SPECS as BUILTIN_SPECS
-        from mdagent.declarations import merge_settings
+        from mdagent.core.catalog import SPECS as BUILTIN_SPECS
+        from mdagent.declarations.declarations import merge_settings
 
-        here = Path(__file__).resolve().parent
+        here = Path(__file__).resolve().parents[1]  # the package: mdagent/
         for module in COMPILER_MODULES:
             self.watch(here / module)
         builtin_names = set(BUILTIN_SPECS)
@@ -819,7 +819,7 @@ class _Compiler:
         self.problems.sort(key=lambda p: (p.path, p.line, p.col))
         trust = None
         if any(layer.scope == "project" for layer in self.layers):
-            from mdagent.trust import workspace_facts
+            from mdagent.runtime.trust import workspace_facts
 
             trust = workspace_facts(
                 self.layers, self.layer_settings, self.tools, self.skills, self.sources
@@ -839,8 +839,8 @@ class _Compiler:
     # -- one layer --
 
     def _load_settings(self, layer: Layer) -> None:
-        from mdagent.declarations import read_settings
-        from mdagent.defaults import SETTINGS_FILE
+        from mdagent.core.defaults import SETTINGS_FILE
+        from mdagent.declarations.declarations import read_settings
 
         if layer.config_dir is None:
             return  # another agent's skill folder: skills only
@@ -855,8 +855,8 @@ class _Compiler:
             self.sources[:0] = sources  # layers load lowest first
 
     def _load_layer(self, layer: Layer) -> list[tuple[ToolSpec, Path]]:
-        from mdagent.declarations import load_declarations
-        from mdagent.defaults import SETTINGS_FILE
+        from mdagent.core.defaults import SETTINGS_FILE
+        from mdagent.declarations.declarations import load_declarations
 
         self.watch(layer.path)
         if layer.config_dir is not None:
@@ -888,8 +888,8 @@ class _Compiler:
         return checks
 
     def _load_skills(self, layer: Layer) -> Iterable[Skill]:
-        from mdagent.layers import trust_root, walk_skills
-        from mdagent.skills import load_skill
+        from mdagent.core.layers import trust_root, walk_skills
+        from mdagent.declarations.skills import load_skill
 
         if not layer.skills_dir.is_dir():
             return []
@@ -1006,7 +1006,7 @@ class _Compiler:
         self.commands[key] = command
 
     def _add_skill(self, skill: Skill, layer_commands: dict[str, CommandSpec]) -> None:
-        from mdagent.skills import refused
+        from mdagent.declarations.skills import refused
 
         shadowed = self.skills.get(skill.name)
         if shadowed is not None:
@@ -1086,7 +1086,7 @@ class _Compiler:
 
     def _with_fits(self, command: CommandSpec, key: str, tool: ToolSpec) -> bool:
         """Whether a skill's ``command-with`` templates fit ``tool`` (else: errors, now)."""
-        from mdagent.dispatch import check_command_with
+        from mdagent.tools.dispatch import check_command_with
 
         skill = self.skills.get(command.skill or "")
         lines = skill.lines if skill is not None else {}
@@ -1098,7 +1098,7 @@ class _Compiler:
 
     def _refuse_command(self, command: CommandSpec, key: str, line: int, message: str) -> None:
         """Report why /key cannot run; a skill behind it stays for the model."""
-        from mdagent.skills import refused
+        from mdagent.declarations.skills import refused
 
         skill = self.skills.get(command.skill or "")
         if skill is not None:
@@ -1110,8 +1110,8 @@ class _Compiler:
         self.problem(command.source, line, "error", message)
 
     def _check_references(self, checks: list[tuple[ToolSpec, Path]]) -> None:
-        from mdagent.implementations import check_implementation, message_line
-        from mdagent.names import did_you_mean
+        from mdagent.core.names import did_you_mean
+        from mdagent.tools.implementations import check_implementation, message_line
 
         names = set(self.tools) | set(self.alias_of)
         broken_tools: set[str] = set()
@@ -1160,8 +1160,8 @@ class _Compiler:
         Its tools are unknown until the server runs: ``agent check`` (which
         starts it) verifies the name, running the command resolves it.
         """
-        from mdagent.declarations import merge_settings
-        from mdagent.mcpconfig import server_configs, server_of
+        from mdagent.declarations.declarations import merge_settings
+        from mdagent.declarations.mcpconfig import server_configs, server_of
 
         servers = server_configs(merge_settings(list(reversed(self.settings_by_layer))))
         return server_of(name, servers) is not None

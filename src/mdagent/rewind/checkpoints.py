@@ -4,8 +4,8 @@ A model's commands may write only inside the workspace (and a private temp
 dir), so a snapshot of the workspace before a turn's first call that can
 write, and another at the end of the turn, cover what the model's tools and
 commands changed there. The snapshots live in a private git object store per
-workspace (:mod:`mdagent.checkpointstore`); this module turns them into
-checkpoints, turns and housekeeping. :mod:`mdagent.rewind` takes them back.
+workspace (:mod:`mdagent.rewind.checkpointstore`); this module turns them into
+checkpoints, turns and housekeeping. :mod:`mdagent.rewind.rewind` takes them back.
 
 How the agent uses it (nothing here prints; errors are one line)::
 
@@ -37,7 +37,10 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from mdagent.checkpointstore import (
+from mdagent.core.defaults import DEFAULT_SETTINGS
+from mdagent.core.errors import UsageError
+from mdagent.core.records import Record
+from mdagent.rewind.checkpointstore import (
     REF_PREFIX,
     STATE_PREFIX,
     CheckpointError,
@@ -54,11 +57,8 @@ from mdagent.checkpointstore import (
     workspace_key,
     write_json,
 )
-from mdagent.defaults import DEFAULT_SETTINGS
-from mdagent.errors import UsageError
-from mdagent.records import Record
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -91,7 +91,7 @@ _DEFAULTS = DEFAULT_SETTINGS["checkpoints"]
 
 
 class CheckpointSettings(Record):
-    """The ``checkpoints:`` settings (defaults in :data:`mdagent.defaults.DEFAULT_SETTINGS`)."""
+    """The ``checkpoints:`` settings (defaults in :data:`mdagent.core.defaults.DEFAULT_SETTINGS`)."""
 
     enabled: bool = _DEFAULTS["enabled"]
     max_file_bytes: int = _DEFAULTS["max_file_bytes"]

@@ -49,10 +49,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
-from mdagent.errors import MdagentError
-from mdagent.records import Record
+from mdagent.core.errors import MdagentError
+from mdagent.core.records import Record
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -194,7 +194,7 @@ def git_executable() -> str:
 
 def store_root(state_dir: Path | None = None) -> Path:
     """The folder holding every workspace's store."""
-    from mdagent.layers import state_dir as default_state_dir
+    from mdagent.core.layers import state_dir as default_state_dir
 
     return Path(state_dir if state_dir is not None else default_state_dir()) / STORE_FOLDER
 

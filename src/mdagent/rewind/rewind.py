@@ -23,7 +23,7 @@ Nothing here prints. What a rewind promises:
   the turns being rewound.
 - **Never outside the workspace.** Every write walks from the workspace
   root one folder at a time without following a symlink
-  (:func:`mdagent.workspace.open_parent`), and a file is written under a
+  (:func:`mdagent.safety.workspace.open_parent`), and a file is written under a
   temporary name and renamed into place.
 - **Recorded.** A rewind is a "before"/"after" pair of kind "rewind", so it
   is listed with the turns and can itself be rewound.
@@ -35,13 +35,13 @@ import os
 import stat
 from pathlib import Path
 
-from mdagent.checkpoints import Change, Checkpoint, Checkpoints, Point
-from mdagent.checkpointstore import CheckpointError, Entry, NotCovered
-from mdagent.errors import MdagentError, UsageError
-from mdagent.records import Record
-from mdagent.workspace import open_entry, open_parent
+from mdagent.core.errors import MdagentError, UsageError
+from mdagent.core.records import Record
+from mdagent.rewind.checkpoints import Change, Checkpoint, Checkpoints, Point
+from mdagent.rewind.checkpointstore import CheckpointError, Entry, NotCovered
+from mdagent.safety.workspace import open_entry, open_parent
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 

@@ -1,8 +1,8 @@
 """Who answers the policy's questions: a person at the terminal, nobody, or a script.
 
-The policy (:mod:`mdagent.policy`) decides and hands each question it may
+The policy (:mod:`mdagent.safety.policy`) decides and hands each question it may
 not answer alone to the approver the runtime gave it
-(:class:`mdagent.policy.Approver`):
+(:class:`mdagent.safety.policy.Approver`):
 
 - :class:`TerminalApprover` asks a person on the terminal (the command line
   and the interactive session, when a terminal is there);
@@ -12,7 +12,7 @@ not answer alone to the approver the runtime gave it
 
 An "always" answer is kept by :meth:`SettingsApprover.remember`: the allow
 rule goes into the project layer's ``config/agent.yaml`` through
-:mod:`mdagent.edit`, the one module that edits settings files, and the
+:mod:`mdagent.declarations.edit`, the one module that edits settings files, and the
 person is told what happened.
 """
 
@@ -21,21 +21,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from mdagent.defaults import PROJECT_DIR, settings_path
-from mdagent.errors import ConfigError, logger
-from mdagent.policy import Nobody, Question
+from mdagent.core.defaults import PROJECT_DIR, settings_path
+from mdagent.core.errors import ConfigError, logger
+from mdagent.safety.policy import Nobody, Question
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
-log = logger("mdagent.approvers")
+log = logger("mdagent.runtime.approvers")
 
 
 class RefusingApprover(Nobody):
     """Nobody to ask: the policy refuses every question, saying how to allow the call.
 
-    The policy's own default (:class:`mdagent.policy.Nobody`), named for the
+    The policy's own default (:class:`mdagent.safety.policy.Nobody`), named for the
     runtime to hand in where nobody can answer.
     """
 
@@ -47,7 +47,7 @@ class SettingsApprover:
     gets the rule (None: no project layer, the rule holds for this process
     only); ``workdir`` is where the file is named from in messages.
     ``saved()`` is called after a rule was written (the runtime keeps the
-    workspace's trust current, :mod:`mdagent.trust`). ``tell(message)`` shows
+    workspace's trust current, :mod:`mdagent.runtime.trust`). ``tell(message)`` shows
     what an answer did (default: one ``agent: …`` line on stderr).
     """
 
@@ -71,7 +71,7 @@ class SettingsApprover:
 
     def remember(self, rule: str) -> None:
         """Add ``rule`` to ``policy.allow`` of the project's settings and say so."""
-        from mdagent.edit import add_allow_rule
+        from mdagent.declarations.edit import add_allow_rule
 
         if self.project_layer is None:
             self.tell(
@@ -99,7 +99,7 @@ class SettingsApprover:
 
 
 class TerminalApprover(SettingsApprover):
-    """Asks a person on the terminal (:func:`mdagent.approval.ask_terminal`).
+    """Asks a person on the terminal (:func:`mdagent.ui.approval.ask_terminal`).
 
     ``ask`` replaces the terminal question (same signature), as tests do.
     """
@@ -111,7 +111,7 @@ class TerminalApprover(SettingsApprover):
     def ask(self, question: Question) -> str:
         ask = self.ask_terminal
         if ask is None:
-            from mdagent.approval import ask_terminal as ask
+            from mdagent.ui.approval import ask_terminal as ask
         # The call's cancel event: Ctrl-C must drop the question at once, not
         # leave it waiting to swallow the person's next line. `protected`: the
         # agent's own configuration, shown whole.
@@ -150,6 +150,6 @@ class ScriptedApprover(SettingsApprover):
 
 
 def _tell(message: str) -> None:
-    from mdagent.approval import tell
+    from mdagent.ui.approval import tell
 
     tell(message)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mdagent.defaults import settings_path
+from mdagent.core.defaults import settings_path
 
 if TYPE_CHECKING:
     from mdagent.providers.base import ProviderConfig

@@ -1,7 +1,7 @@
 """Running a command a person typed: the layer the shell path and the session share.
 
-``agent /name args`` (:mod:`mdagent.cli`) and ``/name args`` in the interactive
-session (:mod:`mdagent.repl`) both come here: resolve the name (with "did you
+``agent /name args`` (:mod:`mdagent.cli.cli`) and ``/name args`` in the interactive
+session (:mod:`mdagent.session.repl`) both come here: resolve the name (with "did you
 mean"), build and validate the call, run it as the person, print its result
 and return the exit status (DESIGN §6). Nothing here imports the typer app or
 the session, so the arrows point one way: the edges down to this layer.
@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from mdagent.errors import (
+from mdagent.core.errors import (
     EXIT_DENIED,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -23,14 +23,14 @@ from mdagent.errors import (
     UsageError,
 )
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
-    from mdagent.runtime import Runtime
+    from mdagent.runtime.runtime import Runtime
 
 
-# The typer subcommands of `agent` (mdagent.app), spelled out here so a
+# The typer subcommands of `agent` (mdagent.cli.app), spelled out here so a
 # "did you mean `agent tools`?" never imports typer on the /name fast path;
 # tests/test_help_e2e.py checks it against the app.
 SUBCOMMANDS = (
@@ -104,8 +104,8 @@ def run_tool_command(
     (the tool's and the skill's requirements), argument mode, validation with
     the usage line, the person's policy, live output, rendering.
     """
-    from mdagent.dispatch import build_call, usage
-    from mdagent.specs import unmet_requirement
+    from mdagent.core.specs import unmet_requirement
+    from mdagent.tools.dispatch import build_call, usage
 
     reason = runtime.unavailable(tool_spec) or unmet_requirement(command.requires)
     if reason:
@@ -136,7 +136,7 @@ def render(result, *, as_json: bool, label: str) -> int:
         elif result.ok:
             print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
     if not result.ok and not _is_exit_status(data):
-        from mdagent.console import say_error
+        from mdagent.ui.console import say_error
 
         say_error(f"{label}: {result.error}")
     return exit_status(result)
@@ -174,7 +174,7 @@ def exit_status(result) -> int:
 
 def command_help(runtime: Runtime, name: str) -> str:
     """What ``agent /name --help``, ``agent /help name`` and ``agent help name`` print."""
-    from mdagent.dispatch import help_text
+    from mdagent.tools.dispatch import help_text
 
     return help_text(*resolve_command(runtime, name if name.startswith("/") else f"/{name}"))
 
@@ -182,11 +182,11 @@ def command_help(runtime: Runtime, name: str) -> str:
 def command_listing(registry) -> str:
     """``/name usage  description`` for every user-invocable command.
 
-    The rows are :meth:`mdagent.registry.Registry.listing_rows`, cached with
+    The rows are :meth:`mdagent.registry.registry.Registry.listing_rows`, cached with
     the registry: a warm ``/help`` with 10,000 skills builds no record, and
     to a pipe or a file (nothing to fit) prints the cached table as it is.
     """
-    from mdagent.console import table, terminal_width
+    from mdagent.ui.console import table, terminal_width
 
     width = terminal_width()
     if width is None:
@@ -202,8 +202,8 @@ def nearest_name(registry, typed: str, *, slash: bool) -> str | None:
     in the other world wins (``agent /tools`` -> ``agent tools``, ``agent count``
     -> ``agent /count``), then the closest spelling, then a name it begins.
     """
-    from mdagent.names import closest
-    from mdagent.specs import command_key
+    from mdagent.core.names import closest
+    from mdagent.core.specs import command_key
 
     key = command_key(typed)
     commands = {k for k, c in registry.commands.items() if c.user_invocable} if registry else set()
@@ -255,7 +255,7 @@ def broken_declaration(registry, key: str) -> str | None:
 
 def unknown_command(registry, name: str) -> str:
     """The unknown-command message: did you mean (either world), and the list."""
-    from mdagent.specs import command_key
+    from mdagent.core.specs import command_key
 
     key = command_key(name)
     broken = broken_declaration(registry, key)

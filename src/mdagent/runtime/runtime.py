@@ -4,7 +4,7 @@ The CLI fast path, ``agent ask`` and the interactive session all build a
 :class:`Runtime` and run calls through its toolbox, so every caller gets the
 same validation, policy, hooks and audit log.
 
-The runtime also decides workspace trust (:mod:`mdagent.trust`): in a
+The runtime also decides workspace trust (:mod:`mdagent.runtime.trust`): in a
 workspace the person has not trusted, :attr:`Runtime.registry` is the view
 that only tightens, so the policy, hooks, MCP servers and the model settings
 all read what an untrusted folder is allowed, and nothing else needs to know.
@@ -17,14 +17,14 @@ from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 
-from mdagent.calls import ToolContext
-from mdagent.errors import ConfigError, Problem
-from mdagent.layers import find_layers, project_layer, project_root
-from mdagent.registry import Registry, load_registry
-from mdagent.specs import ToolSpec, unmet_requirement
-from mdagent.toolbox import Toolbox
+from mdagent.core.calls import ToolContext
+from mdagent.core.errors import ConfigError, Problem
+from mdagent.core.layers import find_layers, project_layer, project_root
+from mdagent.core.specs import ToolSpec, unmet_requirement
+from mdagent.registry.registry import Registry, load_registry
+from mdagent.tools.toolbox import Toolbox
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
@@ -57,10 +57,10 @@ class Options:
         self.model = model
         self.base_url = base_url
         self.script = script
-        #: ``text``, ``json`` (also ``--json``) or ``stream-json`` (:mod:`mdagent.events`).
+        #: ``text``, ``json`` (also ``--json``) or ``stream-json`` (:mod:`mdagent.ui.events`).
         self.output_format = "json" if json and output_format == "text" else output_format
         #: The permission mode asked for on the command line or by ``/mode``
-        #: (None: the settings' ``policy.mode``); see :func:`mdagent.policy.effective_mode`.
+        #: (None: the settings' ``policy.mode``); see :func:`mdagent.safety.policy.effective_mode`.
         self.mode = mode
         self.mode_source = "--mode" if mode else None
         #: This run's own rules and limits (``agent ask``): never written to a file.
@@ -108,14 +108,14 @@ OUTPUT_FORMATS = ("text", "json", "stream-json")
 
 def check_run_options(options: Options) -> Options:
     """``options``, or a :class:`UsageError` for an ``--output-format`` or ``--mode`` it cannot take."""
-    from mdagent.errors import UsageError
+    from mdagent.core.errors import UsageError
 
     if options.output_format not in OUTPUT_FORMATS:
         raise UsageError(
             f"--output-format: {options.output_format!r} is not one of {', '.join(OUTPUT_FORMATS)}"
         )
     if options.mode is not None:
-        from mdagent.policy import MODES
+        from mdagent.safety.policy import MODES
 
         if options.mode not in MODES:
             raise UsageError(f"--mode: {options.mode!r} is not one of {', '.join(MODES)}")
@@ -147,7 +147,7 @@ class Runtime:
         """The registry as this workspace may use it: compiled, or its untrusted view."""
         if self.trusted:
             return self.compiled
-        from mdagent.trust import UntrustedRegistry
+        from mdagent.runtime.trust import UntrustedRegistry
 
         return UntrustedRegistry(self.compiled)  # type: ignore[return-value]
 
@@ -165,8 +165,8 @@ class Runtime:
 
     @cached_property
     def trust(self):
-        """The workspace's :class:`mdagent.trust.TrustState`, told (or asked) once per process."""
-        from mdagent.trust import evaluate
+        """The workspace's :class:`mdagent.runtime.trust.TrustState`, told (or asked) once per process."""
+        from mdagent.runtime.trust import evaluate
 
         state = evaluate(self.compiled.trust)
         if state.needed and not state.trusted and self.trust_notice:
@@ -177,7 +177,7 @@ class Runtime:
         """One line on stderr; when trust lapsed and a person sits at a terminal, ask at once."""
         import sys
 
-        from mdagent.trust import notice, question, snapshot, tell
+        from mdagent.runtime.trust import notice, question, snapshot, tell
 
         if state.lapsed and sys.stdin.isatty() and sys.stderr.isatty():
             sys.stderr.write(f"agent: {question(state)}")
@@ -208,7 +208,7 @@ class Runtime:
         facts = self.compiled.trust
         if not facts or not facts.get("items") or "trust" not in self.__dict__:
             return False
-        from mdagent.trust import evaluate
+        from mdagent.runtime.trust import evaluate
 
         if evaluate(facts).trusted == self.trust.trusted:
             return False
@@ -221,7 +221,7 @@ class Runtime:
         an untrusted workspace declares and so is not started; else None."""
         if not name or self.trusted:
             return None
-        from mdagent.trust import untrusted_servers
+        from mdagent.runtime.trust import untrusted_servers
 
         name = name.lstrip("/")
         for server in untrusted_servers(self.trust):
@@ -239,16 +239,16 @@ class Runtime:
         """
         if not self.trusted:
             if untrusted_note:
-                from mdagent.trust import tell
+                from mdagent.runtime.trust import tell
 
                 tell(untrusted_note)
             return
-        from mdagent.trust import TrustError, trust_folder
+        from mdagent.runtime.trust import TrustError, trust_folder
 
         try:
             trust_folder(self.cwd, layers=self.options.layers, no_user=self.options.no_user)
         except TrustError as err:  # what was asked for is done; say what is not
-            from mdagent.trust import tell
+            from mdagent.runtime.trust import tell
 
             tell(f"{err}; run `agent trust` to trust this folder as it is now")
 
@@ -257,7 +257,7 @@ class Runtime:
         """The settings calls are judged by: the registry's, with this run's mode and rules.
 
         ``--mode``, ``/mode``, ``--allow`` and ``--deny`` live here, in memory
-        only (:func:`mdagent.policy.run_settings`); plan mode, wherever it
+        only (:func:`mdagent.safety.policy.run_settings`); plan mode, wherever it
         came from, also puts every command in the read-only sandbox.
         """
         base = self.registry.settings
@@ -270,7 +270,7 @@ class Runtime:
         cached = self.__dict__.get("_run_settings")
         if cached is not None and cached[0] is base and cached[1] == key:
             return cached[2]
-        from mdagent.policy import run_settings
+        from mdagent.safety.policy import run_settings
 
         value = run_settings(base, mode=options.mode, allow=options.allow, deny=options.deny)
         self.__dict__["_run_settings"] = (base, key, value)
@@ -278,8 +278,8 @@ class Runtime:
 
     @property
     def mode(self):
-        """The permission mode in force and what chose it (:func:`mdagent.policy.effective_mode`)."""
-        from mdagent.policy import effective_mode
+        """The permission mode in force and what chose it (:func:`mdagent.safety.policy.effective_mode`)."""
+        from mdagent.safety.policy import effective_mode
 
         options = self.options
         return effective_mode(self.registry.settings, options.mode, options.mode_source)
@@ -296,29 +296,29 @@ class Runtime:
     @cached_property
     def env(self) -> dict[str, str]:
         """The scrubbed environment every child process gets."""
-        from mdagent.environment import child_env
+        from mdagent.safety.environment import child_env
 
         return child_env(self.settings)
 
     @cached_property
     def store(self):
-        from mdagent.store import Store
+        from mdagent.store.store import Store
 
         # Settings read on the first write: `agent sessions` need not load the registry.
         return Store(settings=lambda: self.settings)
 
     def approver(self, interactive: bool | None = None):
-        """Who answers the policy's questions here (:mod:`mdagent.approvers`).
+        """Who answers the policy's questions here (:mod:`mdagent.runtime.approvers`).
 
         A person at the terminal when one is there (``interactive`` None: when
         ``/dev/tty`` opens or stdin is a terminal), else nobody. An "always"
         answer written into the project's settings keeps the workspace's
         trust current.
         """
-        from mdagent.approvers import RefusingApprover, TerminalApprover
+        from mdagent.runtime.approvers import RefusingApprover, TerminalApprover
 
         if interactive is None:
-            from mdagent.approval import terminal_available
+            from mdagent.ui.approval import terminal_available
 
             interactive = terminal_available()
         if not interactive:
@@ -337,7 +337,7 @@ class Runtime:
         ``allow`` adds allow rules for this policy only (a prompt skill's
         ``allowed-tools``); deny rules still apply.
         """
-        from mdagent.policy import Policy
+        from mdagent.safety.policy import Policy
 
         settings = self.settings
         if allow:
@@ -357,8 +357,8 @@ class Runtime:
 
     @cached_property
     def mcp(self):
-        """The ``mcp_servers:`` of the settings: their tools and prompts (:mod:`mdagent.mcptools`)."""
-        from mdagent.mcptools import McpTools
+        """The ``mcp_servers:`` of the settings: their tools and prompts (:mod:`mdagent.mcp.mcptools`)."""
+        from mdagent.mcp.mcptools import McpTools
 
         return McpTools(self)
 
@@ -379,14 +379,14 @@ class Runtime:
         """A toolbox with every available tool, the YAML hooks and the audit log.
 
         With ``mcp_servers:`` declared (and ``mcp``), the servers' tools join
-        it on first use (:class:`mdagent.mcptools.McpToolbox`); ``mcp=False``
+        it on first use (:class:`mdagent.mcp.mcptools.McpToolbox`); ``mcp=False``
         leaves them out (``agent mcp serve`` serves only this registry's own).
         """
-        from mdagent.builtins import register_builtins
-        from mdagent.store import AuditLog
+        from mdagent.store.store import AuditLog
+        from mdagent.tools.builtins import register_builtins
 
         if mcp and self.settings.get("mcp_servers"):
-            from mdagent.mcptools import McpToolbox
+            from mdagent.mcp.mcptools import McpToolbox
 
             box: Toolbox = McpToolbox(policy, self.mcp)
         else:
@@ -397,7 +397,7 @@ class Runtime:
             if spec.kind != "builtin":
                 add_declared_tool(box, spec)
         if any(self.settings.get("hooks", {}).get(when) for when in ("before", "after")):
-            from mdagent.hooks import install_hooks
+            from mdagent.tools.hooks import install_hooks
 
             install_hooks(box, self.settings, workdir=str(self.workdir), env=self.env)
         box.audit = AuditLog(self.store, session_id=session_id)
@@ -463,8 +463,8 @@ class Runtime:
         the files, decides. It points at the project's settings file, where
         ``sandbox:`` is changed. None when the sandbox works or is off.
         """
-        from mdagent.defaults import settings_path
-        from mdagent.sandbox import SandboxSettings, available, unavailable_note
+        from mdagent.core.defaults import settings_path
+        from mdagent.safety.sandbox import SandboxSettings, available, unavailable_note
 
         try:
             settings = SandboxSettings.from_mapping(self.settings.get("sandbox"))
@@ -493,7 +493,7 @@ def add_declared_tool(box: Toolbox, spec: ToolSpec) -> None:
 
     def handler(args: dict[str, Any], ctx: ToolContext) -> Any:
         if not built:
-            from mdagent.implementations import make_handler
+            from mdagent.tools.implementations import make_handler
 
             built.append(
                 make_handler(

@@ -4,7 +4,7 @@ redirects nothing until the person trusts it; and a key goes only where the pers
 The workspace's own layers, the project layer ``.agents/`` and the other
 agents' folders mdagent reads inside it (``.claude/skills``), come with the
 folder, which may be a repository someone else wrote. Until the person runs
-``agent trust``, the runtime (:class:`mdagent.runtime.Runtime`) hands every
+``agent trust``, the runtime (:class:`mdagent.runtime.runtime.Runtime`) hands every
 part of mdagent the view of them that only tightens (:func:`tighten`,
 :class:`UntrustedRegistry`):
 
@@ -49,10 +49,10 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from mdagent.errors import MdagentError, Problem
-from mdagent.records import Record
+from mdagent.core.errors import MdagentError, Problem
+from mdagent.core.records import Record
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -127,7 +127,7 @@ def workspace_facts(
     ``settings`` (merged with the project's tightened) and ``sources``
     (without the project's allow rules).
     """
-    from mdagent.declarations import merge_settings
+    from mdagent.declarations.declarations import merge_settings
 
     workspace = _workspace_of(layers)
     if workspace is None:
@@ -394,8 +394,8 @@ def _located(found: list[tuple[str, str, list[Any]]], path: Path) -> list[Item]:
     """Items of a settings file at their lines (the file is read again, at compile time only)."""
     if not found:
         return []
-    from mdagent.declarations import read_yaml_file
-    from mdagent.yamlsource import position
+    from mdagent.core.yamlsource import position
+    from mdagent.declarations.declarations import read_yaml_file
 
     data, _ = read_yaml_file(path)
     items = []
@@ -447,7 +447,7 @@ def record_path(workspace: str, environ: Mapping[str, str] | None = None) -> Pat
     """Where the trust record of ``workspace`` (a real path) lives, in the state dir."""
     import zlib  # hashlib costs more start-up time than this lookup
 
-    from mdagent.layers import state_dir
+    from mdagent.core.layers import state_dir
 
     data = workspace.encode("utf-8", "surrogateescape")
     key = f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
@@ -607,8 +607,8 @@ def trust_folder(
     snapshot recorded, or None when the workspace holds nothing trust covers
     (or ``confirm`` said no).
     """
-    from mdagent.layers import find_layers, state_dir
-    from mdagent.registry import load_registry
+    from mdagent.core.layers import find_layers, state_dir
+    from mdagent.registry.registry import load_registry
 
     environ = os.environ if environ is None else environ
     found = find_layers(list(layers), no_user=no_user, cwd=Path(cwd), environ=environ)
@@ -723,11 +723,11 @@ def _changes(record: Mapping[str, Any], current: Mapping[str, str], items: list[
 
 
 def tell(line: str) -> None:
-    """``agent: line`` on stderr (what :func:`mdagent.approval.tell` does, without its imports:
+    """``agent: line`` on stderr (what :func:`mdagent.ui.approval.tell` does, without its imports:
     the notice of an untrusted folder is on the ``/name`` path)."""
     import sys
 
-    events = sys.modules.get("mdagent.events")  # a stream-json run: a notice event
+    events = sys.modules.get("mdagent.ui.events")  # a stream-json run: a notice event
     if events is not None and events.sink is not None:
         events.sink(f"agent: {line}")
         return

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from fnmatch import translate
 from functools import lru_cache
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 

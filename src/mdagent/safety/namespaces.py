@@ -20,15 +20,15 @@ Three routes, the first that works on this machine is taken (once per run):
   would need a second program in every command (Landlock forbids
   ``mount(2)``, so it cannot come before bwrap).
 - ``direct``: the same namespaces made by mdagent itself, through
-  :mod:`mdagent.nsinit` run by this Python (no new dependency). The host's
+  :mod:`mdagent.safety.nsinit` run by this Python (no new dependency). The host's
   file system stays as it is; the protected paths are bound read-only,
   ``/proc`` and ``/dev/shm`` are fresh, and the Landlock ruleset of
-  :mod:`mdagent.sandbox` is applied last, in the namespace (writes outside
+  :mod:`mdagent.safety.sandbox` is applied last, in the namespace (writes outside
   the writable places fail with "Permission denied"). Needs Landlock.
 - ``landlock``: Landlock alone (no namespaces), as before this module
   existed: writes outside the writable places are refused, but the
   workspace is writable as a whole, so the agent's configuration inside it
-  is guarded by the parser (:mod:`mdagent.protected`) only, the network is
+  is guarded by the parser (:mod:`mdagent.safety.protected`) only, the network is
   closed to TCP only, and processes that leave the call's process group
   outlive it. Taken where neither of the others works, and said once per
   run; ``sandbox.required: true`` refuses model commands then.
@@ -49,10 +49,10 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from mdagent.errors import UsageError
-from mdagent.records import Record
+from mdagent.core.errors import UsageError
+from mdagent.core.records import Record
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
@@ -153,7 +153,7 @@ def _probe_bwrap(program: str) -> str:
 
 
 def _probe_direct() -> str:
-    from mdagent.sandbox import abi_version, landlock_reason
+    from mdagent.safety.sandbox import abi_version, landlock_reason
 
     if not abi_version():
         return f"the direct route needs Landlock ({landlock_reason()})"
@@ -237,7 +237,7 @@ def helper_command(
     probe: bool = False,
     writable: Iterable[str] = (),
 ) -> list[str]:
-    """The command line running ``argv`` through :mod:`mdagent.nsinit` (the direct route);
+    """The command line running ``argv`` through :mod:`mdagent.safety.nsinit` (the direct route);
     ``writable``: where the command may write (for :func:`anchors`)."""
     binds = list(binds)
     line = [sys.executable, "-I", "-S", "-c", _HELPER_START]
@@ -259,14 +259,14 @@ def held_places(ctx: Any) -> list[str] | None:
     """Where a model's command may write, when a namespace sandbox will run it; else None.
 
     Everything else (the protected paths inside these places included) the
-    kernel holds read-only for such a command, so :mod:`mdagent.policy`
-    judges its ``exec`` with :meth:`mdagent.protected.Protected.held_by_kernel`.
+    kernel holds read-only for such a command, so :mod:`mdagent.safety.policy`
+    judges its ``exec`` with :meth:`mdagent.safety.protected.Protected.held_by_kernel`.
     None (the parser's guard in full) when the call is not confined, the
     settings cannot be read, or no namespace route works here.
     """
-    from mdagent.errors import MdagentError
-    from mdagent.sandbox import SandboxSettings, writable_paths
-    from mdagent.workspace import roots_from
+    from mdagent.core.errors import MdagentError
+    from mdagent.safety.sandbox import SandboxSettings, writable_paths
+    from mdagent.safety.workspace import roots_from
 
     if ctx is None:
         return None

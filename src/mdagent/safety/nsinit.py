@@ -1,6 +1,6 @@
 """The direct route's helper: new namespaces, read-only binds, Landlock, and an init for one command.
 
-:mod:`mdagent.namespaces` runs it in place of a model's command when
+:mod:`mdagent.safety.namespaces` runs it in place of a model's command when
 bubblewrap is not installed: ``python -I -S -c "…import nsinit;
 nsinit.main(…)" SETUP -- ARGV...`` (imported, so its bytecode is cached;
 ``python -I -S nsinit.py`` works too).

@@ -4,7 +4,7 @@ The policy decides and never asks: a call is allowed, refused, or put as a
 :class:`Question` to the :class:`Approver` the runtime handed in (a person
 at the terminal, a script in tests, or nobody, which refuses). It prints
 nothing, reads no input and edits no file: remembering an "always" answer
-is the approver's (through :mod:`mdagent.edit`).
+is the approver's (through :mod:`mdagent.declarations.edit`).
 
 Settings (``agent.yaml``)::
 
@@ -21,7 +21,7 @@ allow rule covers the call. Any rule may be a mapping ``{rule: ..., reason:
 ...}``; the reason is shown to the person and returned to the model with the
 refusal. With ``inline_eval: ask`` (the default) an allow pattern never
 covers an interpreter running code from its command line
-(:mod:`mdagent.interpreters`: ``python3 -c``, ``node -e``...).
+(:mod:`mdagent.safety.shell.interpreters`: ``python3 -c``, ``node -e``...).
 
 A rule is ``tool`` (every call of that tool) or ``tool(pattern)``. ``tool`` is
 the tool's real name or one of its aliases (``bash(git *)`` is an ``exec``
@@ -29,7 +29,7 @@ rule), ignoring case, and may be a glob (``mcp_*``). What the pattern is
 matched against depends on the tool:
 
 - ``exec``: an fnmatch glob on each simple command of the command line (see
-  :mod:`mdagent.shellparse`). An allow rule covers a command only when every
+  :mod:`mdagent.safety.shell.shellparse`). An allow rule covers a command only when every
   segment is covered by some allow rule; a rule without wildcards also covers
   the exact whole command line (that is what "always" writes). Claude Code's
   ``git status:*`` means ``git status`` alone or followed by arguments. A
@@ -87,12 +87,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from mdagent.calls import Decision, ToolContext
-from mdagent.catalog import ALIASES, EXEC_TOOLS, FILE_TOOLS, READ_TOOLS, URL_TOOLS, WRITE_TOOLS
-from mdagent.defaults import PROJECT_DIR, settings_path
-from mdagent.errors import ConfigError
-from mdagent.globs import gitignore_regex
-from mdagent.records import Record
+from mdagent.core.calls import Decision, ToolContext
+from mdagent.core.catalog import ALIASES, EXEC_TOOLS, FILE_TOOLS, READ_TOOLS, URL_TOOLS, WRITE_TOOLS
+from mdagent.core.defaults import PROJECT_DIR, settings_path
+from mdagent.core.errors import ConfigError
+from mdagent.core.globs import gitignore_regex
+from mdagent.core.records import Record
 
 MODES = ("ask", "accept-edits", "plan", "allowlist", "deny", "full")
 #: The modes a person cycles through in the session (Shift+Tab), in order.
@@ -189,7 +189,7 @@ def entry_key(entry: Any) -> str:
 def rule_sources(sources: Iterable[Mapping[str, Any]], section: str) -> dict[str, Source]:
     """Entry -> where it was written, for the ``section`` list (``"deny"``, ``"ask"``...).
 
-    ``sources`` is :attr:`mdagent.registry.Registry.sources`, highest layer
+    ``sources`` is :attr:`mdagent.registry.registry.Registry.sources`, highest layer
     first: an entry written in two layers is the higher one's, as merging
     the settings keeps it.
     """
@@ -216,7 +216,7 @@ def names_for(name: str, aliases: Iterable[str] = ()) -> tuple[str, ...]:
     """The names a rule (or a hook's ``tool`` filter) may use for the tool called ``name``.
 
     ``aliases`` are the tool's declared ones; the built-in tools' usual
-    aliases (:data:`mdagent.catalog.ALIASES`) are added, so ``bash(git *)`` means exec
+    aliases (:data:`mdagent.core.catalog.ALIASES`) are added, so ``bash(git *)`` means exec
     even when a registry declares exec without them.
     """
     return tuple(dict.fromkeys([name, *aliases, *ALIASES.get(name, ())]))
@@ -257,7 +257,7 @@ class _ExecView:
     """
 
     def __init__(self, command: str, segments: list[Any] | None = None) -> None:
-        from mdagent.shellparse import Unparseable, parse
+        from mdagent.safety.shell.shellparse import Unparseable, parse
 
         self.whole = command.strip()
         self.segments: list[Any] | None = segments
@@ -284,7 +284,7 @@ class _ExecView:
         Worked out on every call, never cached: the folders may change
         between two calls.
         """
-        from mdagent.programs import foreign_repository
+        from mdagent.safety.shell.programs import foreign_repository
 
         moved = changed = False
         segments = []
@@ -388,7 +388,7 @@ def _path_views(path: str, workdir: str) -> list[_PathView]:
 def _path_regex(pattern: str, ignore_case: bool, anchored: bool = False) -> re.Pattern[str]:
     """A path rule's pattern as a regex over a ``/``-separated path (full match).
 
-    The glob itself is gitignore's (:func:`mdagent.globs.gitignore_regex`);
+    The glob itself is gitignore's (:func:`mdagent.core.globs.gitignore_regex`);
     a pattern with a slash (or ``anchored``) starts at the path's first
     component, one without matches at any depth.
     """
@@ -641,7 +641,7 @@ class Approver(Protocol):
     raises ``EOFError`` when nobody can answer after all (``"closed"`` in
     its message: a person was there and ended the input). :meth:`remember`
     keeps an "always" answer beyond this process (the project's settings)
-    and tells the person what it did. See :mod:`mdagent.approvers`.
+    and tells the person what it did. See :mod:`mdagent.runtime.approvers`.
     """
 
     interactive: bool
@@ -653,7 +653,7 @@ class Approver(Protocol):
 
 class Nobody:
     """No one to ask: every question is refused (the default approver;
-    :class:`mdagent.approvers.RefusingApprover` is this one)."""
+    :class:`mdagent.runtime.approvers.RefusingApprover` is this one)."""
 
     interactive = False
 
@@ -670,7 +670,7 @@ class Policy:
     ``settings`` is the merged settings mapping (its ``policy`` key is read).
     ``workdir`` is the workspace root path rules are relative to. ``store``
     holds rate-limit windows (``rate_limit(tool, max_calls, window_ms)`` ->
-    milliseconds to wait or None: :class:`mdagent.store.Store`); without one,
+    milliseconds to wait or None: :class:`mdagent.store.store.Store`); without one,
     a call of a rate-limited tool is refused, never let through unchecked.
     ``approver`` answers the questions an "ask" verdict puts
     (:class:`Approver`; None: nobody, every question refused); the policy
@@ -678,11 +678,11 @@ class Policy:
     (``--yes``) approves every question but those about the agent's own
     configuration. ``project_layer`` is the ``.agents`` folder whose
     ``config/agent.yaml`` messages point to (and whose files are protected).
-    ``sources`` (:attr:`mdagent.registry.Registry.sources`) says where each
+    ``sources`` (:attr:`mdagent.registry.registry.Registry.sources`) says where each
     rule was written; rules carry it as :attr:`Rule.source`.
 
     ``policy.paths`` (extra workspace roots) is not read here: file tools
-    confine paths with :func:`mdagent.workspace.roots_from`, its one reader.
+    confine paths with :func:`mdagent.safety.workspace.roots_from`, its one reader.
     """
 
     def __init__(
@@ -750,7 +750,7 @@ class Policy:
         :meth:`evaluate` says what the rules want; "ask" is then put to a
         person at a terminal, answered by ``--yes`` (never for the agent's own
         configuration), or refused when nobody can answer. ``hook`` is what
-        the before hooks said (:class:`mdagent.toolbox.HookDecision`). An
+        the before hooks said (:class:`mdagent.tools.toolbox.HookDecision`). An
         allowed call then passes the tool's rate limit.
         """
         verdict = self.evaluate(tool, args, ctx, hook=hook)
@@ -772,7 +772,7 @@ class Policy:
         Deny rules first, for everyone. A person's call then runs as typed
         (``ctx.caller == "person"``; no ``ctx``: a model's call). A model's
         call that would change the agent's own configuration
-        (:mod:`mdagent.protected`) asks, whatever the mode, the rules, a hook
+        (:mod:`mdagent.safety.protected`) asks, whatever the mode, the rules, a hook
         or "always" say (``allowlist`` and ``deny`` still refuse what they
         would refuse anyway). Then a before hook's ``allow`` or ``ask``
         decides; then ``policy.ask`` rules ask, in every mode; then the mode:
@@ -878,8 +878,8 @@ class Policy:
     @staticmethod
     def _in_workspace(args: Mapping[str, Any], workdir: str) -> bool:
         """Whether a file tool's ``path`` lies inside the workspace itself (not ``policy.paths``)."""
-        from mdagent.errors import PolicyDenied
-        from mdagent.workspace import confine
+        from mdagent.core.errors import PolicyDenied
+        from mdagent.safety.workspace import confine
 
         try:
             confine(str(args.get("path") or "."), workdir)
@@ -919,7 +919,7 @@ class Policy:
         if seg.dynamic:
             return seg.dynamic
         if self.inline_eval == "ask":
-            from mdagent.interpreters import inline_code, inline_environment
+            from mdagent.safety.shell.interpreters import inline_code, inline_environment
 
             inline = inline_code(seg.core) or inline_environment(seg.argv, seg.core)
             if inline:
@@ -1101,11 +1101,11 @@ class Policy:
     def _protected_target(
         self, real: str, args: Mapping[str, Any], ctx: Any, workdir: str
     ) -> tuple[str | None, bool]:
-        """What protected file a model's call would change (see :mod:`mdagent.protected`),
+        """What protected file a model's call would change (see :mod:`mdagent.safety.protected`),
         and whether a namespace sandbox holds it read-only (a plain write to refuse).
 
         A command such a sandbox runs is judged only on what the kernel does
-        not hold (:func:`mdagent.namespaces.held_places`); file tools, which
+        not hold (:func:`mdagent.safety.namespaces.held_places`); file tools, which
         write from the agent itself, always on everything.
         """
         if real not in WRITE_TOOLS and real not in EXEC_TOOLS:
@@ -1118,7 +1118,7 @@ class Policy:
             cwd = os.path.join(workdir, os.path.expanduser(str(args["cwd"])))
         env = getattr(ctx, "env", None)
         command = str(args.get("command", ""))
-        from mdagent.namespaces import held_places
+        from mdagent.safety.namespaces import held_places
 
         places = held_places(ctx)
         if places is not None:
@@ -1129,12 +1129,12 @@ class Policy:
         return protected.exec_target(command, cwd, env), False
 
     def protected_files(self, ctx: Any) -> Any:
-        """The :class:`mdagent.protected.Protected` of ``ctx``'s workspace (cached per registry):
+        """The :class:`mdagent.safety.protected.Protected` of ``ctx``'s workspace (cached per registry):
         what the guard judges, and what a namespace sandbox binds read-only."""
         return self._protected_files(ctx, self._workdir(ctx))
 
     def _protected_files(self, ctx: Any, workdir: str) -> Any:
-        from mdagent.protected import protected_files
+        from mdagent.safety.protected import protected_files
 
         registry = getattr(ctx, "registry", None)
         # An untrusted workspace's view drops its hooks and handlers, but the
@@ -1196,7 +1196,7 @@ class Policy:
         view = _exec_view(str(args.get("command", "")))
         workdir = base = self._workdir(ctx)
         if getattr(ctx, "cwd", None) and getattr(ctx, "caller", None) == "person":
-            from mdagent.workspace import base_for
+            from mdagent.safety.workspace import base_for
 
             base = str(base_for(ctx))  # a person's command starts where it was typed
         cwd = os.path.join(base, os.path.expanduser(str(args["cwd"]))) if args.get("cwd") else base

@@ -19,7 +19,7 @@ folder the command may ``cd`` to, ``env -C``, ``git -C``) before comparing,
 and compared ignoring case; what cannot be worked out before the command
 runs (``cd "$d"``, ``> $f``, ``xargs``) counts as protected.
 
-Where a namespace sandbox runs a model's commands (:mod:`mdagent.namespaces`)
+Where a namespace sandbox runs a model's commands (:mod:`mdagent.safety.namespaces`)
 the kernel holds the protected paths that exist read-only
 (:meth:`Protected.read_only_binds`), so :meth:`Protected.held_by_kernel`
 gives the guard for that case: it no longer judges what the kernel holds
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mdagent.defaults import PROJECT_DIR
+from mdagent.core.defaults import PROJECT_DIR
 
 # A git folder anywhere in the workspace: its config and hooks name programs
 # that git runs (core.fsmonitor, core.pager, aliases, filters, hooks), so a
@@ -240,7 +240,7 @@ class Protected:
         held = self._kernel_held()
         if not held:
             return None
-        from mdagent.shellparse import Unparseable, parse
+        from mdagent.safety.shell.shellparse import Unparseable, parse
 
         cwd = os.path.normpath(os.path.join(self.workdir, cwd or "."))
         env = env if env is not None else (self.environ or os.environ)
@@ -324,7 +324,7 @@ class Protected:
         ``CDPATH`` set by the command), arguments ``xargs`` adds, and a
         command that cannot be parsed but names a protected place all count.
         """
-        from mdagent.shellparse import Unparseable, parse
+        from mdagent.safety.shell.shellparse import Unparseable, parse
 
         cwd = os.path.normpath(os.path.join(self.workdir, cwd or "."))
         env = env if env is not None else (self.environ or os.environ)
@@ -915,11 +915,11 @@ def protected_files(
 ) -> Protected:
     """Everything a model may not change unasked, for a workspace and its layers.
 
-    ``layers`` are :class:`mdagent.layers.Layer` records; ``tools`` the
+    ``layers`` are :class:`mdagent.core.layers.Layer` records; ``tools`` the
     registry's tool specs (for handler modules); ``settings`` the merged
     settings (for hook commands).
     """
-    from mdagent.layers import state_dir, user_layer_path
+    from mdagent.core.layers import state_dir, user_layer_path
 
     root = os.path.normpath(os.path.abspath(workdir))
     folders: dict[str, str] = {}
@@ -965,9 +965,9 @@ def protected_files(
         # A symlinked skill folder is part of its layer wherever it leads.
         for linked in _linked_skill_folders(layer):
             folder(linked, f"a skill folder linked from a layer ({kind or 'layer'})")
-    # Other agents' skill folders are layers once they exist (mdagent.layers):
+    # Other agents' skill folders are layers once they exist (mdagent.core.layers):
     # one the model creates would be read as a layer on the next run.
-    from mdagent.layers import INTEROP_KINDS, interop_paths
+    from mdagent.core.layers import INTEROP_KINDS, interop_paths
 
     folder(os.path.join(root, ".claude", "skills"), "a skill folder read as a layer")
     for kind, path in interop_paths(Path(root), environ, existing_only=False):
@@ -1025,7 +1025,7 @@ def _hooks_paths(configs: Iterable[str], root: str) -> list[str]:
 
 def _linked_skill_folders(layer: Any) -> list[str]:
     """The real folders of a layer's skills that live outside the layer (symlinked in)."""
-    from mdagent.layers import Layer, trust_root, walk_skills
+    from mdagent.core.layers import Layer, trust_root, walk_skills
 
     if not isinstance(layer, Layer) or not layer.skills_dir.is_dir():
         return []
@@ -1083,7 +1083,7 @@ def _hook_files(settings: Mapping[str, Any], root: str) -> list[str]:
     section = settings.get("hooks")
     if not isinstance(section, Mapping):
         return []
-    from mdagent.shellparse import Unparseable, parse
+    from mdagent.safety.shell.shellparse import Unparseable, parse
 
     out = []
     for when in ("before", "after", "session_start", "prompt", "stop"):  # hooks.EVENTS

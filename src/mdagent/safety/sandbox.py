@@ -1,6 +1,6 @@
 """A kernel sandbox for the processes a model starts: namespaces and Linux Landlock, for children only.
 
-How a command is confined depends on the route :mod:`mdagent.namespaces`
+How a command is confined depends on the route :mod:`mdagent.safety.namespaces`
 finds on this machine: ``bwrap`` or ``direct`` (new user, mount, PID, IPC
 and, for ``network: off``, network namespaces; the agent's configuration
 bound read-only) or, where neither works, ``landlock`` (Landlock alone).
@@ -21,7 +21,7 @@ What every route guarantees, where it works:
 - the agent itself is never confined.
 
 What the namespace routes add: the agent's configuration inside the
-writable places (:meth:`mdagent.protected.Protected.read_only_binds`) is
+writable places (:meth:`mdagent.safety.protected.Protected.read_only_binds`) is
 read-only; ``network: off`` leaves only a loopback of the command's own
 (TCP, UDP, DNS, MPTCP, raw sockets and the host's abstract Unix sockets
 are all out of reach); the command sees only its own processes and every
@@ -56,7 +56,7 @@ about 100 lines of stdlib code covered by tests that run real children.
 How it is applied: :func:`prepare` builds the ruleset in the parent (opening
 paths, adding rules: everything that may allocate, take locks or fail
 with a useful message). On the ``direct`` route its descriptor is handed
-to :mod:`mdagent.nsinit`, which applies it last, inside the namespaces. On
+to :mod:`mdagent.safety.nsinit`, which applies it last, inside the namespaces. On
 the ``landlock`` route :attr:`Sandbox.preexec_fn` is given to
 ``subprocess.Popen``: in the child it makes two foreign calls through
 function pointers resolved in the parent, with arguments built in the
@@ -66,7 +66,7 @@ documentation warns about, and it is why the child does nothing else
 (namespaces need far more than two calls, hence the helper of the
 ``direct`` route). If the child cannot restrict itself, ``Popen`` raises
 ``SubprocessError`` and nothing runs: the sandbox fails closed.
-:func:`mdagent.process.run_tool_process` (``exec``, ``run:``, ``shell:``)
+:func:`mdagent.tools.process.run_tool_process` (``exec``, ``run:``, ``shell:``)
 prepares one per call; hooks and mdagent's own helpers (``rg`` for
 ``grep``) do not go through it.
 
@@ -91,8 +91,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from mdagent.defaults import DEFAULT_SETTINGS
-from mdagent.errors import ConfigError, MdagentError
+from mdagent.core.defaults import DEFAULT_SETTINGS
+from mdagent.core.errors import ConfigError, MdagentError
 
 MODES = ("workspace-write", "read-only", "off")
 APPLIES_TO = ("model", "all")
@@ -277,7 +277,7 @@ def landlock_reason() -> str:
 def _route(route: Any) -> Any:
     if route is not None:
         return route
-    from mdagent.namespaces import route as current
+    from mdagent.safety.namespaces import route as current
 
     return current()
 
@@ -286,11 +286,11 @@ def available(settings: SandboxSettings | None = None, route: Any = None) -> str
     """None when the sandbox ``settings`` ask for is fully enforced here; else why not.
 
     With ``mode: off`` there is nothing to enforce (None). ``route`` is
-    :func:`mdagent.namespaces.route`'s (default: this run's). Full means a
+    :func:`mdagent.safety.namespaces.route`'s (default: this run's). Full means a
     namespace route; on the Landlock route the reason says why there are no
     namespaces (and ``network: off`` also needs Landlock ABI 4); without
     Landlock either, why there is no sandbox at all. Raises
-    :class:`mdagent.errors.UsageError` for a wrong ``AGENT_SANDBOX``.
+    :class:`mdagent.core.errors.UsageError` for a wrong ``AGENT_SANDBOX``.
     """
     settings = settings or SandboxSettings()
     if settings.mode == "off":
@@ -521,7 +521,7 @@ class Sandbox:
         """The command line that runs ``argv`` confined (``argv`` itself on the Landlock route)."""
         if not self.active or self.route == "landlock":
             return list(argv)
-        from mdagent import namespaces
+        from mdagent.safety import namespaces
 
         places = writable_paths(self.settings, self.workspace, self.extra_writable, self.tmpdir)
         writable = [str(p) for p in places]
@@ -603,9 +603,9 @@ def prepare(
 ) -> Sandbox:
     """The sandbox for ``settings`` on ``route``, built in this (the parent) process.
 
-    ``route`` is :func:`mdagent.namespaces.route`'s (default: this run's);
+    ``route`` is :func:`mdagent.safety.namespaces.route`'s (default: this run's);
     ``binds`` the protected paths to hold read-only on a namespace route
-    (:meth:`mdagent.protected.Protected.read_only_binds`); ``tmpdir`` the
+    (:meth:`mdagent.safety.protected.Protected.read_only_binds`); ``tmpdir`` the
     private temp folder (default: :func:`private_tmpdir`). Returns an
     inactive :class:`Sandbox` for ``mode: off``. Where the settings cannot
     be fully enforced, raises :class:`SandboxUnavailable` if ``required``;

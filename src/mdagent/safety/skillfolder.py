@@ -29,7 +29,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from mdagent.errors import MdagentError
+from mdagent.core.errors import MdagentError
 
 #: At most this many entries (files, links, others) are read in one skill folder.
 MAX_ENTRIES = 2_000

@@ -25,10 +25,10 @@ import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from mdagent.catalog import PATH_ARGUMENTS
-from mdagent.errors import PolicyDenied
+from mdagent.core.catalog import PATH_ARGUMENTS
+from mdagent.core.errors import PolicyDenied
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -102,7 +102,7 @@ def person_arguments(tool_name: str, args: dict[str, Any], ctx: Any) -> dict[str
     ``read_file notes.txt`` typed in ``docs/`` reads ``docs/notes.txt``: the
     tool, the deny rules (written relative to the root), the hooks and the
     audit log all see that one path. Only the arguments of
-    :data:`mdagent.catalog.PATH_ARGUMENTS` (a person's relative value is taken from
+    :data:`mdagent.core.catalog.PATH_ARGUMENTS` (a person's relative value is taken from
     the folder the command was typed in; a run: or shell: tool's arguments are left
     as typed: its process runs in that folder); absolute and ``~`` paths are left alone, and so
     is ``..`` (``docs/../../x`` still escapes and is refused; symlinks

@@ -31,16 +31,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
-from mdagent.defaults import setting
-from mdagent.errors import UsageError, unknown_tool
-from mdagent.mcpclient import one_line, require_sdk
-from mdagent.specs import unmet_requirement
+from mdagent.core.defaults import setting
+from mdagent.core.errors import UsageError, unknown_tool
+from mdagent.core.specs import unmet_requirement
+from mdagent.mcp.mcpclient import one_line, require_sdk
 
 if TYPE_CHECKING:
-    from mdagent.calls import Result
-    from mdagent.runtime import Runtime
-    from mdagent.specs import Skill
-    from mdagent.toolbox import Toolbox
+    from mdagent.core.calls import Result
+    from mdagent.core.specs import Skill
+    from mdagent.runtime.runtime import Runtime
+    from mdagent.tools.toolbox import Toolbox
 
 #: Seconds a served call may run past its tool's own timeout before it is
 #: answered as a failure (the tool's own limit should fire first).
@@ -68,7 +68,7 @@ class Served:
     """The tools, prompts and resources of one ``agent mcp serve``, and how to run them."""
 
     def __init__(self, runtime: Runtime) -> None:
-        from mdagent.prompts import model_tools
+        from mdagent.agent.prompts import model_tools
 
         self.runtime = runtime
         runtime.check_settings()
@@ -104,7 +104,7 @@ class Served:
 
     def render_prompt(self, skill: Skill, arguments: str) -> str:
         """``skill``'s prompt for ``arguments``, its commands run as the client's calls."""
-        from mdagent.promptskills import render
+        from mdagent.agent.promptskills import render
 
         return render(skill, arguments, self.runtime.context(self.box, caller="mcp"))
 
@@ -277,8 +277,8 @@ def build_server(served: Served) -> Any:
     from mcp.shared.exceptions import MCPError
 
     from mdagent import __version__
-    from mdagent.errors import MdagentError
-    from mdagent.skills import read_body
+    from mdagent.core.errors import MdagentError
+    from mdagent.declarations.skills import read_body
 
     def bad_request(message: str) -> MCPError:
         return MCPError(code=types.INVALID_PARAMS, message=message)
@@ -422,11 +422,11 @@ def is_loopback(host: str) -> bool:
 
     Every address of 127.0.0.0/8 however written (``127.1``, ``0x7f.1``,
     ``127.0.0.2``, ``[::ffff:127.0.0.1]``), ``::1`` and ``localhost``
-    (:func:`mdagent.policy.normal_host` reads the spellings).
+    (:func:`mdagent.safety.policy.normal_host` reads the spellings).
     """
     import ipaddress
 
-    from mdagent.policy import normal_host
+    from mdagent.safety.policy import normal_host
 
     name = normal_host(host)
     if name == "localhost":
@@ -536,7 +536,7 @@ def _listen(host: str, port: int) -> Any:
     """A bound socket: "address in use" is one line here, not a web server's log."""
     import socket
 
-    from mdagent.errors import ToolFailed
+    from mdagent.core.errors import ToolFailed
 
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -589,7 +589,7 @@ async def _http(server: Any, sock: Any, verbose: bool) -> None:
             await anyio.sleep(0.02)
         shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
         if not local:
-            from mdagent.console import say_warning
+            from mdagent.ui.console import say_warning
 
             say_warning(
                 f"serving on {bound[0]}, reachable from other machines, without authentication"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from mdagent.specs import command_key
+from mdagent.core.specs import command_key
 
 Completions = list[str] | Callable[[], Iterable[str]] | None
 __all__ = ["Command", "Commands", "command_key"]

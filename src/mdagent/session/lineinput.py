@@ -11,10 +11,10 @@ Imported only by the interactive session (prompt_toolkit costs start-up time
   typed, a command's arguments after it, file paths relative to the working
   directory otherwise;
 - Ctrl-C clears a typed line; at an empty prompt it ends the read with
-  :class:`~mdagent.session_commands.EmptyInterrupt` (twice in a row leaves); Ctrl-D on
+  :class:`~mdagent.session.session_commands.EmptyInterrupt` (twice in a row leaves); Ctrl-D on
   an empty line leaves;
 - ``@`` opens a menu of the files under the working directory (``@path``
-  sends the file with the message, :mod:`mdagent.mentions`);
+  sends the file with the message, :mod:`mdagent.agent.mentions`);
 - Shift+Tab cycles the permission mode (ask, accept-edits, plan, full) when
   no completion menu is open;
 - a bottom toolbar with the model, the permission mode and where it came
@@ -37,12 +37,12 @@ from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings
 
 if TYPE_CHECKING:
-    from mdagent.repl import Repl
+    from mdagent.session.repl import Repl
 
 
 def history_file(workdir: Path, state: Path | None = None) -> Path:
     """Where the typed lines of workspace ``workdir`` are kept (created private)."""
-    from mdagent.layers import state_dir
+    from mdagent.core.layers import state_dir
 
     key = f"{zlib.crc32(str(workdir).encode()):08x}"
     folder = (state or state_dir()) / "history"
@@ -70,7 +70,7 @@ class SessionCompleter(Completer):
                     yield Completion(name, -len(stripped), display_meta=first_line(description))
             return
         if word.startswith("@") and "\n" not in word:  # @path: the workspace's files, as typed
-            from mdagent.dispatch import complete_path
+            from mdagent.tools.dispatch import complete_path
 
             for value in complete_path(word[1:], str(self.repl.runtime.cwd)):
                 yield Completion("@" + value, -len(word))
@@ -81,7 +81,7 @@ class SessionCompleter(Completer):
         if stripped.startswith("/") and "\n" not in stripped:
             found = self.repl.argument_completions(stripped, word)
         if not found and not word.startswith("-"):
-            from mdagent.dispatch import complete_path
+            from mdagent.tools.dispatch import complete_path
 
             found = complete_path(word, str(self.repl.runtime.cwd))
         for value in found:
@@ -89,7 +89,7 @@ class SessionCompleter(Completer):
 
 
 def first_line(text: str | None) -> str:
-    from mdagent.console import first_line as first
+    from mdagent.ui.console import first_line as first
 
     return first(text, 60)
 
@@ -100,7 +100,7 @@ def key_bindings(repl: Repl | None = None) -> KeyBindings:
     permission mode when no completion menu is open."""
     from prompt_toolkit.filters import Condition
 
-    from mdagent.session_commands import EmptyInterrupt
+    from mdagent.session.session_commands import EmptyInterrupt
 
     keys = KeyBindings()
 
@@ -159,7 +159,7 @@ class TerminalInput:
     """Reads one message at a time from the person at the terminal."""
 
     def __init__(self, repl: Repl) -> None:
-        from mdagent.session_commands import PROMPT, SHELL_PROMPT
+        from mdagent.session.session_commands import PROMPT, SHELL_PROMPT
 
         self.repl = repl
         self.interrupted = False  # a Ctrl-C the last read saw after its own
@@ -187,13 +187,13 @@ class TerminalInput:
         """The next message; EOFError on Ctrl-D, EmptyInterrupt on Ctrl-C at an empty prompt.
 
         SIGTERM or SIGHUP at the prompt ends the read with
-        :class:`~mdagent.signals.Terminated`, whenever in the prompt's event
+        :class:`~mdagent.core.signals.Terminated`, whenever in the prompt's event
         loop it arrives (even while the history is still loading).
         """
         import asyncio
 
-        from mdagent import signals
-        from mdagent.session_commands import EmptyInterrupt
+        from mdagent.core import signals
+        from mdagent.session.session_commands import EmptyInterrupt
 
         if self.interrupted:
             self.interrupted = False
@@ -261,7 +261,7 @@ def status_parts(repl: Repl) -> list[list[str]]:
     The one place the bar is composed: a new part is one more list here.
     An empty form drops the part when the terminal is narrow.
     """
-    from mdagent.console import shorten
+    from mdagent.ui.console import shorten
 
     try:
         model = repl.config().model or "(no model)"
@@ -297,7 +297,7 @@ def status_bar(parts: list[list[str]], width: int, shrink: tuple[int, ...] = ())
     """``parts`` joined with `` · `` in ``width`` columns: parts step to shorter forms,
     one step at a time in the order ``shrink`` gives (else the rightmost part first),
     until the line fits; never cut by the terminal."""
-    from mdagent.console import display_width, shorten
+    from mdagent.ui.console import display_width, shorten
 
     chosen = [0] * len(parts)
 

@@ -3,15 +3,15 @@
 Each line (or pasted block) is one of
 
 - ``/help``, ``/context``, ``/compact``, ``/resume``... : the session's own
-  commands (:mod:`mdagent.session_commands`);
+  commands (:mod:`mdagent.session.session_commands`);
 - ``/name args``: a declared command, run as ``agent /name args`` would run it
-  (:mod:`mdagent.person`: a tool command through the toolbox as a person; a
+  (:mod:`mdagent.runtime.person`: a tool command through the toolbox as a person; a
   prompt skill as an agent turn in this session);
 - anything else: a chat turn with the model, in one conversation.
 
-On a terminal lines come from a prompt_toolkit prompt (:mod:`mdagent.lineinput`:
+On a terminal lines come from a prompt_toolkit prompt (:mod:`mdagent.session.lineinput`:
 multi-line paste, history per workspace, a completion menu) and answers are
-rendered as Markdown (:mod:`mdagent.render`); piped stdin works the same,
+rendered as Markdown (:mod:`mdagent.ui.render`); piped stdin works the same,
 line by line, without prompts or colour. Declarations changed on disk are
 picked up before the next line (:meth:`Repl.reload`).
 """
@@ -21,16 +21,16 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from mdagent.commands import Commands
-from mdagent.console import is_terminal
-from mdagent.errors import Interrupted, MdagentError, UsageError
-from mdagent.session_commands import SHELL_CONTEXT_CHARS, EmptyInterrupt, Exit
-from mdagent.signals import Terminated, received
+from mdagent.core.errors import Interrupted, MdagentError, UsageError
+from mdagent.core.signals import Terminated, received
+from mdagent.session.commands import Commands
+from mdagent.session.session_commands import SHELL_CONTEXT_CHARS, EmptyInterrupt, Exit
+from mdagent.ui.console import is_terminal
 
 if TYPE_CHECKING:
-    from mdagent.conversation import Conversation
-    from mdagent.display import Display
+    from mdagent.agent.conversation import Conversation
     from mdagent.providers.base import Provider, ProviderConfig
+    from mdagent.ui.display import Display
 
 BANNER = "mdagent — /help for commands, /exit to leave"
 #: The banner in fewer columns, longest first: a narrow terminal gets the one that fits.
@@ -46,7 +46,7 @@ def banner(width: int | None) -> str:
 
 
 class Repl:
-    """One interactive session over a :class:`~mdagent.runtime.Runtime`.
+    """One interactive session over a :class:`~mdagent.runtime.runtime.Runtime`.
 
     The provider and the session in the store are created on the first chat
     turn, so ``/tools`` or ``/help`` work without a model configured.
@@ -54,7 +54,7 @@ class Repl:
     """
 
     def __init__(self, runtime: Any, *, continue_: bool = False) -> None:
-        from mdagent.session_commands import register_builtins
+        from mdagent.session.session_commands import register_builtins
 
         self.runtime = runtime
         self.commands = Commands()
@@ -84,7 +84,7 @@ class Repl:
     @staticmethod
     def warn(text: str) -> None:
         """Print ``agent: text`` on stderr, yellow on a colour terminal."""
-        from mdagent.console import paint
+        from mdagent.ui.console import paint
 
         print(paint(f"agent: {text}", "yellow", sys.stderr), file=sys.stderr, flush=True)
 
@@ -106,7 +106,7 @@ class Repl:
 
     def argument_completions(self, line: str, partial: str) -> list[str]:
         """Completions of ``partial`` as an argument of the ``/name`` that starts ``line``."""
-        from mdagent.dispatch import complete_argument
+        from mdagent.tools.dispatch import complete_argument
 
         first = line.lstrip().split(" ", 1)[0]
         if not first.startswith("/"):
@@ -136,9 +136,9 @@ class Repl:
 
     def unknown(self, name: str) -> str:
         """The unknown-command message: why, the nearest name (built-ins included)."""
-        from mdagent.names import closest
-        from mdagent.person import SUBCOMMANDS, broken_declaration, unknown_command
-        from mdagent.specs import command_key
+        from mdagent.core.names import closest
+        from mdagent.core.specs import command_key
+        from mdagent.runtime.person import SUBCOMMANDS, broken_declaration, unknown_command
 
         key = command_key(name)
         broken = broken_declaration(self.runtime.registry, key)
@@ -171,7 +171,7 @@ class Repl:
     def provider(self) -> Provider:
         """The model's provider, made on first use."""
         if self._provider is None:
-            from mdagent.ask import require_key
+            from mdagent.agent.ask import require_key
             from mdagent.providers import get_provider
 
             require_key(self.config())  # before any request: say how to configure one
@@ -184,9 +184,9 @@ class Repl:
         Only at the provider's default host (api.openai.com, api.anthropic.com):
         a local or other server may need no key, and is asked on the first turn.
         """
-        from mdagent.errors import ConfigError
-        from mdagent.init import missing_key
+        from mdagent.core.errors import ConfigError
         from mdagent.providers.base import DEFAULTS
+        from mdagent.runtime.init import missing_key
 
         try:
             config = self.config()
@@ -224,7 +224,7 @@ class Repl:
     def conversation(self) -> Conversation:
         """The conversation, started in the store on the first turn."""
         if self._conversation is None:
-            from mdagent.conversation import Conversation
+            from mdagent.agent.conversation import Conversation
 
             self._conversation = Conversation.start(
                 self.runtime.store, cwd=str(self.runtime.workdir), model=self.config().model
@@ -239,7 +239,7 @@ class Repl:
 
     def resume(self, id_or_prefix: str | None) -> Conversation:
         """Open a stored conversation of this workspace (None: the latest); UsageError if none."""
-        from mdagent.conversation import Conversation
+        from mdagent.agent.conversation import Conversation
 
         store = self.runtime.store
         if id_or_prefix:
@@ -261,10 +261,10 @@ class Repl:
         """Switch the permission mode for the rest of the session (``/mode``, Shift+Tab).
 
         The toolboxes are built anew: their policy reads the mode when made
-        (:func:`mdagent.policy.effective_mode`). A word that is not a mode is a
+        (:func:`mdagent.safety.policy.effective_mode`). A word that is not a mode is a
         :class:`UsageError`.
         """
-        from mdagent.policy import MODES
+        from mdagent.safety.policy import MODES
 
         if mode not in MODES:
             raise UsageError(f"/mode: {mode!r} is not one of {', '.join(MODES)}")
@@ -273,8 +273,8 @@ class Repl:
         self._person_box = self._model_box = None
 
     def cycle_mode(self) -> str:
-        """The next mode of :data:`mdagent.policy.CYCLE` (Shift+Tab); returns it."""
-        from mdagent.policy import CYCLE
+        """The next mode of :data:`mdagent.safety.policy.CYCLE` (Shift+Tab); returns it."""
+        from mdagent.safety.policy import CYCLE
 
         current = self.runtime.mode.mode
         following = CYCLE[(CYCLE.index(current) + 1) % len(CYCLE)] if current in CYCLE else CYCLE[0]
@@ -291,10 +291,10 @@ class Repl:
     def display(self) -> Display:
         """How a turn is shown: Markdown on a terminal, plain text otherwise."""
         if self.interactive and is_terminal(sys.stdout):
-            from mdagent.render import MarkdownDisplay
+            from mdagent.ui.render import MarkdownDisplay
 
             return MarkdownDisplay()
-        from mdagent.display import Display
+        from mdagent.ui.display import Display
 
         return Display()
 
@@ -309,7 +309,7 @@ class Repl:
         also finds the layers again (a new ``.agents/`` folder). A broken
         file's problem is shown once, as ``path:line:col``; the rest works.
         """
-        from mdagent.registry import load_registry
+        from mdagent.registry.registry import load_registry
 
         runtime = self.runtime
         if force:
@@ -360,7 +360,7 @@ class Repl:
                 return
             self.declared(name, rest)
             return
-        from mdagent.mentions import with_mentions
+        from mdagent.agent.mentions import with_mentions
 
         self.chat({"role": "user", "content": with_mentions(self.runtime, text)})
 
@@ -376,7 +376,7 @@ class Repl:
         ``allow``: extra allow rules for this turn; ``without``: tools not
         offered; ``max_steps``: its step limit (a prompt skill's settings).
         """
-        from mdagent.ask import build_agent
+        from mdagent.agent.ask import build_agent
 
         self.runtime.check_settings()  # a half-read policy is not a policy
         box = None
@@ -433,7 +433,7 @@ class Repl:
 
     def open_last(self) -> None:
         """Ctrl-O: the last call's whole result, then the conversation, in the pager."""
-        from mdagent.transcript import conversation_text, last_call_text
+        from mdagent.ui.transcript import conversation_text, last_call_text
 
         messages = self.messages
         if not messages:
@@ -446,13 +446,18 @@ class Repl:
 
     def declared(self, name: str, rest: str) -> None:
         """Run ``/name rest`` from the registry, as the CLI would."""
-        from mdagent.person import HELP_WORDS, command_help, resolve_command, run_tool_command
+        from mdagent.runtime.person import (
+            HELP_WORDS,
+            command_help,
+            resolve_command,
+            run_tool_command,
+        )
 
         registry = self.runtime.registry
         if ":" in name and registry.settings.get("mcp_servers"):
             import shlex
 
-            from mdagent.mcptools import prompt_target, run_prompt
+            from mdagent.mcp.mcptools import prompt_target, run_prompt
 
             target = prompt_target(self.runtime, name)  # `/server:prompt` of an MCP server
             if target is not None:
@@ -468,7 +473,7 @@ class Repl:
         command, tool_spec = resolve_command(self.runtime, name)
         self.runtime.check_settings()
         if command.kind == "prompt":
-            from mdagent.ask import prompt_skill, skill_message, skill_turn
+            from mdagent.agent.ask import prompt_skill, skill_message, skill_turn
 
             skill = prompt_skill(self.runtime, command)
             if skill.name not in self.skills_used:
@@ -478,7 +483,7 @@ class Repl:
                 # as `agent /name` does; its answer is shown here.
                 import shlex
 
-                from mdagent.ask import run_prompt_skill
+                from mdagent.agent.ask import run_prompt_skill
 
                 try:
                     words = shlex.split(rest)
@@ -501,8 +506,8 @@ class Repl:
         self.reload()
         if self.interactive:
             self.require_hosted_key()
-            from mdagent.console import terminal_width
-            from mdagent.lineinput import TerminalInput
+            from mdagent.session.lineinput import TerminalInput
+            from mdagent.ui.console import terminal_width
 
             reader: Any = TerminalInput(self)
             self.say(banner(terminal_width()))
@@ -520,7 +525,7 @@ class Repl:
                         self.say("")
                     return 0
                 except Terminated:
-                    raise  # SIGTERM/SIGHUP end the session (mdagent.signals)
+                    raise  # SIGTERM/SIGHUP end the session (mdagent.core.signals)
                 except (EmptyInterrupt, KeyboardInterrupt) as stop:
                     # A SIGINT (not a key read by the prompt) comes while no prompt
                     # reads the keys: piped input, or a second Ctrl-C pressed before
@@ -580,7 +585,7 @@ def page(text: str) -> None:
 
 def shell_context(command: str, data: dict[str, Any]) -> str:
     """What the model reads of a ``!command``: the command, its status, its (capped) output."""
-    from mdagent.conversation import capped
+    from mdagent.agent.conversation import capped
 
     parts = []
     for stream in ("stdout", "stderr"):
@@ -615,7 +620,7 @@ class _Echo:
 
 
 def _dim(text: str) -> str:
-    from mdagent.console import paint
+    from mdagent.ui.console import paint
 
     return paint(text, "dim")
 
@@ -641,7 +646,7 @@ def _fingerprint(registry: Any) -> Any:
 def _config_of(runtime: Any) -> Any:
     import os
 
-    from mdagent.errors import ConfigError
+    from mdagent.core.errors import ConfigError
     from mdagent.providers import ProviderConfig
 
     try:

@@ -1,23 +1,23 @@
 """The interactive session's own commands: ``/help``, ``/context``, ``/compact``, ``/resume``...
 
-Each is a block registered on the session's :class:`~mdagent.commands.Commands`;
+Each is a block registered on the session's :class:`~mdagent.session.commands.Commands`;
 every name here is reserved (``registry.RESERVED_NAMES``), so no declaration
 can shadow one. They print for the person and raise :class:`MdagentError`
 for a line the session shows; the conversation itself lives in
-:class:`~mdagent.repl.Repl`.
+:class:`~mdagent.session.repl.Repl`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mdagent.console import described, first_line, table
-from mdagent.errors import UsageError
+from mdagent.core.errors import UsageError
+from mdagent.ui.console import described, first_line, table
 
 if TYPE_CHECKING:
-    from mdagent.repl import Repl
+    from mdagent.session.repl import Repl
 
-#: The session's prompt (mdagent.lineinput draws it).
+#: The session's prompt (mdagent.session.lineinput draws it).
 PROMPT = "› "
 #: The prompt in shell mode (``!`` alone): each line runs as a command.
 SHELL_PROMPT = "! "
@@ -65,7 +65,7 @@ def register_builtins(repl: Repl) -> None:  # noqa: C901
             say(_help_for(repl, name.lstrip("/")))
             return
         own = described(repl.commands)
-        from mdagent.person import command_listing
+        from mdagent.runtime.person import command_listing
 
         say(f"{own}\n{command_listing(runtime.registry)}\nAnything else is a message to the model.")
         if repl.interactive:
@@ -99,7 +99,7 @@ def register_builtins(repl: Repl) -> None:  # noqa: C901
 
     @register("commands", "List the declared commands")
     def _commands(_: str | None) -> None:
-        from mdagent.person import command_listing
+        from mdagent.runtime.person import command_listing
 
         say(command_listing(runtime.registry))
 
@@ -123,7 +123,7 @@ def register_builtins(repl: Repl) -> None:  # noqa: C901
         say(f"{config.provider} {config.model}{where}")
 
     def modes() -> list[str]:
-        from mdagent.policy import MODES
+        from mdagent.safety.policy import MODES
 
         return list(MODES)
 
@@ -163,14 +163,14 @@ def register_builtins(repl: Repl) -> None:  # noqa: C901
         conversation = repl.resume(id_or_prefix)
         say(f"(resumed session {conversation.session_id}: {len(conversation.messages)} messages)")
         last = [m for m in conversation.messages if m.get("role") in ("user", "assistant")]
-        from mdagent.transcript import message_line
+        from mdagent.ui.transcript import message_line
 
         for message in last[-2:]:
             say(first_line(message_line(message), 200))
 
     @register("history", "Show this conversation as it went (Ctrl-O: whole outputs)")
     def _history(_: str | None) -> None:
-        from mdagent.transcript import conversation_text
+        from mdagent.ui.transcript import conversation_text
 
         if not repl.messages:
             say("(no messages yet)")
@@ -206,7 +206,7 @@ def register_builtins(repl: Repl) -> None:  # noqa: C901
 
 def rewind(repl: Repl, text: str | None) -> None:
     """``/rewind``: the list of turns, or the files and the conversation back to checkpoint N."""
-    from mdagent.rewindcommand import (
+    from mdagent.agent.rewindcommand import (
         Request,
         listing,
         open_checkpoints,
@@ -240,7 +240,7 @@ def rewind(repl: Repl, text: str | None) -> None:
 
 def wrapped(text: str) -> str:
     """``text`` in lines that fit the terminal, broken between words (as it is when piped)."""
-    from mdagent.console import terminal_width
+    from mdagent.ui.console import terminal_width
 
     width = terminal_width()
     if width is None:
@@ -251,18 +251,18 @@ def wrapped(text: str) -> str:
 
 
 def _model_tools(repl: Repl) -> list[dict[str, Any]]:
-    from mdagent.prompts import model_tools
+    from mdagent.agent.prompts import model_tools
 
     return model_tools(repl.person_box(), repl.runtime.settings)
 
 
 def _help_for(repl: Repl, name: str) -> str:
-    from mdagent.commands import command_key
+    from mdagent.session.commands import command_key
 
     own = dict(repl.commands)
     if f"/{command_key(name)}" in own:
         return f"/{command_key(name)} - {own[f'/{command_key(name)}']}"
-    from mdagent.person import command_help
+    from mdagent.runtime.person import command_help
 
     command = repl.runtime.registry.command(name)
     if command is None or not command.user_invocable:
@@ -311,8 +311,8 @@ def compact(repl: Repl) -> None:
     The old conversation stays in the store as it was (``/resume`` it, or
     ``agent sessions show``); the new one's first message is the summary.
     """
-    from mdagent.conversation import Conversation
-    from mdagent.prompts import system_prompt
+    from mdagent.agent.conversation import Conversation
+    from mdagent.agent.prompts import system_prompt
 
     before = list(repl.messages)
     if not before:

@@ -26,7 +26,7 @@ What it promises about the data at rest:
 * A damaged file (garbage, truncated, "file is not a database") is moved
   aside as ``mdagent.db.corrupt-<UTC time>``, kept, and a new one started,
   said once on stderr. Every other failure to read or write is a
-  :class:`~mdagent.errors.StateError` naming the file and what to do, never
+  :class:`~mdagent.core.errors.StateError` naming the file and what to do, never
   skipped quietly: a tool call whose audit row cannot be written does not run
   (:class:`AuditLog`, ``Toolbox.run``).
 
@@ -49,9 +49,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from mdagent.errors import StateError, UsageError
+from mdagent.core.errors import StateError, UsageError
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -132,7 +132,7 @@ def _audit_workspace(db: Any) -> None:
 
 def default_path() -> Path:
     """``mdagent.db`` in the state dir (``$AGENT_STATE_DIR``, default ``~/.local/state/mdagent``)."""
-    from mdagent.layers import state_dir
+    from mdagent.core.layers import state_dir
 
     return state_dir() / DB_NAME
 
@@ -688,7 +688,7 @@ def _retry_busy(action: Callable[[], Any], attempts: int = 100) -> Any:
 
 
 def _say(message: str) -> None:
-    from mdagent import notices
+    from mdagent.core import notices
 
     notices.warn(message.removeprefix("warning: "))
 
@@ -731,7 +731,7 @@ def _describe_failure(path: Path, exc: BaseException) -> str:
 
 
 class AuditLog:
-    """The :attr:`Toolbox.audit <mdagent.toolbox.Toolbox.audit>` of a runtime.
+    """The :attr:`Toolbox.audit <mdagent.tools.toolbox.Toolbox.audit>` of a runtime.
 
     :meth:`start` writes a call's row before it runs and raises
     :class:`StateError` when it cannot (the toolbox then refuses the call);
@@ -807,7 +807,7 @@ def secret_values(
     settings: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None
 ) -> list[str]:
     """Values of environment variables with secret names, longest first."""
-    from mdagent.environment import is_secret_name
+    from mdagent.safety.environment import is_secret_name
 
     environ = os.environ if environ is None else environ
     found = {
@@ -828,7 +828,7 @@ def redact(value: Any, settings: Mapping[str, Any] | None, values: list[str]) ->
     are the ``extra`` fields of an assistant message's tool calls: a
     provider's opaque per-call data (Gemini rejects a changed thought signature).
     """
-    from mdagent.environment import is_secret_name
+    from mdagent.safety.environment import is_secret_name
 
     if isinstance(value, str):
         for secret in values:

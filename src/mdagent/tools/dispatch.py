@@ -13,11 +13,11 @@ import json
 import re
 import shlex
 
-from mdagent.errors import UsageError
-from mdagent.records import Record
-from mdagent.specs import CommandSpec, ToolSpec
+from mdagent.core.errors import UsageError
+from mdagent.core.records import Record
+from mdagent.core.specs import CommandSpec, ToolSpec
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -117,7 +117,7 @@ def _positional_names(template: Any) -> Any:
 
 def _word_slots(command: CommandSpec) -> tuple[set[str], int, bool]:
     """``(placeholders, words needed, takes every word)`` of a command's templates."""
-    from mdagent.templates import placeholders
+    from mdagent.tools.templates import placeholders
 
     used = placeholders(_positional_names(command.command_with))
     positions = [int(n[1:]) for n in used if re.fullmatch(r"_\d+", n)]
@@ -133,9 +133,9 @@ def check_command_with(command: CommandSpec, tool: ToolSpec) -> list[tuple[str, 
     placeholders that are no typed word, and templates for ``exec``'s
     ``command`` that would put a word where the shell reads code.
     """
-    from mdagent.implementations import shell_argument
-    from mdagent.names import did_you_mean
-    from mdagent.templates import check_shell, placeholders
+    from mdagent.core.names import did_you_mean
+    from mdagent.tools.implementations import shell_argument
+    from mdagent.tools.templates import check_shell, placeholders
 
     with_ = command.command_with or {}
     problems: list[tuple[str, str]] = []
@@ -180,8 +180,8 @@ def template_arguments(
     ``tool`` + ``with`` declaration expands them: into ``exec``'s ``command``
     each word is shell-quoted on its own, so what was typed stays literal.
     """
-    from mdagent import templates
-    from mdagent.implementations import shell_argument
+    from mdagent.tools import templates
+    from mdagent.tools.implementations import shell_argument
 
     words = list(argv) if argv is not None else _split(text or "", command, tool)
     used, needed, takes_all = _word_slots(command)

@@ -12,7 +12,7 @@
 Each hook gets one JSON object on stdin, with ``"event"`` naming the event:
 
 - ``before`` (every tool call, after the deny rules and before the ask/allow
-  rules, see :meth:`mdagent.toolbox.Toolbox.run`): ``tool``, ``args``;
+  rules, see :meth:`mdagent.tools.toolbox.Toolbox.run`): ``tool``, ``args``;
 - ``after`` (after the handler): also ``result``, the handler's raw dict;
 - ``session_start`` (the first turn of a session in this process):
   ``session``, ``source`` (``new`` or ``resume``), ``cwd``;
@@ -47,7 +47,7 @@ written twice) is an invalid answer:
 
 ``run`` as a string runs with ``sh -c``; as a list it is the program and its
 arguments, no shell. Hooks run in the workspace with the scrubbed environment
-through :func:`mdagent.process.run_process`, outside any tool sandbox: they
+through :func:`mdagent.tools.process.run_process`, outside any tool sandbox: they
 are the user's own guards. ``tool`` (``before`` and ``after`` only) filters
 by tool name the way policy rules name tools: the real name or an alias
 (``bash`` is ``exec``), ignoring case, possibly a glob (``read_*``); absent
@@ -63,13 +63,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mdagent import notices
-from mdagent.calls import HookDecision
-from mdagent.defaults import HOOK_TIMEOUT
-from mdagent.errors import ConfigError, PolicyDenied, logger
-from mdagent.policy import names_for, names_match
+from mdagent.core import notices
+from mdagent.core.calls import HookDecision
+from mdagent.core.defaults import HOOK_TIMEOUT
+from mdagent.core.errors import ConfigError, PolicyDenied, logger
+from mdagent.safety.policy import names_for, names_match
 
-log = logger("mdagent.hooks")
+log = logger("mdagent.tools.hooks")
 
 EVENTS = ("before", "after", "session_start", "prompt", "stop")
 # The events whose hooks guard something, and so may refuse it.
@@ -114,7 +114,7 @@ class CommandHook:
         """Whether this hook runs for the tool whose real name is ``tool_name``.
 
         The filter matches like a policy rule's tool: any of the tool's names
-        (:func:`mdagent.policy.names_for`), ignoring case.
+        (:func:`mdagent.safety.policy.names_for`), ignoring case.
         """
         if self.tool is None:
             return True
@@ -180,7 +180,7 @@ class CommandHook:
             _warn(" ".join(filter(None, [f"{self.when} hook `{self.name}`", subject, problem])))
 
     def _execute(self, payload: Mapping[str, Any]) -> Any:
-        from mdagent.process import run_process
+        from mdagent.tools.process import run_process
 
         argv = ["sh", "-c", "--", self.run] if isinstance(self.run, str) else list(self.run)
         data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
@@ -280,7 +280,7 @@ def _warn(message: str) -> None:
 class SessionHooks:
     """The hooks of the session events: ``session_start``, ``prompt`` and ``stop``.
 
-    The agent calls them around each turn (:meth:`mdagent.loop.Agent.run`).
+    The agent calls them around each turn (:meth:`mdagent.agent.loop.Agent.run`).
     """
 
     def __init__(self, hooks: Iterable[CommandHook], workdir: str) -> None:
@@ -303,7 +303,7 @@ class SessionHooks:
         return message
 
     def close_turn(self, outcome: Any) -> None:
-        """Run the ``stop`` hooks for a finished turn (:class:`mdagent.loop.Outcome`)."""
+        """Run the ``stop`` hooks for a finished turn (:class:`mdagent.agent.loop.Outcome`)."""
         if self._of("stop"):
             reason = getattr(outcome, "stop_reason", None) or (
                 "answer" if outcome.answer is not None else "step_limit"
@@ -397,14 +397,14 @@ def hooks_from_settings(
     """The hooks ``settings["hooks"]`` declares for ``events``; :class:`ConfigError` for a bad entry.
 
     ``env`` is the environment the hooks get (``None``: scrubbed from
-    ``settings`` with :func:`mdagent.environment.child_env`). ``aliases``
+    ``settings`` with :func:`mdagent.safety.environment.child_env`). ``aliases``
     gives a tool's declared aliases by real name, for the ``tool`` filters.
     """
     section = (settings or {}).get("hooks") or {}
     if not isinstance(section, Mapping):
         raise ConfigError("hooks: expected a mapping of events (before, after, ...)")
     if env is None:
-        from mdagent.environment import child_env
+        from mdagent.safety.environment import child_env
 
         env = child_env(settings)
     out = []

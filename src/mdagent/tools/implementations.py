@@ -7,13 +7,13 @@ Two entry points, one per phase:
   ``path:line: message`` problem), so a broken tool is reported by
   ``agent check`` instead of failing on first use;
 - :func:`make_handler` builds the ``(args, ctx) -> dict`` function the
-  :class:`~mdagent.toolbox.Toolbox` calls.
+  :class:`~mdagent.tools.toolbox.Toolbox` calls.
 
-Values reach children only through :mod:`mdagent.templates`: ``run:`` never
+Values reach children only through :mod:`mdagent.tools.templates`: ``run:`` never
 involves a shell, ``shell:`` quotes every value, ``http:`` percent-encodes
-URL values. Processes run through :func:`mdagent.process.run_tool_process`,
+URL values. Processes run through :func:`mdagent.tools.process.run_tool_process`,
 as ``exec``'s do (own process group, capped output, timeout kills the group);
-requests through :func:`mdagent.builtins.web.request`, as ``fetch``'s do.
+requests through :func:`mdagent.tools.builtins.web.request`, as ``fetch``'s do.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ import time
 from collections.abc import Callable, Container, Iterable, Mapping
 from pathlib import Path
 
-from mdagent import templates
-from mdagent.calls import ToolContext
-from mdagent.toolbox import accepts_context
+from mdagent.core.calls import ToolContext
+from mdagent.tools import templates
+from mdagent.tools.toolbox import accepts_context
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -152,7 +152,7 @@ def shell_argument(target: Any, with_: Mapping[str, Any]) -> str | None:
     exec's ``command`` is shell code, so its template is expanded like a
     ``shell:`` one (every value quoted), never pasted in as raw text.
     """
-    from mdagent.catalog import real_name
+    from mdagent.core.catalog import real_name
 
     command = with_.get("command")
     if not isinstance(target, str) or not isinstance(command, str):
@@ -242,7 +242,7 @@ def make_handler(
     ``spec`` holds the implementation (one of :data:`IMPLEMENTATION_KEYS`,
     plus ``with``); ``required`` and ``timeout`` default to ``spec``'s own
     keys of those names, so either a whole declaration or a
-    :class:`~mdagent.specs.ToolSpec`'s ``implementation`` plus its
+    :class:`~mdagent.core.specs.ToolSpec`'s ``implementation`` plus its
     ``required``/``timeout`` can be given. Assumes :func:`check_implementation`
     found nothing wrong; raises ``ValueError`` when there is no implementation.
     """
@@ -301,7 +301,7 @@ def _run_handler(template: list[Any], params, required, timeout, options) -> Too
             return _option_refused(exc)
         if not argv:
             return {"error": "nothing to run: the argv template expanded to nothing"}
-        from mdagent.process import run_tool_process
+        from mdagent.tools.process import run_tool_process
 
         # The path exec takes too: environment, workspace, limits and result in one place.
         return run_tool_process(argv, ctx, timeout=timeout)
@@ -318,7 +318,7 @@ def _shell_handler(template: str, params, required, timeout, options) -> ToolHan
             )
         except templates.OptionValueError as exc:
             return _option_refused(exc)
-        from mdagent.process import run_tool_process
+        from mdagent.tools.process import run_tool_process
 
         return run_tool_process(["sh", "-c", "--", script], ctx, timeout=timeout)
 
@@ -455,12 +455,12 @@ def _call_with_timeout(
 
 def _http_handler(http: Mapping[str, Any], params, required, timeout) -> ToolHandler:
     method = str(http.get("method") or "GET").upper()
-    from mdagent.defaults import DEFAULT_SETTINGS
+    from mdagent.core.defaults import DEFAULT_SETTINGS
 
     limit = http.get("timeout") or timeout or DEFAULT_SETTINGS["fetch"]["timeout"]
 
     def request(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        from mdagent.builtins.web import request as web_request
+        from mdagent.tools.builtins.web import request as web_request
 
         url = templates.expand_url(http["url"], args, params, required=required)
         headers = templates.expand_value(http.get("headers") or {}, args, params, required=required)
@@ -499,7 +499,7 @@ def _origin(url: str) -> str:
 
 
 def _http_result(response: Any) -> dict[str, Any]:
-    """The tool result for a :class:`mdagent.builtins.web.Response`."""
+    """The tool result for a :class:`mdagent.tools.builtins.web.Response`."""
     raw, truncated = response.body, response.truncated
     try:
         text = raw.decode(response.encoding or "utf-8", errors="replace")

@@ -11,7 +11,7 @@ What it guarantees, whatever the child does:
   a cancel or Ctrl-C stops the whole tree, grandchildren included, and no
   process is left behind after the call returns (background jobs a command
   started are stopped when it exits); a sandboxed child also runs in a PID
-  namespace (:mod:`mdagent.namespaces`), which takes with it the processes
+  namespace (:mod:`mdagent.safety.namespaces`), which takes with it the processes
   that left its group;
 - memory stays flat however much the child prints: each stream keeps only
   its first and last ``max_output // 2`` bytes;
@@ -39,10 +39,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from mdagent.records import Record
-from mdagent.signals import hold
+from mdagent.core.records import Record
+from mdagent.core.signals import hold
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
@@ -258,16 +258,16 @@ def run_tool_process(
     """Run ``argv`` for a tool call and return the tool result: ``exec``, ``run:`` and ``shell:``.
 
     The child gets the call's scrubbed environment
-    (:func:`mdagent.environment.env_for`) and runs in ``cwd`` — relative to
+    (:func:`mdagent.safety.environment.env_for`) and runs in ``cwd`` — relative to
     the workspace, which it must not leave (default: the workspace root, or
-    for a person's command the folder it was typed in, :func:`mdagent.workspace.base_for`).
+    for a person's command the folder it was typed in, :func:`mdagent.safety.workspace.base_for`).
     ``timeout`` (seconds; default the ``exec.timeout`` setting) and the
     ``exec.max_output`` setting limit it; its output streams live to
     ``ctx.output`` when a person watches; ``ctx.cancel`` stops it. The
     result is :func:`result_dict`'s; a ``cwd`` outside the workspace is a
     refusal (``code: DENIED``), one that is no folder a failure.
 
-    The child is confined by the ``sandbox:`` settings (:mod:`mdagent.sandbox`)
+    The child is confined by the ``sandbox:`` settings (:mod:`mdagent.safety.sandbox`)
     when they apply to ``ctx.caller`` (by default: a model's calls, not a
     person's); ``--yes`` and ``policy.mode`` play no part. A failure that
     reads like a denial gets a ``sandbox`` note (what is allowed, which
@@ -275,10 +275,10 @@ def run_tool_process(
     demands, or whose child cannot enter the sandbox, is refused
     (``code: DENIED``) and nothing runs.
     """
-    from mdagent.defaults import setting
-    from mdagent.environment import env_for
-    from mdagent.errors import MdagentError, PolicyDenied
-    from mdagent.workspace import base_for, confine, roots_from
+    from mdagent.core.defaults import setting
+    from mdagent.core.errors import MdagentError, PolicyDenied
+    from mdagent.safety.environment import env_for
+    from mdagent.safety.workspace import base_for, confine, roots_from
 
     root, extras = roots_from(ctx)
     # A person's command runs where it was typed (inside the workspace), a model's at the root.
@@ -349,21 +349,21 @@ def run_tool_process(
     if note:
         # The child's own error text is in stderr; this says the sandbox may be why.
         data["sandbox"] = note
-        from mdagent import notices
+        from mdagent.core import notices
 
         notices.tell_once(note)
     return data
 
 
 def _sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) -> Any:
-    """The :class:`mdagent.sandbox.Sandbox` for one call's processes, or None when unconfined.
+    """The :class:`mdagent.safety.sandbox.Sandbox` for one call's processes, or None when unconfined.
 
     Prepared per call (a few stats, a ruleset of about ten syscalls; 0.2-0.5
     ms): each call owns its ruleset, so calls in threads never share a
     descriptor, and paths made since the last call (a new cache dir, a
     protected folder to bind read-only) are covered. The route
-    (:func:`mdagent.namespaces.route`) is probed once per run. Raises
-    :class:`mdagent.sandbox.SandboxUnavailable` under ``sandbox.required``
+    (:func:`mdagent.safety.namespaces.route`) is probed once per run. Raises
+    :class:`mdagent.safety.sandbox.SandboxUnavailable` under ``sandbox.required``
     where it cannot be fully enforced. Without namespaces the call runs under
     Landlock alone, without Landlock either unconfined; the person is told
     once per run.
@@ -373,8 +373,8 @@ def _sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) ->
     everyone = isinstance(section, Mapping) and section.get("applies_to") == "all"
     if caller == "person" and not everyone:
         return None  # the common typed command: not even the sandbox module is imported
-    from mdagent.namespaces import route
-    from mdagent.sandbox import SandboxSettings, prepare, unavailable_note, writable_paths
+    from mdagent.safety.namespaces import route
+    from mdagent.safety.sandbox import SandboxSettings, prepare, unavailable_note, writable_paths
 
     sandbox_settings = SandboxSettings.from_mapping(section)
     if not sandbox_settings.applies(caller):
@@ -382,13 +382,13 @@ def _sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) ->
     current = route()
     binds: list[str] = []
     if current.namespaces:
-        from mdagent.protected import protected_for
+        from mdagent.safety.protected import protected_for
 
         places = writable_paths(sandbox_settings, root, extras)
         binds = list(protected_for(ctx).read_only_binds(places))
     box = prepare(sandbox_settings, root, extras, route=current, binds=binds)
     if box.unavailable:
-        from mdagent import notices
+        from mdagent.core import notices
 
         notices.tell_once(unavailable_note(box.unavailable))
     return box
@@ -457,7 +457,7 @@ def run_process(
     exit code 127 (not found) or 126 (not executable) with the reason in
     ``stderr``. ``preexec`` and ``pass_fds`` are :func:`start_child`'s.
     ``wrap`` turns ``argv`` into the command line actually started (a
-    sandbox's, :meth:`mdagent.sandbox.Sandbox.command`); the program is
+    sandbox's, :meth:`mdagent.safety.sandbox.Sandbox.command`); the program is
     looked up first, so a missing one is still 127 with its own name.
 
     ``pass_through``: when ``output`` is a file or a pipe (not a terminal),

@@ -45,7 +45,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from functools import lru_cache
 from urllib.parse import quote
 
-from mdagent.lexicon import (
+from mdagent.safety.shell.lexicon import (
     ARITHMETIC_TESTS,
     BUILTIN_WRAPPERS,
     CODE_BUILTINS,
@@ -57,7 +57,7 @@ from mdagent.lexicon import (
     SYNTAX_OPENERS,
 )
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 

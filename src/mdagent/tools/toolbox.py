@@ -25,10 +25,10 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
-from mdagent.calls import ALLOWED, Decision, HookDecision, Result, ToolContext
-from mdagent.fastcheck import compile_schema
+from mdagent.core.calls import ALLOWED, Decision, HookDecision, Result, ToolContext
+from mdagent.core.fastcheck import compile_schema
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -38,9 +38,9 @@ if TYPE_CHECKING:
 
 def _log():
     # logging costs a few ms to import; only a failing call needs it.
-    from mdagent.errors import logger
+    from mdagent.core.errors import logger
 
-    return logger("mdagent.toolbox")
+    return logger("mdagent.tools.toolbox")
 
 
 def accepts_context(handler: Handler) -> bool:
@@ -125,7 +125,7 @@ class Tool:
         self.aliases = tuple(aliases)
         self.meta = meta if meta is not None else {}
         self._validator: Any = None
-        # The compiled check of the schema (mdagent.fastcheck; None: not
+        # The compiled check of the schema (mdagent.core.fastcheck; None: not
         # compiled yet; False: only jsonschema can judge it).
         self._fast_check: Any = None
         self._wants_context: bool | None = None
@@ -142,7 +142,7 @@ class Tool:
         """Problems with ``args`` (empty when they are valid).
 
         Arguments the compiled schema check accepts pass without jsonschema
-        (:mod:`mdagent.fastcheck`); anything else, and every problem
+        (:mod:`mdagent.core.fastcheck`); anything else, and every problem
         reported, is jsonschema's.
         """
         if self._fast_check is None:
@@ -190,7 +190,7 @@ class UnknownTool:
 
     def run(self, args: Mapping[str, Any] | None = None, context: ToolContext | None = None):
         """Always a failure naming the tools that do exist."""
-        from mdagent.errors import unknown_tool
+        from mdagent.core.errors import unknown_tool
 
         return Result.failure(unknown_tool(self.requested, self.available))
 
@@ -259,7 +259,7 @@ class Toolbox:
     # -- registering -------------------------------------------------------
 
     def add_spec(self, spec: Any, handler: Handler) -> Tool:
-        """Add the declared tool ``spec`` (a :class:`mdagent.specs.ToolSpec`) with ``handler``."""
+        """Add the declared tool ``spec`` (a :class:`mdagent.core.specs.ToolSpec`) with ``handler``."""
         return self.add(
             spec.name,
             description=spec.description,
@@ -396,7 +396,7 @@ class Toolbox:
         if getattr(ctx, "cwd", None) is not None and ctx.caller == "person":
             # Typed in a subfolder: its relative paths are rebased once, here,
             # so the deny rules judge the very path the tool opens.
-            from mdagent.workspace import person_arguments
+            from mdagent.safety.workspace import person_arguments
 
             args = person_arguments(tool.name, args, ctx)
         args, decision, refusal = self._admit(tool, args, ctx)

@@ -4,7 +4,7 @@ The question goes to stderr and the answer is read from the terminal
 (``/dev/tty``, else stdin when it is a terminal), so it works while stdout is
 piped. One question at a time: the agent may run calls concurrently. A
 ``write_file``/``edit_file`` call shows the change it would make. Saving an
-"always" answer is :mod:`mdagent.edit`'s (the one module that edits settings).
+"always" answer is :mod:`mdagent.declarations.edit`'s (the one module that edits settings).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from mdagent.errors import ConfigError
-from mdagent.yamlsource import load_yaml, plain
+from mdagent.core.errors import ConfigError
+from mdagent.core.yamlsource import load_yaml, plain
 
 ANSWERS = {
     "y": "yes",
@@ -46,7 +46,7 @@ FOLD = "↩"
 _BLANK_RUN = re.compile(f"[ \t]{{{BLANKS + 1},}}")
 
 #: Held while a question is on the terminal; the display's spinner holds it
-#: while its line is drawn (:meth:`mdagent.display.Display.running`), so the two
+#: while its line is drawn (:meth:`mdagent.ui.display.Display.running`), so the two
 #: never share a line.
 prompt_lock = threading.Lock()
 
@@ -418,7 +418,7 @@ def _coloured_diff(diff: str, out: TextIO) -> str:
 
 def tell(message: str, out: TextIO | None = None) -> None:
     """Show the person what an answer did (``agent: added allow rule …``), on stderr."""
-    events = sys.modules.get("mdagent.events")  # a stream-json run: a notice event
+    events = sys.modules.get("mdagent.ui.events")  # a stream-json run: a notice event
     if out is None and events is not None and events.sink is not None:
         events.sink(f"agent: {message}")
         return

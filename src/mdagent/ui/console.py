@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -89,14 +89,14 @@ def report_error(
     """An error at a CLI edge: one JSON object on stdout with ``--json``, else one line on stderr.
 
     The JSON is ``{"ok": false, "error": {"code": ..., "message": ...}}`` (see
-    :attr:`mdagent.errors.MdagentError.code`), so a script reading ``--json``
+    :attr:`mdagent.core.errors.MdagentError.code`), so a script reading ``--json``
     output always gets JSON, even when no tool ran. ``session``: the saved
     session of a turn that failed (a ``"session"`` key beside the error).
     ``as_json="stream"`` (``--output-format stream-json``) writes the run's
     final ``result`` event instead, with ``exit_status``.
     """
     if as_json == "stream":
-        from mdagent import events
+        from mdagent.ui import events
 
         events.started()  # notes held for a `start` that never came go out first
         events.emit("result", **events.error_result(code, message, exit_status or 1, session))
@@ -114,7 +114,7 @@ def say_warning(message: str, stream: Any = None) -> None:
 
 
 def show_notice(message: str, warning: bool = False) -> None:
-    """A notice (:mod:`mdagent.notices`) as one line on stderr: ``agent: warning: …`` or ``agent: …``.
+    """A notice (:mod:`mdagent.core.notices`) as one line on stderr: ``agent: warning: …`` or ``agent: …``.
 
     Nothing when stderr is closed or gone (the log has the warnings).
     """

@@ -3,7 +3,7 @@
 The answer streams to stdout; everything about it — reasoning (dimmed), one
 line per tool call, one line per outcome, notes, the spinners — goes to
 stderr, so ``agent ask > file`` keeps only the answer. The entry points build
-a :class:`Display` and hand it to the loop (:class:`mdagent.loop.Agent`),
+a :class:`Display` and hand it to the loop (:class:`mdagent.agent.loop.Agent`),
 which only calls it: the loop itself never writes to a stream.
 """
 
@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
-from mdagent.console import is_terminal
+from mdagent.ui.console import is_terminal
 
 if TYPE_CHECKING:
-    from mdagent.calls import Result
+    from mdagent.core.calls import Result
 
 
 class Display:
@@ -117,7 +117,7 @@ class Display:
             return line
         import shutil
 
-        from mdagent.console import shorten
+        from mdagent.ui.console import shorten
 
         return shorten(line, shutil.get_terminal_size().columns)
 
@@ -176,13 +176,13 @@ class Display:
 
         The spinner holds the approval prompt's lock while its lines are on the
         screen and lets go of it twice a second, so a question to the person
-        (:func:`mdagent.approval.ask_terminal`) never lands on a spinner line.
+        (:func:`mdagent.ui.approval.ask_terminal`) never lands on a spinner line.
         """
         tail, self._tail = self._tail, None  # the next calls get a tail of their own
         if not self.spinner:
             yield
             return
-        from mdagent.approval import prompt_lock
+        from mdagent.ui.approval import prompt_lock
 
         what = names[0] if len(names) == 1 else f"{len(names)} calls"
 
@@ -221,7 +221,7 @@ class Display:
                 return f"\r{mark} {text}\033[K"
             import shutil
 
-            from mdagent.console import shorten
+            from mdagent.ui.console import shorten
 
             width = shutil.get_terminal_size().columns
             shown = "".join(f"\n  {shorten(line, max(width - 3, 1))}" for line in lines)

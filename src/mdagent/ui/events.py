@@ -35,13 +35,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from mdagent.loop import Outcome
-    from mdagent.toolbox import Result
+    from mdagent.agent.loop import Outcome
+    from mdagent.tools.toolbox import Result
 
 _LOCK = threading.Lock()
 #: Where ``agent: …`` notes go instead of stderr while a stream-json run is on
-#: (:func:`notice_sink`); read by :func:`mdagent.trust.tell` and
-#: :func:`mdagent.approval.tell` through ``sys.modules`` (no import on their path).
+#: (:func:`notice_sink`); read by :func:`mdagent.runtime.trust.tell` and
+#: :func:`mdagent.ui.approval.tell` through ``sys.modules`` (no import on their path).
 sink: Callable[[str], None] | None = None
 _held: list[str] | None = None
 
@@ -128,10 +128,10 @@ def _code(outcome: Outcome) -> str:
 
 
 class EventDisplay:
-    """The loop's :class:`~mdagent.loop.Screen` for ``stream-json``: every happening is a line.
+    """The loop's :class:`~mdagent.agent.loop.Screen` for ``stream-json``: every happening is a line.
 
     ``redact(value)`` is what the session store does to a value before it
-    keeps it (:meth:`mdagent.store.Store.redacted`): a tool's output goes
+    keeps it (:meth:`mdagent.store.store.Store.redacted`): a tool's output goes
     out exactly as it is kept at rest.
     """
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from mdagent.display import Display
+from mdagent.ui.display import Display
 
 if TYPE_CHECKING:
-    from mdagent.calls import Result
+    from mdagent.core.calls import Result
 
 #: Lines of a tool's output shown under its outcome line.
 PREVIEW_LINES = 3

@@ -3,7 +3,7 @@
 ``agent sessions show`` and ``/history`` print :func:`message_line` per
 message; ``agent sessions export`` writes :func:`markdown` (to a file with
 :func:`save`, private like the database). The messages are the neutral dicts
-the store keeps (:mod:`mdagent.store`).
+the store keeps (:mod:`mdagent.store.store`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def conversation_text(messages: Iterable[Mapping[str, Any]], preview: int | None
     showed it (``→ exec  git status``), its outcome (``✓ exec · exit 0``) and
     the first ``preview`` lines of its output (None: all of it).
     """
-    from mdagent.display import short_arguments
+    from mdagent.ui.display import short_arguments
 
     blocks: list[str] = []
     for message in messages:
@@ -68,8 +68,8 @@ def result_text(message: Mapping[str, Any], preview: int | None = None) -> str:
     ``preview``: that many lines of output and how many more there are
     (None: the whole output, stderr after stdout).
     """
-    from mdagent.calls import Result
-    from mdagent.display import outcome_line
+    from mdagent.core.calls import Result
+    from mdagent.ui.display import outcome_line
 
     name = str(message.get("name") or "tool")
     text = content_text(message.get("content"))
@@ -101,7 +101,7 @@ def result_text(message: Mapping[str, Any], preview: int | None = None) -> str:
 
 def last_call_text(messages: list[Mapping[str, Any]]) -> str | None:
     """The last tool call of ``messages`` and its whole result (None: no call yet)."""
-    from mdagent.display import short_arguments
+    from mdagent.ui.display import short_arguments
 
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]

@@ -6,7 +6,7 @@ import json
 from functools import cache
 from pathlib import Path
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -29,8 +29,8 @@ def validator(name: str) -> Any:
 
 @cache
 def check(name: str) -> Any:
-    """The compiled check of the schema ``name`` (:func:`mdagent.fastcheck.compile_schema`),
+    """The compiled check of the schema ``name`` (:func:`mdagent.core.fastcheck.compile_schema`),
     or None when it has a keyword the compiler does not know."""
-    from mdagent.fastcheck import compile_schema
+    from mdagent.core.fastcheck import compile_schema
 
     return compile_schema(schema(name))

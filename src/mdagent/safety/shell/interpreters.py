@@ -3,7 +3,7 @@
 An allow rule such as ``exec(python3 *)`` is meant for running scripts; with
 an inline script the command line *is* the program, and the rule's author
 never saw it. :func:`inline_code` recognises such a command from its words
-after wrappers are removed (``Segment.core`` of :mod:`mdagent.shellparse`,
+after wrappers are removed (``Segment.core`` of :mod:`mdagent.safety.shell.shellparse`,
 so ``sudo env X=1 nice python3 -c …`` counts too); the policy then does not
 let an allow pattern cover it unless ``policy.inline_eval: allow``.
 
@@ -30,7 +30,7 @@ import re
 import shlex
 from collections.abc import Callable
 
-from mdagent.records import Record
+from mdagent.core.records import Record
 
 
 def _any_module(value: str) -> bool:
@@ -232,7 +232,7 @@ def inline_code(argv: tuple[str, ...] | list[str]) -> str | None:  # noqa: C901
     spec = _TABLE.get(key)
     if spec is None:
         return None
-    from mdagent.longoptions import dangerous_option
+    from mdagent.safety.shell.longoptions import dangerous_option
 
     exits = False
     i = 0
@@ -357,12 +357,12 @@ def make_inline(program: str, words: list[str]) -> str | None:
     A makefile runs its recipes as shell code, so text on the command line
     that becomes makefile text is code; GNU make reads options among its
     targets, so every word is read, and takes any prefix of a long option
-    (``--ev``, ``--f=-``; see :data:`mdagent.longoptions.LONG_OPTIONS`). A
+    (``--ev``, ``--f=-``; see :data:`mdagent.safety.shell.longoptions.LONG_OPTIONS`). A
     variable set on the command line overrides the makefile's: one whose
     value is more than a plain word (a file name, a number) may put a
     command into any recipe, ``!=`` runs one.
     """
-    from mdagent.longoptions import dangerous_option
+    from mdagent.safety.shell.longoptions import dangerous_option
 
     i = 0
     options = True

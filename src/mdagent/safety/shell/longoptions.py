@@ -11,9 +11,9 @@ dangerous options and the harmless options that happen to be prefixes of
 them (``tar --checkpoint``, an option of its own, is not
 ``--checkpoint-action``).
 
-Read by :mod:`mdagent.programs` (git, tar, sed, less…) and
-:mod:`mdagent.interpreters` (make's and julia's code options), and by
-:mod:`mdagent.shellparse` for the options that write a file.
+Read by :mod:`mdagent.safety.shell.programs` (git, tar, sed, less…) and
+:mod:`mdagent.safety.shell.interpreters` (make's and julia's code options), and by
+:mod:`mdagent.safety.shell.shellparse` for the options that write a file.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _long(parser: str, dangerous: str, exact: str = "") -> LongOptions:
 # The programs whose long options may be abbreviated and that run what an
 # option names. The wrappers of shellparse (env, timeout, sudo…) read their
 # abbreviations there (`_options`); make's and julia's code options are read
-# in mdagent.interpreters with these entries.
+# in mdagent.safety.shell.interpreters with these entries.
 LONG_OPTIONS: dict[str, LongOptions] = {
     "git": _long(
         "parse-options",

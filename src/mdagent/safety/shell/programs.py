@@ -1,7 +1,7 @@
 """Programs that run more than themselves: code or programs named in their
 options, their scripts or their environment.
 
-:mod:`mdagent.shellparse` splits a command line into the simple commands bash
+:mod:`mdagent.safety.shell.shellparse` splits a command line into the simple commands bash
 runs. Some of those run further code the line does not show as a command of
 its own: ``git fetch --upload-pack='rm …'``, ``tar --to-command=…``,
 ``sed 's/x/y/e'``, ``less '+!rm …'``, ``bash -i`` (start-up files,
@@ -13,7 +13,7 @@ cannot see what runs (``hidden``), makes them fail closed
 (``Segment.unchecked``).
 
 Long options (``git fetch --upl=CMD`` is ``--upload-pack=CMD``) are read
-with :mod:`mdagent.longoptions`, shared with :mod:`mdagent.interpreters`.
+with :mod:`mdagent.safety.shell.longoptions`, shared with :mod:`mdagent.safety.shell.interpreters`.
 
 Where a reading is uncertain (a sed script this module cannot follow, an
 option it does not know), the answer errs towards "runs code".
@@ -25,9 +25,9 @@ import os
 import re
 from dataclasses import dataclass
 
-from mdagent.lexicon import SHELLS, STDIN_FILES
-from mdagent.longoptions import ALIASES as _ALIASES
-from mdagent.longoptions import abbreviated, dangerous_option
+from mdagent.safety.shell.lexicon import SHELLS, STDIN_FILES
+from mdagent.safety.shell.longoptions import ALIASES as _ALIASES
+from mdagent.safety.shell.longoptions import abbreviated, dangerous_option
 
 COMPUTED = "computed"  # shellparse's kind of a word computed at run time
 
@@ -46,7 +46,9 @@ class Runs:
 
     why: str
     hidden: bool = True
-    inline: bool = False  # inline code (mdagent.interpreters): policy.inline_eval decides
+    inline: bool = (
+        False  # inline code (mdagent.safety.shell.interpreters): policy.inline_eval decides
+    )
 
 
 def runs(core: tuple[str, ...], kinds: tuple[str, ...] | None = None) -> Runs | None:
@@ -529,8 +531,8 @@ def _man(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | 
 
 def _make(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | None:
     """``make -f -``, ``--eval``, ``CC='sh -c …'``: recipe text from the line or
-    standard input, which deny rules never read (see :mod:`mdagent.interpreters`)."""
-    from mdagent.interpreters import make_inline
+    standard input, which deny rules never read (see :mod:`mdagent.safety.shell.interpreters`)."""
+    from mdagent.safety.shell.interpreters import make_inline
 
     found = make_inline(program, list(args))
     return Runs(f"`{found}` makes recipes of text no rule reads", inline=True) if found else None

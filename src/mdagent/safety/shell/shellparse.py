@@ -38,7 +38,7 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mdagent.lexicon import (
+from mdagent.safety.shell.lexicon import (
     ARITHMETIC_TESTS,
     CODE_BUILTINS,
     DECLARERS,
@@ -705,24 +705,24 @@ _OUTPUT_OPTIONS = ("output", "output-file", "output-document", "outfile", "log-f
 
 
 def _device(word: str) -> bool:
-    from mdagent.programs import device_path
+    from mdagent.safety.shell.programs import device_path
 
     return device_path(word)
 
 
 def _runs(unwrapped: _Unwrapped) -> Any:
-    """What the program runs besides itself (:func:`mdagent.programs.runs`)."""
-    from mdagent.programs import runs
+    """What the program runs besides itself (:func:`mdagent.safety.shell.programs.runs`)."""
+    from mdagent.safety.shell.programs import runs
 
     return runs(unwrapped.core, unwrapped.kinds)
 
 
 def _code_assignment(unwrapped: _Unwrapped) -> Any:
     """A variable set on the line that hands a program code or points it
-    elsewhere (``PROMPT_COMMAND=…``, ``GIT_DIR=…``; :func:`mdagent.programs.assigned`):
+    elsewhere (``PROMPT_COMMAND=…``, ``GIT_DIR=…``; :func:`mdagent.safety.shell.programs.assigned`):
     set for the command, or for the rest of the line — alone (``HOME=x;``),
     by ``export``/``declare``…, or by ``read``/``printf -v``."""
-    from mdagent.programs import assigned
+    from mdagent.safety.shell.programs import assigned
 
     core = unwrapped.core
     program = core[0].rsplit("/", 1)[-1] if core else ""
@@ -761,7 +761,7 @@ def _names_assigned(program: str, args: tuple[str, ...]) -> tuple[str, ...]:
 
 def _outputs(core: tuple[str, ...], kinds: tuple[str, ...]) -> list[tuple[str, str]]:
     """The files ``--output=FILE``-style options of ``core`` name, with their kinds."""
-    from mdagent.longoptions import abbreviated
+    from mdagent.safety.shell.longoptions import abbreviated
 
     out = []
     for i, word in enumerate(core[1:], start=1):

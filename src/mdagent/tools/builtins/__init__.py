@@ -1,7 +1,7 @@
 """The built-in tools: exec, files, search, web and skill (DESIGN §5).
 
 Importing this package is cheap: it holds only where each handler is
-(:data:`HANDLERS`; the tools' declarations are :data:`mdagent.catalog.SPECS`).
+(:data:`HANDLERS`; the tools' declarations are :data:`mdagent.core.catalog.SPECS`).
 Each handler module is imported on the tool's first call, so ``agent
 /my-command`` never pays for httpx or the gitignore matcher.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 
-from mdagent.catalog import SPECS, real_name
-from mdagent.lazy import load
+from mdagent.core.catalog import SPECS, real_name
+from mdagent.core.lazy import load
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 
-from mdagent.environment import env_for
-from mdagent.process import run_tool_process
+from mdagent.safety.environment import env_for
+from mdagent.tools.process import run_tool_process
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -27,7 +27,7 @@ def exec_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
 
     A non-zero exit is a failure (``error: "exit status N"``) that still
     carries the output; a timeout reports 124, a cancel 130 and a shell that
-    cannot be started 126/127 (see :func:`mdagent.process.run_tool_process`).
+    cannot be started 126/127 (see :func:`mdagent.tools.process.run_tool_process`).
     """
     return run_tool_process(
         shell_argv(args["command"], env_for(ctx)),

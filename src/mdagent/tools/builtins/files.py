@@ -2,7 +2,7 @@
 
 Every path is confined to the workspace (symlinks resolved) before it is
 touched; a refusal is a failure with ``code: DENIED``. What was checked is
-then opened through :func:`~mdagent.workspace.open_parent`, component by
+then opened through :func:`~mdagent.safety.workspace.open_parent`, component by
 component without following symlinks, and written inside the folder
 descriptor it holds: a folder swapped for a symlink after the check fails
 the call instead of redirecting it out of the workspace.
@@ -20,8 +20,8 @@ import secrets
 import stat
 from pathlib import Path
 
-from mdagent.errors import PolicyDenied
-from mdagent.workspace import (
+from mdagent.core.errors import PolicyDenied
+from mdagent.safety.workspace import (
     confine,
     display_path,
     open_entry,
@@ -29,7 +29,7 @@ from mdagent.workspace import (
     roots_from,
 )
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
@@ -53,7 +53,9 @@ def _resolve(
     try:
         resolved = confine(path, root, extras)
     except PolicyDenied:
-        from mdagent.skills import skill_read_roots  # only for a path outside the workspace
+        from mdagent.declarations.skills import (
+            skill_read_roots,  # only for a path outside the workspace
+        )
 
         skill_roots = skill_read_roots(ctx, path, root) if read_only else ()
         if not skill_roots:

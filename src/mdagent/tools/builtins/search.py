@@ -6,7 +6,7 @@ root's and nested ones) are respected and ``.git/`` is never entered.
 Python's ``re`` otherwise, with the same rules and the same result shape.
 
 Either way the search runs in a child process (through
-:func:`mdagent.process.run_process`), so the tool's timeout and Ctrl-C stop
+:func:`mdagent.tools.process.run_process`), so the tool's timeout and Ctrl-C stop
 it — a pattern that backtracks forever included — and this process keeps
 only a capped, line-clipped copy of its output: a match in a 200 MB line
 costs the agent a few KiB.
@@ -23,13 +23,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from mdagent.defaults import setting
-from mdagent.environment import env_for
-from mdagent.errors import PolicyDenied
-from mdagent.globs import gitignore_regex
-from mdagent.workspace import confine, display_path, roots_from
+from mdagent.core.defaults import setting
+from mdagent.core.errors import PolicyDenied
+from mdagent.core.globs import gitignore_regex
+from mdagent.safety.environment import env_for
+from mdagent.safety.workspace import confine, display_path, roots_from
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -268,7 +268,7 @@ def _base(ctx: Any, path: str | None) -> tuple[Path, Path, list[Path]]:
     """``(base, root, extras)``; raises PolicyDenied for a path outside the workspace.
 
     Searching only reads: the folders of the skills the model may load count
-    as inside (:func:`~mdagent.skills.skill_read_roots`).
+    as inside (:func:`~mdagent.declarations.skills.skill_read_roots`).
     """
     root, extras = roots_from(ctx)
     if not path:
@@ -276,7 +276,9 @@ def _base(ctx: Any, path: str | None) -> tuple[Path, Path, list[Path]]:
     try:
         return confine(path, root, extras), root, list(extras)
     except PolicyDenied:
-        from mdagent.skills import skill_read_roots  # only for a path outside the workspace
+        from mdagent.declarations.skills import (
+            skill_read_roots,  # only for a path outside the workspace
+        )
 
         skill_roots = skill_read_roots(ctx, path, root)
         if not skill_roots:
@@ -346,7 +348,7 @@ def grep_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
 
 def _run_search(argv: list[str], ctx: Any, root: Path, stdin_data: bytes | None = None) -> Any:
     """Run a searching child with grep's timeout and cancel; ``(result, error dict or None)``."""
-    from mdagent.process import run_process
+    from mdagent.tools.process import run_process
 
     timeout = float(setting(ctx.settings, "grep", "timeout"))
     done = run_process(
@@ -388,7 +390,7 @@ def _file_filter(glob: str | None) -> Any:
 
 # The child that runs the Python search: -P keeps the workspace (its cwd) off
 # sys.path, so a folder there named like a module cannot be imported instead.
-_CHILD = "from mdagent.builtins.search import grep_child; grep_child()"
+_CHILD = "from mdagent.tools.builtins.search import grep_child; grep_child()"
 
 
 def _grep_python_child(

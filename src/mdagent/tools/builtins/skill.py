@@ -5,7 +5,7 @@ through this tool when a task needs it (progressive disclosure). With it
 come the skill's folder and the files in it, so the model can read a
 ``references/`` file or run a ``scripts/`` one the body names: ``read_file``,
 ``glob`` and ``grep`` may read inside the folders of the skills this tool
-returns, even outside the workspace (see :func:`mdagent.workspace.confine_read`).
+returns, even outside the workspace (see :func:`mdagent.safety.workspace.confine_read`).
 Skills marked ``disable-model-invocation: true`` are not returned.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 
-from mdagent.specs import command_key
+from mdagent.core.specs import command_key
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -26,9 +26,9 @@ _SKIPPED = {"node_modules", "__pycache__"}
 
 def skill_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
     """The skill ``args["name"]``: its body, folder and files; or a failure listing the others."""
-    from mdagent.errors import MdagentError
-    from mdagent.promptskills import fork_runner, render
-    from mdagent.skills import model_refusal
+    from mdagent.agent.promptskills import fork_runner, render
+    from mdagent.core.errors import MdagentError
+    from mdagent.declarations.skills import model_refusal
 
     registry = getattr(ctx, "registry", None)
     name = str(args["name"]).strip().lstrip("/")

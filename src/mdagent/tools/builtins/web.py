@@ -24,10 +24,10 @@ from collections.abc import Iterator, Mapping
 from types import SimpleNamespace
 from urllib.parse import urlsplit
 
-from mdagent.defaults import setting
-from mdagent.records import Record
+from mdagent.core.defaults import setting
+from mdagent.core.records import Record
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
 
@@ -113,8 +113,8 @@ def request(
     connection that broke, ``timed_out``/``interrupted``, a refusal with
     the policy's ``code``.
     """
-    from mdagent.httpclient import client as http_client
-    from mdagent.httpclient import load
+    from mdagent.core.httpclient import client as http_client
+    from mdagent.core.httpclient import load
 
     httpx = load()  # costs ~100 ms: only for the calls that fetch
 
