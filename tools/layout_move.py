@@ -198,11 +198,15 @@ FROM_MDAGENT = re.compile(
 )
 DOTTED = re.compile(rf"(?<![\w.])mdagent\.(?P<mod>{NAMES})(?!\w)")
 FILE_PATH = re.compile(rf"(?:(?<![\w./])|(?<=src/))mdagent/(?P<mod>{NAMES})(?=\.py\b|/)")
-RELATIVE = re.compile(rf'"(?P<mod>{NAMES})\.py"')
+RELATIVE = re.compile(rf'"(?P<mod>{NAMES})(?=\.py"|/)')
+#: ``from mdagent import X`` after ``;`` or a quote, in a ``python -c`` line of a test.
+INLINE_FROM = re.compile(
+    r"(?<=[;\"'])(?P<indent>[ \t]*)from mdagent import (?P<body>[\w ,]+?)(?=;|\n|[\"'])"
+)
 IMPORTED = re.compile(r"[ \t]+import[ \t]+\(?\s*(?P<first>\w+)")
 
 
-def _split_from_mdagent(match: re.Match[str]) -> str:
+def _split_from_mdagent(match: re.Match[str], joiner: str = "\n") -> str:
     body = match["body"].strip().strip("()")
     items = [i.strip() for i in body.replace("\n", " ").split(",") if i.strip()]
     groups: dict[str, list[str]] = {}
@@ -211,10 +215,20 @@ def _split_from_mdagent(match: re.Match[str]) -> str:
         groups.setdefault(f"mdagent.{HOMES[name]}" if name in HOMES else "mdagent", []).append(item)
     if list(groups) == ["mdagent"]:
         return match[0]
-    indent, comment = match["indent"], match["comment"] or ""
+    indent = match["indent"]
+    comment = (match.groupdict().get("comment") or "") if joiner == "\n" else ""
     lines = [f"{indent}from {home} import {', '.join(names)}" for home, names in groups.items()]
     lines[0] += comment
-    return "\n".join(lines)
+    return joiner.join(lines)
+
+
+def _relative(match: re.Match[str]) -> str:
+    module = match["mod"]
+    if HOMES[module] == module:
+        after = re.match(r"/(\w+)", match.string[match.end() :])
+        if after and after[1] in members(module):
+            return match[0]
+    return f'"{PACKAGES_OF[module]}/{module}'
 
 
 def _dotted(match: re.Match[str]) -> str:
@@ -223,6 +237,8 @@ def _dotted(match: re.Match[str]) -> str:
     if home == module:
         # mdagent.registry is the package now: its own modules follow (already moved).
         rest = match.string[match.end() :]
+        if module == "cli" and rest.startswith(":main"):
+            return match[0]  # the entry point: cli/__init__.py's main() (CLI_INIT)
         after = re.match(r"\.(\w+)", rest) or IMPORTED.match(rest)
         if after and after[1] in members(home):
             return match[0]
@@ -240,10 +256,11 @@ def _file_path(match: re.Match[str]) -> str:
 
 def rewrite(text: str, relative_lists: bool = False) -> str:
     text = FROM_MDAGENT.sub(_split_from_mdagent, text)
+    text = INLINE_FROM.sub(lambda m: _split_from_mdagent(m, "; "), text)
     text = DOTTED.sub(_dotted, text)
     text = FILE_PATH.sub(_file_path, text)
     if relative_lists:
-        text = RELATIVE.sub(lambda m: f'"{PACKAGES_OF[m["mod"]]}/{m["mod"]}.py"', text)
+        text = RELATIVE.sub(_relative, text)
     return text
 
 

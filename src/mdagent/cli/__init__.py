@@ -1,4 +1,4 @@
-"""The shell edge: ``agent`` and ``mdagent`` (entry point ``mdagent.cli.cli:main``).
+"""The shell edge: ``agent`` and ``mdagent`` (entry point ``mdagent.cli:main``).
 
 Nothing is imported here: :func:`main` loads :mod:`mdagent.cli.cli` when called,
 so the ``/name`` fast path pays for one small module more.

@@ -99,9 +99,9 @@ COMPILER_MODULES = (
     "tools/dispatch.py",  # the usage words of /help's cached rows
     "ui/console.py",  # and their descriptions' first lines
     "runtime/trust.py",  # what trust covers, and the untrusted view of the settings
-    "schemas/declarations.json",
-    "schemas/settings.json",
-    "schemas/skill.json",
+    "declarations/schemas/declarations.json",
+    "declarations/schemas/settings.json",
+    "declarations/schemas/skill.json",
 )
 
 _RECORD_ERRORS = (KeyError, TypeError, ValueError, AttributeError)
