@@ -13,8 +13,8 @@ import os
 import sys
 import time
 
-from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ImageContent, ResourceLink, TextContent, ToolAnnotations
 
 server = MCPServer("fixture")
 
@@ -71,6 +71,37 @@ def crash() -> str:
 def secret() -> str:
     """The value of FIXTURE_SECRET as this server sees it (env passing)."""
     return os.environ.get("FIXTURE_SECRET", "(unset)")
+
+
+#: A 1x1 PNG.
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+
+@server.tool()
+def picture() -> list:
+    """A picture, and a link to the notes resource."""
+    return [
+        TextContent(type="text", text="here it is"),
+        ImageContent(type="image", data=PNG, mime_type="image/png"),
+        ResourceLink(
+            type="resource_link", uri="fixture://notes", name="notes", mime_type="text/plain"
+        ),
+    ]
+
+
+@server.tool()
+async def progress(steps: int, ctx: Context) -> str:
+    """Report progress, log a line, then answer."""
+    for step in range(steps):
+        await ctx.report_progress(step + 1, steps, f"step {step + 1}")
+    await ctx.info("fixture log line")
+    return "progressed"
+
+
+@server.resource("fixture://notes", name="notes", mime_type="text/plain")
+def notes() -> str:
+    """Notes kept as a resource."""
+    return "NOTES-FROM-RESOURCE"
 
 
 @server.prompt()

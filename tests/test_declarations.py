@@ -287,7 +287,7 @@ def test_agent_check_fails_where_every_command_would(workspace, run_agent, text,
         ("polcy:\n  deny: [x]\n", [(1, 1, "polcy: unknown key (did you mean 'policy'?)")]),
         ("exec: {timeout: 3}\nagent:\n  max_step: 3\n", [(3, 3, "agent.max_step: unknown key (did you mean 'max_steps'?)")]),
         ("policy:\n  deny: []\n  alow: [x]\n  zzz: 1\n", [(3, 3, "policy.alow: unknown key (did you mean 'allow'?)"), (4, 3, "policy.zzz: unknown key")]),
-        ("skills:\n  interop: nope\n", [(2, 3, "skills.interop: 'nope' is not of type 'boolean'")]),
+        ("skills:\n  interop: nope\n", [(2, 3, "skills.interop: expected true, false, or a mapping of source name to true/false")]),
     ],
 )  # fmt: skip
 def test_settings_mistakes_at_their_key_with_did_you_mean(tmp_path, text, expected):

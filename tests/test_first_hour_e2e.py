@@ -220,7 +220,8 @@ def test_config_show_says_where_each_setting_came_from(run_agent, workspace, ser
     assert data["settings"]["agent.max_steps"] == {"value": 7, "from": "user"}
     assert data["model"]["key_set"] is True
     assert data["model"]["api_key_env"] == "OPENAI_API_KEY"
-    assert [layer["kind"] for layer in data["layers"]][:2] == ["project", "user"]
+    kinds = [layer["kind"] for layer in data["layers"]][:3]
+    assert kinds == ["project", "project, other agents' files", "user"]
     assert server.requests == []
 
 

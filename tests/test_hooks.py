@@ -555,3 +555,47 @@ def test_stop_hooks_see_how_the_turn_ended_and_cannot_block(tmp_path, capsys):
         "reason": "answer",
     }
     assert "stop hooks cannot block" in capsys.readouterr().err
+
+
+def test_a_hook_whose_trust_lapsed_is_not_run_and_blocks_whatever_on_error_says(box, tmp_path):
+    # Red team 21: trust is checked again before each hook runs.
+    marker = tmp_path / "ran"
+    settings = {"hooks": {"before": [{"run": f"touch {marker}", "on_error": "warn"}]}}
+    lapsed = ["trust in this folder lapsed during this run (scripts/guard.sh changed)"]
+    install_hooks(
+        box, settings, workdir=str(tmp_path), env=child_env(settings), trust_check=lambda: lapsed[0]
+    )
+    result = box.run("exec", {"command": "ls"})
+    assert not result.ok and "not run: trust in this folder lapsed" in result.error
+    assert "the call is blocked" in result.error and not marker.exists() and box.calls == []
+    lapsed[0] = None  # trusted again: it runs
+    assert box.run("exec", {"command": "ls"}).ok and marker.exists()
+
+
+def test_a_session_hook_whose_trust_lapsed_is_not_run(tmp_path, capsys):
+    marker = tmp_path / "ran"
+    settings = {"hooks": {"stop": [{"run": f"touch {marker}"}], "prompt": [{"run": "true"}]}}
+    hooks = session_hooks(
+        settings, workdir=str(tmp_path), env=child_env(settings), trust_check=lambda: "lapsed"
+    )
+    hooks.stop("s", "answer", 1, "answer")
+    assert not marker.exists() and "not run: lapsed" in capsys.readouterr().err
+    with pytest.raises(HookBlocked, match="the prompt is not sent"):
+        hooks.prompt("hi", "s")
+
+
+@pytest.mark.parametrize(
+    ("event", "answer"),
+    [
+        ("before", '{"Decision": "deny"}'),
+        ("before", '{"decision": null}'),
+        ("before", '{"decision": "allow", "context": "x"}'),  # prompt's key
+        ("prompt", '{"arguments": {}}'),  # before's key
+        ("session_start", '{"context": "x"}'),
+    ],
+)
+def test_a_key_the_event_does_not_read_is_an_invalid_answer(event, answer):
+    from mdagent.tools.hooks import _answer
+
+    data, problem = _answer(answer, event)
+    assert data == {} and problem, (event, answer)

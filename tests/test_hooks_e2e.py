@@ -313,3 +313,29 @@ def test_a_model_may_not_rewrite_a_hook_script_of_any_event(workspace, run_agent
         (result,) = tool_results(server)
     assert not result["ok"] and "agent's own configuration" in result["error"]
     assert "import json" in script.read_text()
+
+
+# Red team 18: an answer with a key the guard's event does not read, or a null decision, ran the call.
+NOT_UNDERSTOOD = {
+    "capitalised key": ('{"Decision": "deny"}', 'answered the key "Decision"'),
+    "null decision": ('{"decision": null}', 'answered "decision": null'),
+    "misspelt key": ('{"desicion": "deny", "reason": "no"}', 'answered the key "desicion"'),
+    "another agent's format": ('{"permissionDecision": "deny"}', "permissionDecision"),
+}
+
+
+@pytest.mark.parametrize(("stdout", "why"), NOT_UNDERSTOOD.values(), ids=NOT_UNDERSTOOD.keys())
+def test_an_answer_that_is_not_understood_blocks(workspace, run_agent, stdout, why):
+    command_skill(workspace)
+    hook_script(workspace, "guard.py", f"sys.stdout.write({stdout!r})")
+    settings(
+        workspace, "policy:\n  mode: full\nhooks:\n  before:\n    - {run: [./scripts/guard.py]}\n"
+    )
+    with scripted_model(("exec", {"command": "touch modelled"})) as server:
+        asked = ask(run_agent, server)
+        (result,) = tool_results(server)
+    assert asked.returncode == 0, asked.stderr
+    assert not result["ok"] and why in result["error"] and "the call is blocked" in result["error"]
+    assert not (workspace / "modelled").exists()
+    typed = run_agent("/t", "touch typed")
+    assert typed.returncode == 126 and not (workspace / "typed").exists()

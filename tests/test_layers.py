@@ -26,10 +26,22 @@ def test_order_options_env_project_user_bundled(tmp_path, monkeypatch):
     one, two, env1 = tmp_path / "one", tmp_path / "two", tmp_path / "env1"
     monkeypatch.setenv("AGENT_PATH", str(env1))
     layers = find_layers([str(one), str(two)], cwd=deep)
-    assert kinds(layers) == ["option", "option", "env", "project", "user", "bundled"]
+    assert kinds(layers) == [
+        "option",
+        "option",
+        "env",
+        "project",
+        "project-foreign",
+        "user",
+        "user-foreign",
+        "bundled",
+    ]
     assert layers[0].path == one.resolve() and layers[1].path == two.resolve()
     assert layers[3].path == (project / ".agents").resolve()
-    assert layers[4].path == Path(os.environ["AGENT_HOME"]).resolve()
+    # Other agents' files (issue 34): the workspace root's and the home folder's.
+    assert layers[4].path == project.resolve() and layers[4].foreign
+    assert layers[5].path == Path(os.environ["AGENT_HOME"]).resolve()
+    assert layers[6].path == Path(os.environ["HOME"]).resolve()
 
 
 def test_no_user_skips_user_layer(tmp_path):
@@ -42,7 +54,12 @@ def test_user_layer_is_never_found_as_project(tmp_path, monkeypatch):
     monkeypatch.setenv("AGENT_HOME", str(home / ".agents"))
     work = home / "work"
     work.mkdir()
-    assert kinds(find_layers([], cwd=work)) == ["user", "bundled"]
+    assert kinds(find_layers([], cwd=work)) == [
+        "project-foreign",
+        "user",
+        "user-foreign",
+        "bundled",
+    ]
 
 
 def test_bundled_layer_has_skills_and_config():
@@ -95,10 +112,12 @@ def test_other_agents_skill_folders_sit_below_the_layer_they_belong_with(tmp_pat
     assert kinds(layers) == [
         "project",
         "project-claude",
+        "project-foreign",
         "user",
         "user-claude",
         "user-codex",
         "user-openclaw",
+        "user-foreign",
         "bundled",
     ]
     codex = next(layer for layer in layers if layer.kind == "user-codex")
@@ -106,7 +125,7 @@ def test_other_agents_skill_folders_sit_below_the_layer_they_belong_with(tmp_pat
     assert codex.skills_dir == codex.path and codex.config_dir is None and codex.skills_only
     assert codex.label == "~/.codex/skills" and codex.scope == "user"
     no_user = find_layers([], no_user=True, cwd=project, environ=environ)
-    assert kinds(no_user) == ["project", "project-claude", "bundled"]
+    assert kinds(no_user) == ["project", "project-claude", "project-foreign", "bundled"]
 
 
 def test_only_existing_interop_folders_are_layers_but_all_are_known(tmp_path):
@@ -115,6 +134,8 @@ def test_only_existing_interop_folders_are_layers_but_all_are_known(tmp_path):
     every = dict(interop_paths(tmp_path, environ, existing_only=False))
     assert every == {
         "project-claude": tmp_path / ".claude" / "skills",
+        "project-github": tmp_path / ".github" / "skills",
+        "project-openclaw": tmp_path / "skills",
         "user-claude": tmp_path / "home" / ".claude" / "skills",
         "user-codex": tmp_path / "home" / ".codex" / "skills",
         "user-openclaw": tmp_path / "oc" / "skills",

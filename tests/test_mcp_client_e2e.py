@@ -134,7 +134,7 @@ def test_a_server_over_streamable_http(workspace, run_agent, log):
     assert result["ok"] is True and result["output"] == "echo: over http"
     assert "echo over http" in lines(log)
     assert listed.returncode == 0
-    assert f"web  (http: http://127.0.0.1:{port}/mcp)  ok: 7 tools, 1 prompt" in listed.stdout
+    assert f"web  (http: http://127.0.0.1:{port}/mcp)  ok: 10 tools, 1 prompt" in listed.stdout
     assert unset.returncode == 1
     assert "mcp server web: header X-Token names ${WEB_TOKEN}, which is not set\n" in unset.stdout
 
@@ -254,7 +254,7 @@ def test_command_tool_binds_a_slash_command_to_a_server_tool(workspace, run_agen
 
     checked = run_agent("check", env=env_for(log))
     assert checked.returncode == 1
-    assert "info: mcp server fx: 7 tool(s), 1 prompt(s)" in checked.stdout
+    assert "info: mcp server fx: 10 tool(s), 1 prompt(s)" in checked.stdout
     assert "error: /ghost: mcp server fx offers no tool 'fx__nope'" in checked.stdout
     assert "/adder" not in checked.stdout
 
@@ -361,3 +361,76 @@ def test_a_refused_server_offers_the_model_nothing_and_says_so_once(workspace, r
     assert not refused["ok"] and "unknown tool: bad__ok" in refused["error"]
     check = run_agent("check", env=env_for(log))
     assert "warning: mcp server bad: tool doubling: its input schema has more" in check.stdout
+
+
+# -- images, resource links, progress and logs (issue 34) ---------------------------------
+
+
+def test_a_resource_link_is_read_back_through_read_resource_under_the_policy(
+    workspace, run_agent, log
+):
+    declare(workspace, "policy:\n  mode: allowlist\n  allow: [fx__picture]\n")
+    calls = [("fx__picture", {}), ("fx__read_resource", {"uri": "fixture://notes"})]
+    with scripted_model(*calls) as model:
+        done = ask(run_agent, model, env=env_for(log))
+    assert done.returncode == 0, done.stderr
+    assert "fx__read_resource" in sent_tools(model)
+    picture, refused = tool_results(model)
+    assert "here it is" in picture["output"]
+    assert "[resource link fixture://notes (notes, text/plain)]" in picture["output"]
+    # A read is a call like any other: the allowlist does not name it, so it is refused.
+    assert refused["ok"] is False and "fx__read_resource" in refused["error"]
+    declare(workspace, "policy:\n  mode: allowlist\n  allow: [fx__picture, fx__read_resource]\n")
+    with scripted_model(*calls) as model:
+        done = ask(run_agent, model, env=env_for(log))
+    assert done.returncode == 0, done.stderr
+    _, read = tool_results(model)
+    assert read["ok"] is True and read["output"] == "NOTES-FROM-RESOURCE"
+    calls = [e for e in audit(run_agent) if e.get("tool") == "fx__read_resource"]
+    assert calls, "the read is in the audit log"
+
+
+def test_progress_and_log_messages_show_under_v(workspace, run_agent, log):
+    declare(workspace, "policy:\n  allow: [fx__progress]\n")
+    with scripted_model(("fx__progress", {"steps": 3})) as model:
+        quiet = ask(run_agent, model, env=env_for(log))
+    assert quiet.returncode == 0, quiet.stderr
+    assert "step 1" not in quiet.stderr and "fixture log line" not in quiet.stderr
+    with scripted_model(("fx__progress", {"steps": 3})) as model:
+        loud = run_agent("-v", *provider_args(model), "ask", "go", env=env_for(log))
+    assert loud.returncode == 0, loud.stderr
+    assert "fx__progress: 1/3 step 1" in loud.stderr
+    assert "fx__progress: 3/3 step 3" in loud.stderr
+    assert "mcp server fx" in loud.stderr and "[info]: fixture log line" in loud.stderr
+    assert tool_results(model)[0]["output"] == "progressed"
+
+
+def test_an_image_from_a_server_reaches_the_model_as_an_image(workspace, run_agent, log):
+    declare(workspace, "policy:\n  allow: [fx__picture]\n")
+    with scripted_model(("fx__picture", {})) as model:
+        done = ask(run_agent, model, env=env_for(log))
+    assert done.returncode == 0, done.stderr
+    messages = model.requests[-1]["json"]["messages"]
+    result = next(m for m in messages if m["role"] == "tool")
+    note = json.loads(result["content"])["output"]
+    assert "[image content (image/png, 70 bytes)]" in note  # the text names it
+    assert "iVBOR" not in result["content"]  # the image itself is no text
+    images = messages[messages.index(result) + 1]
+    assert images["role"] == "user"
+    url = images["content"][1]["image_url"]["url"]
+    assert url.startswith("data:image/png;base64,iVBORw0KGgo")
+
+    with ModelServer(
+        [{"tool_calls": [{"name": "fx__picture", "arguments": {}}]}, {"text": "seen"}]
+    ) as model:
+        done = run_agent(
+            "--provider", "anthropic", "--base-url", model.anthropic_url, "ask", "go",
+            env=env_for(log, ANTHROPIC_API_KEY="test"),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    user = model.requests[-1]["json"]["messages"][-1]
+    tool_result = next(b for b in user["content"] if b["type"] == "tool_result")
+    kinds = [b["type"] for b in tool_result["content"]]
+    assert kinds == ["text", "image"]
+    source = tool_result["content"][1]["source"]
+    assert source["media_type"] == "image/png" and source["data"].startswith("iVBORw0KGgo")

@@ -199,3 +199,29 @@ def test_agent_check_points_at_a_bad_server_entry(workspace, run_agent):
     assert "must not contain `__`" in out
     assert "mcp_servers.typo.comand: unknown key" in out or "'comand'" in out
     assert "Traceback" not in done.stderr
+
+
+def test_a_tool_that_runs_only_as_a_task_is_not_offered():
+    config = ServerConfig(name="s", command="x")
+    tools = [
+        {"name": "plain", "inputSchema": {"type": "object"}},
+        {"name": "either", "inputSchema": {}, "execution": {"taskSupport": "optional"}},
+        {"name": "tasked", "inputSchema": {}, "execution": {"taskSupport": "required"}},
+    ]
+    assert [s.name for s in tool_specs(config, tools)] == ["s__plain", "s__either"]
+
+
+def test_a_server_with_resources_gets_a_read_resource_tool():
+    config = ServerConfig(name="s", command="x")
+    specs = {s.name: s for s in tool_specs(config, [], resources=True)}
+    read = specs["s__read_resource"]
+    assert read.required == ["uri"] and read.security == "safe"
+    assert read.implementation == {"mcp": {"server": "s", "resource": True}}
+    assert tool_specs(config, [], resources=False) == []
+    # The server's own tool of that name wins; the settings' security and deny lists apply.
+    own = [{"name": "read_resource", "description": "its own", "inputSchema": {}}]
+    assert tool_specs(config, own, resources=True)[0].description == "its own"
+    strict = ServerConfig(name="s", command="x", security="dangerous")
+    assert tool_specs(strict, [], resources=True)[0].security == "dangerous"
+    denied = ServerConfig(name="s", command="x", deny=["read_resource"])
+    assert tool_specs(denied, [], resources=True) == []

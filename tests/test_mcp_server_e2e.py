@@ -576,3 +576,89 @@ def test_every_loopback_spelling_checks_host_and_origin(project, spelling):
     }
     assert "reachable from other machines" not in err
     assert gone_soon(proc.pid)
+
+
+# -- protocol corners (issue 34) -----------------------------------------------------------
+
+
+def test_templates_logging_and_the_skills_extension(project, tmp_path):
+    """What the SDK client, fastmcp and the Inspector ask besides tools, prompts and resources."""
+    logged = []
+
+    async def on_log(params):
+        logged.append((params.level, params.logger, str(params.data)))
+
+    async def main():
+        async with (
+            stdio_client(server_params(project)) as (read, write_),
+            ClientSession(read, write_, logging_callback=on_log) as session,
+        ):
+            init = await session.initialize()
+            templates = await session.list_resource_templates()
+            before = await session.call_tool("read_file", {"path": "missing.txt"})
+            await session.set_logging_level("warning")
+            after = await session.call_tool("read_file", {"path": "missing.txt"})
+            await session.set_logging_level("error")
+            quiet = await session.call_tool("read_file", {"path": "missing.txt"})
+            await session.send_ping()  # the notifications before it have arrived
+            return init, templates, before, after, quiet
+
+    init, templates, before, after, quiet = anyio.run(main)
+    assert templates.resource_templates == []  # no "Method not found"
+    caps = init.capabilities
+    assert caps.logging is not None
+    # The 2025 protocol versions have no `extensions`: it is declared as experimental there.
+    declared = {**(caps.extensions or {}), **(caps.experimental or {})}
+    assert "io.modelcontextprotocol/skills" in declared
+    assert before.is_error and after.is_error and quiet.is_error
+    # Nothing before a level was set, one warning after, nothing below "error".
+    assert len(logged) == 1, logged
+    level, logger, data = logged[0]
+    assert level == "warning" and logger == "mdagent" and "read_file" in data
+
+
+def test_yes_never_runs_an_untrusted_workspaces_own_skill_for_an_mcp_client(workspace):
+    """Red team 13: an untrusted clone's own skill ran its live context for the client."""
+    from mcp import StdioServerParameters
+
+    write(
+        workspace / ".agents" / "skills" / "w" / "SKILL.md",
+        "---\nname: w\ndescription: d\n---\nA !`touch marker` B\n",
+    )
+    params = StdioServerParameters(
+        command=agent_executable(),
+        args=["mcp", "serve", "--yes"],
+        cwd=str(workspace),
+        env=dict(os.environ),
+    )
+
+    async def body(session):
+        return await session.get_prompt("w", {})
+
+    rendered = run_session(params, body).messages[0].content.text
+    assert "A [`touch marker` not run: skill w" in rendered
+    assert "is in a folder you have not trusted" in rendered
+    assert "never run for an MCP client" in rendered
+    assert not (workspace / "marker").exists()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])
+def test_stopping_the_http_server_with_a_signal_ends_in_its_status_not_a_traceback(project, stop):
+    """Red team 19: SIGTERM printed a multi-screen BaseExceptionGroup traceback."""
+    trust_as_is(project)
+    proc = subprocess.Popen(
+        [agent_executable(), "mcp", "serve", "--http", "127.0.0.1:0"],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        read_line(proc.stderr, r"serving MCP on http://127\.0\.0\.1:\d+/mcp")
+    finally:
+        proc.send_signal(stop)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + stop, err
+    assert "Traceback" not in err and "ExceptionGroup" not in err, err
+    assert len(err.strip().splitlines()) <= 1, err

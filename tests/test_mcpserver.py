@@ -101,3 +101,24 @@ def test_no_host_or_a_header_given_twice_is_refused():
     assert foreign_request(twice)[0] == 421
     origins = [(b"host", b"127.0.0.1:1"), (b"origin", b"http://localhost"), (b"origin", b"null")]
     assert foreign_request(origins)[0] == 403
+
+
+def test_the_skills_extension_is_declared_only_when_skills_are_served():
+    pytest.importorskip("mcp")
+    from types import SimpleNamespace
+
+    from mdagent.server.mcpserver import SKILLS_EXTENSION, build_server
+
+    def served(skills):
+        runtime = SimpleNamespace(workdir="/w")
+        return SimpleNamespace(
+            runtime=runtime, schema=lambda name: None, visible_skills=lambda: skills
+        )
+
+    with_skills = build_server(served(["one"])).create_initialization_options().capabilities
+    assert SKILLS_EXTENSION in with_skills.extensions
+    assert SKILLS_EXTENSION in with_skills.experimental
+    without = build_server(served([])).create_initialization_options().capabilities
+    assert SKILLS_EXTENSION not in (without.extensions or {})
+    assert SKILLS_EXTENSION not in (without.experimental or {})
+    assert without.logging is not None  # logging/setLevel is answered

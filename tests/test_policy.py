@@ -1752,3 +1752,36 @@ def test_run_settings_add_rules_in_memory_and_plan_requires_the_read_only_sandbo
     assert got["sandbox"] == {"mode": "read-only", "required": True, "applies_to": "all"}
     assert base == {"policy": {"allow": "read_file", "deny": ["fetch"]}, "sandbox": {"mode": "off"}}
     assert run_settings(base, mode="full")["sandbox"] == {"mode": "off"}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd src/evil && git st",  # into a nested (bare) repository
+        "cd -P src/evil && git status --short",
+        "pushd src/evil; git st",
+        "f() { cd src/evil; }; f; git st",
+        "(cd src/evil; git st)",
+        "cd src && cd evil && git st",
+        "cd src; cd ./evil || true; git log",
+        "cd s* && git st",  # a glob: the folder is unknown
+        "cd $D && git st",
+        "cd - && git st",
+        "cd && git st",  # home
+        "popd; git st",
+        "CDPATH=/elsewhere; cd evil && git st",
+    ],
+)
+def test_git_after_a_change_of_folder_is_placed_where_the_line_goes(git_root, box, command):
+    # Red team 7: `cd sub && git st` used the nested repository's aliases and fsmonitor.
+    allowed = make_policy(git_root, {"allow": ["exec(git *)", "exec(cd *)", "exec(pushd *)"]})
+    assert not check(allowed, box, "exec", cmd(command)).allowed, command
+    denied = make_policy(git_root, {"mode": "full", "deny": ["exec(rm *)"]})
+    decision = check(denied, box, "exec", cmd(command))
+    assert refused(decision) and "could not be checked" in decision.reason, command
+
+
+def test_git_after_a_change_of_folder_in_the_same_repository_is_left_to_the_rules(git_root, box):
+    policy = make_policy(git_root, {"allow": ["exec(git *)", "exec(cd *)"], "deny": ["exec(rm *)"]})
+    for command in ("cd src && git st", "cd src/plain && git log", "cd ./src; git st"):
+        assert check(policy, box, "exec", cmd(command)).allowed, command

@@ -66,6 +66,21 @@ def test_an_exact_harmless_option_or_another_word_is_not_dangerous(program, word
     assert dangerous_option(program, word) is None
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git init -q --temp=tpl x",
+        "git clone --temp=tpl u d",
+        "git init --tem tpl",
+        "git init --te=x",
+    ],
+)
+def test_a_prefix_that_is_another_subcommands_option_is_the_dangerous_one_elsewhere(command):
+    # `--temp` is checkout-index's own option; to git init and clone it is --template.
+    found = runs(words(command))
+    assert found is not None and found.hidden and "(--template)" in found.why
+
+
 def test_abbreviated_reads_the_name_before_the_value():
     assert abbreviated("--out=x", ["output"]) == "output"
     assert abbreviated("--output=--upload-pack", ["upload-pack"]) is None
@@ -122,12 +137,12 @@ def test_aliases_read_with_the_programs_table():
         ("sed -n -es/x/y/e f", "`sed` script runs a command", True),
         ("sed w\\ out f", "`sed` script writes `out`", False),
         ("sed s/a/b/w\\ out f", "`sed` script writes `out`", False),
-        ("sed -f s.sed f", "`sed -f s.sed` runs a script no rule reads", False),
-        ("sed --file=s.sed f", "`sed -f s.sed` runs a script no rule reads", False),
+        ("sed -f s.sed f", "`sed -f s.sed` runs a script no rule reads", True),
+        ("sed --file=s.sed f", "`sed -f s.sed` runs a script no rule reads", True),
         ("sed -f - f", "`sed -f -` runs a script read from a file descriptor", True),
         ("sed -f /dev/fd/3 f", "`sed -f /dev/fd/3` runs a script read", True),
         ("sed -f /dev/stdin f", "`sed -f /dev/stdin` runs a script read", True),
-        ("sed -fs.sed f", "`sed -f s.sed` runs a script no rule reads", False),
+        ("sed -fs.sed f", "`sed -f s.sed` runs a script no rule reads", True),
         ("sed --s p f", "`sed --s` not understood", True),
         ("sed -X p f", "`sed -X` not understood", True),
         ("sed --nosuch p f", "`sed --nosuch` not understood", True),
@@ -189,6 +204,37 @@ def test_aliases_read_with_the_programs_table():
         ("sed -i s/a/b/e f", "`sed` script runs a command", True),
         ("/usr/bin/sed -n '1e ls' f", "`sed` script runs a command (`ls`)", True),
         ("sed - p", "`sed` script not understood", True),  # `-` is the script
+        # programs that run what an option names (red team 8)
+        ("git daemon --access-hook=x .", "`git daemon --access-hook=x` runs", True),
+        ("git daemon --acc=x .", "`git daemon --acc=x` (--access-hook) runs", True),
+        ("git remote-ext x 'rm y'", "`git remote-ext` runs commands given as text", True),
+        ("split --fil='rm x' f", "`split --fil=rm x` runs a program named on the line", True),
+        ("split --filter x f", "`split --filter` runs", True),
+        ("sort --compress-program=x f", "`sort --compress-program=x` runs", True),
+        ("sort --compress-p=x f", "`sort --compress-p=x` runs", True),
+        ("wget --use-a=x u", "`wget --use-a=x` runs", True),
+        ("wget -e use_askpass=x u", "`wget -e` runs", True),
+        ("rsync -e x a b", "`rsync -e` runs", True),
+        ("rsync -avze x a b", "`rsync -avze` runs", True),
+        ("rsync --rs=x a b", "`rsync --rs=x` runs", True),
+        ("rsync --rsync-path=x a b", "`rsync --rsync-path=x` runs", True),
+        ("pandoc --filter x f", "`pandoc --filter` runs", True),
+        ("pandoc --lua-f=x f", "`pandoc --lua-f=x` runs", True),
+        ("pandoc -F x f", "`pandoc -F` runs", True),
+        ("gcc -wrapper rm,x f.c", "`gcc -wrapper` runs", True),
+        ("cc -fplugin=x.so f.c", "`cc -fplugin=x.so` runs", True),
+        ("clang -B dir f.c", "`clang -B` runs", True),
+        ("gcc -specs=x f.c", "`gcc -specs=x` runs", True),
+        ("gdb -batch -ex 'shell x'", "`gdb` runs the commands of its options", True),
+        ("gdb -x f", "`gdb` runs the commands", True),
+        ("sqlite3 :memory: '.shell x'", "`sqlite3` runs the dot commands", True),
+        ("ed -s f", "`ed` runs the commands of its input", True),
+        ("scp -o ProxyCommand=x a b:", "`scp -o ProxyCommand=x` runs a command", True),
+        ("scp -oProxyCommand=x a b:", "`scp -o ProxyCommand=x` runs a command", True),
+        ("ssh -o 'LocalCommand x' h", "`ssh -o LocalCommand x` runs a command", True),
+        ("ssh -o KnownHostsCommand=x h", "`ssh -o KnownHostsCommand=x` runs", True),
+        ("ssh -F cfg h", "`ssh -F` runs", True),
+        ("scp -S prog a b:", "`scp -S` runs", True),
         # make: inline code (policy.inline_eval decides), hidden from deny rules
         ("make -f - all", "`make -f -` makes recipes of text no rule reads", True),
         ("make --ev=x", "`make --eval` makes recipes", True),
@@ -279,6 +325,16 @@ def test_what_a_program_runs_besides_itself(command, why, hidden):
         "make",
         "make test VERBOSE=1",
         "python3 x.py",
+        "rsync -av a b",
+        "sort -u -k2 f",
+        "split -l 10 f",
+        "wget -q -O x u",
+        "pandoc -o out.html f.md",
+        "gcc -O2 -Wall -o f f.c",
+        "ssh -o StrictHostKeyChecking=no h ls",
+        "scp -P 22 a b:",
+        "git checkout-index --temp x",  # checkout-index's own --temp
+        "git format-patch --to=a@b HEAD~1",
         "",
     ],
 )

@@ -193,3 +193,22 @@ def test_file_targets_are_judged_in_full_either_way(held):
     # write_file and edit_file write from the agent, outside any sandbox: a
     # held guard is never used for them, but it would still see the path.
     assert held.file_target(".claude/skills/new/SKILL.md") is not None
+
+
+@pytest.mark.parametrize("written", ["{other}", "../other", "~/other"])
+def test_a_policy_paths_roots_git_folder_is_protected_and_bound(ws, home, written, monkeypatch):
+    # Red team 15: write_file to /other/.git/config was allowed under mode full.
+    monkeypatch.setenv("HOME", str(home))  # `~` in policy.paths is this process's home
+    other = home / "other"
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    if written == "../other":
+        written = str(Path("..") / "..") + "/" + str(other.relative_to(ws.parent.parent))
+    env = {"HOME": str(home), "AGENT_HOME": str(home / "agent")}
+    settings = {"policy": {"paths": [written.format(other=other)]}}
+    guard = protected_files(workdir=ws, environ=env, settings=settings)
+    for name in ("config", "hooks/pre-commit", "commondir", "info/attributes"):
+        assert guard.file_target(str(other / ".git" / name)), name
+    assert str(other / ".git") in guard.git_dirs
+    binds = guard.held_by_kernel([ws, other]).binds
+    assert str(other / ".git" / "config") in binds and str(other / ".git" / "hooks") in binds
+    assert guard.file_target(str(other / "src.py")) is None

@@ -468,3 +468,17 @@ def test_a_reply_with_only_neutral_blocks_keeps_no_copy(server, stream):
     server.add({"text": "Plain.", "tool_calls": [{"name": "exec", "arguments": {}}]})
     reply = Client(server.anthropic_url, stream).ask()
     assert reply.blocks == () and "blocks" not in reply.to_message()
+
+
+def test_tool_result_images_go_inside_the_tool_result():
+    from mdagent.providers.anthropic import to_anthropic_messages
+
+    image = {"mime": "image/jpeg", "data": "QUJD"}
+    wire = to_anthropic_messages(
+        [{"role": "tool", "tool_call_id": "a", "name": "s", "content": "{}", "images": [image]}]
+    )
+    [block] = wire[0]["content"]
+    assert block["content"] == [
+        {"type": "text", "text": "{}"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "QUJD"}},
+    ]

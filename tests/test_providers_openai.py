@@ -662,3 +662,28 @@ def test_a_legacy_calls_result_is_a_function_message_only_after_that_call():
     assert [m["role"] for m in wire] == ["assistant", "function", "assistant", "tool"]
     assert wire[0]["function_call"] == {"name": "exec", "arguments": "{}"}
     assert "function_call" not in wire[2] and wire[2]["tool_calls"][0]["id"] == "call_1"
+
+
+def test_tool_result_images_follow_the_results_of_their_call_as_image_parts():
+    from mdagent.providers.openai import to_openai_messages
+
+    image = {"mime": "image/png", "data": "QUJD"}
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "a", "name": "shot", "arguments": {}},
+            {"id": "b", "name": "other", "arguments": {}},
+        ]},
+        {"role": "tool", "tool_call_id": "a", "name": "shot", "content": "{}", "images": [image]},
+        {"role": "tool", "tool_call_id": "b", "name": "other", "content": "{}"},
+        {"role": "assistant", "content": "done"},
+    ]  # fmt: skip
+    wire = to_openai_messages(messages)
+    assert [m["role"] for m in wire] == ["user", "assistant", "tool", "tool", "user", "assistant"]
+    assert wire[2] == {"role": "tool", "tool_call_id": "a", "content": "{}"}
+    assert wire[4]["content"] == [
+        {"type": "text", "text": "Images from shot:"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}},
+    ]
+    # The last message a tool result with an image: the images end the list.
+    assert to_openai_messages(messages[:3])[-1]["role"] == "user"

@@ -549,3 +549,38 @@ def test_a_persons_command_is_not_wrapped(workspace, run_agent, namespace_route)
     )
     typed = run_agent("/t", "echo $PPID")
     assert typed.returncode == 0 and int(typed.stdout) > 1, typed
+
+
+PROBE_PRIVILEGE = """
+import os, sys
+caps = {l.split(":")[0]: int(l.split()[1], 16) for l in open("/proc/self/status")
+        if l.startswith(("CapEff", "CapPrm", "CapBnd", "CapAmb"))}
+readable = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if sys.argv[1].encode() in open(f"/proc/{pid}/environ", "rb").read():
+            readable.append(pid)
+    except OSError:
+        pass
+print(sorted(k for k, v in caps.items() if v), readable)
+"""
+
+
+def test_a_command_holds_no_capability_and_reads_no_other_environment(workspace, run_agent, route):
+    # Red team 17: on the Landlock route, run as root, a command kept every capability
+    # and read the environment of the agent's parent.
+    settings(workspace, FULL)
+    write(workspace / "probe.py", PROBE_PRIVILEGE)
+    secret = unique("held-by-another-process-")
+    holder = subprocess.Popen(
+        ["sleep", "60"], env={**os.environ, "OTHER_TOKEN": secret}, start_new_session=True
+    )
+    try:
+        with execs(f"python3 probe.py {secret}") as server:
+            result = ask(run_agent, server)
+            (done,) = tool_results(server)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.returncode == 0, result.stderr
+    assert done["ok"] is True and done["stdout"] == "[] []\n", done

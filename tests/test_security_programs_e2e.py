@@ -191,13 +191,19 @@ def test_git_does_not_find_a_bare_repository_a_model_wrote_by_itself(workspace, 
     with scripted_model(
         ("exec", {"command": "cd src/evil && git st"}),
         ("exec", {"command": "git st", "cwd": "src/evil"}),
+        # Red team 11: git's safe.bareRepository=explicit is a variable a command can drop.
+        ("exec", {"command": "unset GIT_CONFIG_COUNT; cd src/evil && git st"}),
+        ("exec", {"command": "env -u GIT_CONFIG_COUNT git st", "cwd": "src/evil"}),
+        ("exec", {"command": "env -i PATH=/usr/bin:/bin git st", "cwd": "src/evil"}),
+        ("exec", {"command": "export -n GIT_CONFIG_COUNT; pushd src/evil; git st"}),
     ) as server:
         result = ask(run_agent, server)
         results = tool_results(server)
     assert result.returncode == 0, result.stderr
-    # Both ran (no rule refuses them), and git passed the bare repository by.
-    assert [r["code"] for r in results if "code" in r] == []
-    assert all("'st' is not a git command" in r["stderr"] for r in results), results
+    # The policy places git in the folder the line goes to: another repository,
+    # which deny rules cannot see through, so every spelling is refused.
+    assert [r.get("code") for r in results] == ["DENIED"] * 6, results
+    assert all("uses a repository other than the workspace's" in r["error"] for r in results)
     assert not list(workspace.rglob("pwned*"))
     # A person's own commands are theirs: git finds the repository as usual.
     person = subprocess.run(["git", "st"], cwd=workspace / "src/evil", capture_output=True)
@@ -351,3 +357,60 @@ def test_what_pagers_searchers_and_editors_are_told_to_run_is_denied_under_any_d
     ]
     results = run_all(run_agent, commands)
     assert_denied(commands, results, "could not be checked")
+
+
+# -- red team 27-30: findings 7, 8, 12, 16 ---------------------------------------------
+
+
+def test_the_readmes_example_rules_do_not_run_a_template_or_a_nested_repository(
+    workspace, run_agent
+):
+    # Finding 7: `--temp=` is `--template=` to git init/clone, and `cd DIR && git`
+    # used the nested repository the line had just made.
+    settings(
+        workspace,
+        "policy:\n  allow: [exec(git *), exec(cd *), read_file, write_file(src/**)]\n"
+        "  deny: [exec(rm *)]\n",
+    )
+    git(workspace, "init", "-q")
+    target = victim(workspace)
+    fsmonitor = f'[core]\n\tfsmonitor = "rm -f {target}; false"\n'
+    calls = [
+        ("write_file", {"path": "src/tpl/config", "content": fsmonitor}),
+        ("exec", {"command": "git init -q --temp=src/tpl src/x"}),
+        ("exec", {"command": "git clone -q --temp=src/tpl . src/y"}),
+        ("exec", {"command": "git init -q src/z && cd src/z && git status --short"}),
+    ]
+    with scripted_model(*calls) as server:
+        result = ask(run_agent, server)
+        results = tool_results(server)
+    assert result.returncode == 0, result.stderr
+    assert results[0]["ok"] is True
+    assert_denied([c[1]["command"] for c in calls[1:]], results[1:], "could not be checked")
+    assert target.exists()
+
+
+RUNNERS = [
+    "split --fil='rm -f victim0' f.txt",
+    "sort --compress-program='rm -f victim1' f.txt",
+    "rsync -e 'rm -f victim2' f.txt h:x",
+    "git daemon --access-hook='rm -f victim3' --export-all --port=1 .",
+    "git remote-ext x 'rm -f victim4' <<< 'connect git-upload-pack'",
+    "printf '!rm -f victim5\\nq\\n' | ed -s f.txt",
+    "sed -f cmds.sed f.txt",  # finding 16: the script runs `e rm -f victim6`
+    "sed -nf cmds.sed f.txt",
+    "ssh-agent sh < s.sh",  # finding 12: a shell behind a program outside the table
+    "script -qc sh /dev/null < s.sh",
+]
+
+
+def test_programs_that_run_what_an_option_or_their_input_names_are_denied(workspace, run_agent):
+    # Finding 8 (and 12, 16): `exec(PROG *)`-style freedom under a deny rule.
+    settings(workspace, RM_DENIED)
+    (workspace / "f.txt").write_text("line\n")
+    (workspace / "cmds.sed").write_text("1e rm -f victim6\n")
+    (workspace / "s.sh").write_text("rm -f victim8\n")
+    targets = [victim(workspace, f"victim{i}") for i in range(10)]
+    results = run_all(run_agent, RUNNERS)
+    assert_denied(RUNNERS, results, "could not be checked")
+    assert [t.name for t in targets if not t.exists()] == []

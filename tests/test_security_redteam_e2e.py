@@ -369,3 +369,61 @@ def test_archivers_unpacking_where_they_run_are_asked_in_every_spelling(workspac
         assert got["ok"] is False and "agent's own configuration" in got["error"], command
     [listing] = run_model(run_agent, execs("cpio -it < evil.cpio; true"), "--yes")
     assert "agent's own configuration" not in str(listing.get("error"))
+
+
+# -- red team of issues 27-30 -------------------------------------------------------------
+
+POINT_GIT_ELSEWHERE = """
+import os, shutil
+os.makedirs("build/cd", exist_ok=True)
+for d in ("objects", "refs"):
+    shutil.copytree(".git/" + d, "build/cd/" + d, symlinks=True)
+shutil.copy(".git/HEAD", "build/cd/HEAD")
+open("build/cd/config", "w").write(
+    '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = "touch pwned; false"\\n'
+)
+open(".git/commondir", "w").write("../build/cd\\n")
+os.makedirs(".git/objects/info", exist_ok=True)
+open(".git/objects/info/alternates", "w").write(os.path.abspath("build/cd/objects") + "\\n")
+if not os.path.exists(".git/config.worktree"):
+    open(".git/config.worktree", "w").write("[core]\\n\\tpager = touch pwned2\\n")
+os.makedirs(".git/modules/sub", exist_ok=True)
+open(".git/modules/sub/config", "w").write("[core]\\n\\tfsmonitor = touch pwned3\\n")
+"""
+
+
+def test_a_script_cannot_point_git_at_a_configuration_it_wrote(workspace, run_agent, route):
+    # Red team 1 (and 20): files git follows that do not exist get no mount
+    # point; what a command makes of them is put back when it ends, on every route.
+    settings(workspace, "policy:\n  mode: full\n")
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+    subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "i",
+        ],
+        cwd=workspace,
+        check=True,
+    )
+    calls = [
+        ("write_file", {"path": "evil.py", "content": POINT_GIT_ELSEWHERE}),
+        ("exec", {"command": "python3 evil.py"}),
+        ("exec", {"command": "git status --short"}),
+    ]
+    results = run_model(run_agent, calls)
+    assert results[1]["exit_code"] == 0, results[1]
+    said = results[1]["git"]
+    for name in ("commondir", "objects/info/alternates", "config.worktree", "modules/sub/config"):
+        assert f".git/{name}" in said, said
+        assert not (workspace / ".git" / name).exists(), name
+    # The person's own git afterwards runs nothing the model wrote.
+    subprocess.run(["git", "status"], cwd=workspace, capture_output=True, check=True)
+    assert not list(workspace.glob("pwned*"))

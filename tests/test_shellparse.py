@@ -1008,7 +1008,6 @@ def test_what_runs_besides_the_command_is_hidden_from_deny_rules(command, why):
     [
         ("git -c user.name=me commit", "`git -c` sets what git runs"),
         ("sed 's/a/b/w out' f", "`sed` script writes `out`"),
-        ("sed -f s.sed f", "`sed -f s.sed` runs a script no rule reads"),
         ("less -o log f", "`less -o` writes a log file"),
     ],
 )
@@ -1130,3 +1129,26 @@ def test_an_abbreviated_output_option_is_a_write_of_its_own(command, writes):
 
 def test_a_flag_that_only_shares_a_prefix_is_no_write():
     assert segments("git merge --log main") == ["git merge --log main"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ssh-agent sh < f1",
+        "script -qc sh /dev/null < f2",
+        "script -qc 'bash -s' /dev/null < f2",
+        "cat f | ssh-agent /bin/sh",
+        "strace -f dash < f",
+        "setsid -w bash < f",
+        "ssh-agent . /dev/stdin < f",
+    ],
+)
+def test_a_shell_behind_a_program_outside_the_wrapper_table_reading_input_is_hidden(command):
+    # Red team 12: such a program may run its arguments, its input passed on.
+    seg = [s for s in parse(command) if s.core and s.core[0] != "cat"][-1]
+    assert seg.unchecked and "runs code read" in seg.unchecked, seg
+
+
+@pytest.mark.parametrize("command", ["grep sh < f", "echo bash | cat", "sort sh < f"])
+def test_a_shell_named_as_text_by_a_printer_or_searcher_is_not_a_reader(command):
+    assert all(s.unchecked is None for s in parse(command))

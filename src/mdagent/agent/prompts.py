@@ -73,17 +73,22 @@ def system_prompt(
     settings: Mapping[str, Any],
     registry: Registry | None = None,
     tool_names: Iterable[str] = (),
+    read_denied: Callable[[str], str | None] | None = None,
 ) -> str:
-    """Base instructions + ``agent.instructions`` + the nearest AGENTS.md + the skill index."""
+    """Base instructions + ``agent.instructions`` + memory files + the skill index.
+
+    The memory files are ``AGENTS.md``, ``CLAUDE.md``, ``GEMINI.md`` and
+    ``CLAUDE.local.md`` (:mod:`mdagent.declarations.memory`), with their ``@imports``;
+    ``read_denied`` applies ``read_file``'s deny rules to what they import.
+    """
+    from mdagent.declarations.memory import read_memory
+
     parts = [BASE_INSTRUCTIONS.format(workdir=workdir, cwd=cwd)]
     extra = setting(settings, "agent", "instructions", "")
     if extra:
         parts.append(str(extra).strip())
-    agents_md = find_agents_md(Path(cwd), Path(workdir))
-    if agents_md is not None:
-        text = agents_md.read_text(encoding="utf-8", errors="replace").strip()
-        if text:
-            parts.append(f"Instructions from {agents_md}:\n\n{text}")
+    for memory in read_memory(Path(cwd), Path(workdir), settings, denied=read_denied):
+        parts.append(f"Instructions from {memory.path}:\n\n{memory.text}")
     if registry is not None and "skill" in set(tool_names):
         index = skill_index(registry)
         if index:

@@ -174,6 +174,12 @@ def render(
         raise ToolFailed(
             f"/{skill.name}: cannot read {skill.path}: {exc.strerror or exc}"
         ) from None
+    source = skill.extra.get("interop") if isinstance(skill.extra, dict) else None
+    if source is not None:
+        from mdagent.declarations.interop import ONE_BASED, one_based
+
+        if source in ONE_BASED:  # another agent's command: its $1 is the first argument
+            body = one_based(body)
     if arguments is None:
         words, values = [], {}
     else:
@@ -389,11 +395,15 @@ def _consent(skill: Skill, commands: list[str], ctx: ToolContext) -> str | None:
     foreign = is_foreign(skill)
     if not foreign and getattr(ctx, "trusted", True):
         return None
-    if foreign and getattr(ctx, "caller", "person") == "mcp":
+    if getattr(ctx, "caller", "person") == "mcp":
         # Before any consent kept or --yes: the client is another agent, and
         # `agent mcp serve` never asks anyone, so nobody could have agreed.
+        # The same for a skill of a workspace the person has not trusted.
+        origin = (
+            "comes from outside this project" if foreign else "is in a folder you have not trusted"
+        )
         return (
-            f"skill {skill.name} ({skill.path}) comes from outside this project, and its "
+            f"skill {skill.name} ({skill.path}) {origin}, and its "
             "commands are never run for an MCP client (`agent mcp serve` never asks anyone); "
             f"run it with `agent /{skill.name}` in a terminal"
         )

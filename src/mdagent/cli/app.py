@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from mdagent.ui.console import first_line, say_error, table
 from mdagent.core.errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -23,7 +24,6 @@ from mdagent.core.errors import (
     unknown_tool,
 )
 from mdagent.runtime.runtime import Options, Runtime
-from mdagent.ui.console import first_line, say_error, table
 
 
 def _click_module(name: str):
@@ -393,7 +393,9 @@ def tools(
         return
     if name is not None:
         spec, reason = rows[0]
-        typer.echo(f"{spec.name} - {spec.description}")
+        from mdagent.core.escapes import visible
+
+        typer.echo(visible(f"{spec.name} - {spec.description}"))
         if spec.aliases:
             typer.echo(f"aliases: {', '.join(spec.aliases)}")
         typer.echo(
@@ -406,7 +408,9 @@ def tools(
         for param, schema in spec.params.items():
             req = " (required)" if param in spec.required else ""
             typer.echo(
-                f"  {param:<16} {schema.get('type', 'any')!s:<8} {schema.get('description', '')}{req}".rstrip()
+                visible(
+                    f"  {param:<16} {schema.get('type', 'any')!s:<8} {schema.get('description', '')}{req}".rstrip()
+                )
             )
         return
     listing = [
@@ -479,7 +483,7 @@ def skills(
 
 
 def _list_skills(ctx: typer.Context, json_out: bool) -> None:
-    from mdagent.core.layers import INTEROP_KINDS
+    from mdagent.core.layers import FOREIGN_KINDS, INTEROP_KINDS
     from mdagent.core.specs import unmet_requirement
 
     registry = _runtime(ctx).registry
@@ -502,7 +506,7 @@ def _list_skills(ctx: typer.Context, json_out: bool) -> None:
         reason = unmet_requirement(s.requires)
         if reason:
             flags.append(f"unavailable: {reason}")
-        layer = INTEROP_KINDS.get(s.layer, s.layer)
+        layer = INTEROP_KINDS.get(s.layer) or FOREIGN_KINDS.get(s.layer, s.layer)
         rows.append([s.name, kind, ",".join(flags), layer, _short_source(s.path)])
     typer.echo(table(rows, ["SKILL", "KIND", "FLAGS", "LAYER", "SOURCE"], fit=True))
 
@@ -558,8 +562,8 @@ def skills_list(
     if not installed:
         _list_skills(ctx, json_out)
         return
-    from mdagent.cli.skillinstall import read_lock, verify
     from mdagent.core.layers import user_layer_path
+    from mdagent.cli.skillinstall import read_lock, verify
 
     rows = []
     runtime = _runtime(ctx)
@@ -684,8 +688,8 @@ def skills_remove(
 
 def _refuse_new_name(name: str, problem: str | None, arg_mode: str | None) -> None:
     """UsageError for a new command's bad name (``problem``), a built-in name or a bad mode."""
-    from mdagent.core.specs import ARG_MODES, command_key
     from mdagent.registry.registry import RESERVED_NAMES
+    from mdagent.core.specs import ARG_MODES, command_key
 
     if problem:
         raise UsageError(problem)
@@ -829,8 +833,8 @@ def _add_declaration(
     ones are not repeated). An error puts the file back as it was (it was
     locked, so nothing else changed in between is lost): exit 1.
     """
-    from mdagent.cli.scaffold import add_entry, undo
     from mdagent.ui.console import problem_line
+    from mdagent.cli.scaffold import add_entry, undo
 
     target = runtime.project_layer / "config" / file
     kind = entry.section[:-1]
@@ -1549,10 +1553,16 @@ def mcp_list(
             typer.echo(f"{row['name']}  {row['error']}")
         else:
             typer.echo(f"{row['name']}  ({row['transport']}: {row['target']})  {row['error']}")
-        for tool in row["tools"]:
-            typer.echo(f"  {tool['name']}  [{tool['security']}]  {tool['description'][:70]}")
+        from mdagent.core.escapes import visible
+
+        for tool in row["tools"]:  # a third-party server's text
+            typer.echo(
+                visible(f"  {tool['name']}  [{tool['security']}]  {tool['description'][:70]}")
+            )
         for prompt in row["prompts"]:
-            typer.echo(f"  {prompt}")
+            typer.echo(visible(f"  {prompt}"))
+        for tool in row.get("not_offered") or ():
+            typer.echo(visible(f"  {tool['name']}  not offered: {tool['reason']}"))
     raise typer.Exit(1 if any(r["status"] == "failed" for r in rows) else 0)
 
 
@@ -1655,6 +1665,13 @@ def _trust_report(runtime: Runtime, state: Any, taken: Any) -> dict[str, Any]:
 
 
 def _print_trust(report: dict[str, Any]) -> None:
+    # The folder's text (commands, descriptions, file names) escaped: a `\r` or an
+    # escape sequence in a hook must not hide what is being trusted.
+    from mdagent.core.escapes import visible
+
+    def echo(line: str) -> None:
+        typer.echo(visible(line))
+
     state = report["state"]
     if state == "trusted":
         state += f" (since {report['since']})"
@@ -1662,20 +1679,20 @@ def _print_trust(report: dict[str, Any]) -> None:
         state = "not trusted: trust lapsed: " + "; ".join(report["changes"])
     elif state == "not needed":
         state += ": nothing here runs or loosens anything before you trust it"
-    typer.echo(f"folder: {report['workspace']}")
-    typer.echo(f"trust:  {state}")
+    echo(f"folder: {report['workspace']}")
+    echo(f"trust:  {state}")
     if report["items"]:
-        typer.echo("what trusting it lets run or apply:")
+        echo("what trusting it lets run or apply:")
         rows = [
             [f"{_shown_path(Path(i['path']))}:{i['line']}", f"{i['key']} {i['what']}"]
             for i in report["items"]
         ]
         for where, text in rows:
-            typer.echo(f"  {where}  {text}")
+            echo(f"  {where}  {text}")
     if report["files"]:
-        typer.echo("bound to these files (a change to any of them withdraws trust):")
+        echo("bound to these files (a change to any of them withdraws trust):")
         for name in report["files"]:
-            typer.echo(f"  {name}")
+            echo(f"  {name}")
 
 
 # -- config ---------------------------------------------------------------------
@@ -1821,8 +1838,8 @@ def run_app(argv: list[str]) -> int:
 
 def _click_status(err: Exception, as_json: bool | str) -> int | None:
     """The exit status of click's own exceptions, said the way click says them (None: not one)."""
-    from mdagent.cli.edge import interrupted
     from mdagent.ui.console import report_error
+    from mdagent.cli.edge import interrupted
 
     click = _click_module("exceptions")
     if isinstance(err, typer.Exit):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -28,11 +29,14 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 def layer_settings(runtime: Runtime) -> list[tuple[str, str, dict[str, Any]]]:
     """``(label, agent.yaml path, its settings)`` of each layer that has one, highest first."""
-    from mdagent.core.defaults import SETTINGS_FILE
     from mdagent.declarations.declarations import load_settings
+    from mdagent.core.defaults import SETTINGS_FILE
 
     found = []
     for layer in runtime.layers:
+        if layer.foreign:  # other agents' settings files, as the compile read them
+            found += [(layer.label, path, own) for path, own in foreign_settings(runtime, layer)]
+            continue
         if layer.config_dir is None:
             continue
         path = layer.config_dir / SETTINGS_FILE
@@ -42,11 +46,53 @@ def layer_settings(runtime: Runtime) -> list[tuple[str, str, dict[str, Any]]]:
     return found
 
 
+def foreign_settings(runtime: Runtime, layer: Any) -> list[tuple[str, dict[str, Any]]]:
+    """``(path, settings)`` of the other agents' settings files ``layer`` reads, highest first."""
+    from mdagent.declarations import interop
+
+    out = []
+    for source, path in interop.settings_files(layer.kind, layer.path, os.environ):
+        if interop.enabled(runtime.settings, source) and path.is_file():
+            settings, _, _ = interop.read_settings(source, path, layer.kind)
+            if settings:
+                out.append((str(path), settings))
+    return out[::-1]
+
+
+def other_agents(runtime: Runtime) -> list[dict[str, str]]:
+    """Every file of another agent mdagent reads here: ``{source, path, as}`` (issue 34)."""
+    from mdagent.declarations import interop
+    from mdagent.declarations.memory import memory_paths
+
+    found = []
+    for layer in runtime.layers:
+        if layer.skills_only and interop.enabled(
+            runtime.settings, interop.LAYER_SOURCES[layer.kind]
+        ):
+            source = interop.LAYER_SOURCES[layer.kind]
+            found.append({"source": source, "path": str(layer.path), "as": "skills"})
+        if not layer.foreign:
+            continue
+        for source, path in interop.settings_files(layer.kind, layer.path, os.environ):
+            if interop.enabled(runtime.settings, source) and path.is_file():
+                what = "policy rules" if source == "claude-permissions" else "mcp_servers"
+                found.append({"source": source, "path": str(path), "as": what})
+        for source, folder, suffix, prefix in interop.command_folders(
+            layer.kind, layer.path, os.environ
+        ):
+            if interop.enabled(runtime.settings, source):
+                for name, path in interop.command_files(folder, suffix, prefix):
+                    found.append({"source": source, "path": str(path), "as": f"/{name}"})
+    for path, _scope in memory_paths(Path.cwd(), Path(runtime.workdir), runtime.settings):
+        found.append({"source": "memory", "path": str(path), "as": "system prompt"})
+    return found
+
+
 def model_summary(runtime: Runtime) -> dict[str, Any]:
     """The model ``agent ask`` would use, and whether its key variable is set."""
     from mdagent.core.errors import MdagentError
-    from mdagent.providers.base import DEFAULTS, ProviderConfig
     from mdagent.runtime.init import missing_key
+    from mdagent.providers.base import DEFAULTS, ProviderConfig
 
     given = {k: v for k, v in runtime.options.model_overrides.items() if v is not None}
     try:
@@ -68,24 +114,25 @@ def model_summary(runtime: Runtime) -> dict[str, Any]:
 
 def config_report(runtime: Runtime) -> dict[str, Any]:
     """Everything ``agent config show`` prints, as one JSON-ready object."""
-    from mdagent.core.layers import state_dir
+    from mdagent.core.layers import FOREIGN_KINDS, state_dir
 
     layers = layer_settings(runtime)
     if not runtime.trusted:  # the project's settings count for what an untrusted folder keeps
         from mdagent.declarations.declarations import merge_settings
         from mdagent.runtime.trust import tighten
 
-        person = merge_settings([own for label, _, own in layers if label != "project"])
+        workspace = ("project", FOREIGN_KINDS["project-foreign"])
+        person = merge_settings([own for label, _, own in layers if label not in workspace])
         layers = [
-            (label, path, tighten(own, person)[0] if label == "project" else own)
+            (label, path, tighten(own, person)[0] if label in workspace else own)
             for label, path, own in layers
         ]
     settings = {}
     for key, value in _flatten(runtime.settings).items():
         origin = "default"
-        for label, _, own in layers:
+        for label, path, own in layers:
             if key in _flatten(own) or any(k.startswith(key + ".") for k in _flatten(own)):
-                origin = label
+                origin = path if label in FOREIGN_KINDS.values() else label
                 break
         settings[key] = {"value": value, "from": origin}
     mode = runtime.mode
@@ -104,6 +151,7 @@ def config_report(runtime: Runtime) -> dict[str, Any]:
         "model": model_summary(runtime),
         "trust": trust_summary(runtime),
         "settings": settings,
+        "other_agents": other_agents(runtime),
     }
 
 
@@ -175,6 +223,10 @@ def print_config(report: dict[str, Any], echo=print) -> None:
     for key, entry in report["settings"].items():
         value = json.dumps(entry["value"], ensure_ascii=False, default=str)
         echo(f"  {key:<{width}}  {value}  # {entry['from']}")
+    if report.get("other_agents"):
+        echo("other agents' files read (skills.interop turns a source off):")
+        for item in report["other_agents"]:
+            echo(f"  {item['source']:<18} {item['path']}  -> {item['as']}")
 
 
 # -- doctor ---------------------------------------------------------------------------

@@ -325,6 +325,8 @@ def _copy_workspace(runtime: Any, tmp: Path) -> Any:
     # As trusted as the workspace it copies (mdagent.runtime.trust): an untrusted one's
     # hooks do not run around its tests, and its looser settings do not apply.
     copy.__dict__["trust"] = runtime.trust
+    # Its trust is the workspace's: checked again there before each hook (the copy has no record).
+    copy.trust_lapsed_now = runtime.trust_lapsed_now  # type: ignore[method-assign]
     # Nobody is asked during a test, not even on a terminal: a prompt skill's
     # turn builds its policy through this method, and an ask must be a refusal.
     copy.policy = functools.partial(Runtime.policy, copy, approver=RefusingApprover())

@@ -190,7 +190,9 @@ def _load(skill_file: Path):
 
     skill, problems = load_skill(skill_file)
     if skill is None:
-        errors = [str(p) for p in problems if p.severity == "error"] or ["cannot be loaded"]
+        errors = [str(p) for p in problems if p.severity == "error"]
+        errors = errors or [str(p) for p in problems if p.severity == "warning"]
+        errors = errors or ["cannot be loaded"]
         raise InstallError(f"{errors[0]} (not installed)")
     return skill
 
@@ -224,23 +226,27 @@ def consent_facts(skill) -> dict[str, str]:
 
 
 def describe(name: str, folder: Path, skill, hashes: dict[str, str], origin: str) -> str:
-    """The consent text of one skill."""
-    lines = [f"skill {name}  from {origin}"]
-    lines.append(f"  description: {skill.description or '(none)'}")
-    lines.extend(f"  {key}: {text}" for key, text in consent_facts(skill).items())
+    """The consent text of one skill (its text escaped: :func:`mdagent.core.escapes.visible`)."""
+    from mdagent.core.escapes import visible
+
+    lines = [f"skill {visible(name)}  from {visible(origin)}"]
+    lines.append(f"  description: {visible(skill.description or '(none)')}")
+    lines.extend(f"  {key}: {visible(text)}" for key, text in consent_facts(skill).items())
     runs = scripts(folder, hashes)
-    lines.append(f"  scripts: {', '.join(runs) if runs else '(none)'}")
+    lines.append(f"  scripts: {visible(', '.join(runs)) if runs else '(none)'}")
     lines.append(f"  files: {len(hashes)}")
     return "\n".join(lines)
 
 
 def what_changed(old_skill, new_skill, changed: list[tuple[str, str]]) -> str:
     """The lines ``skills update`` adds to the consent text: the files and facts that changed."""
-    lines = [f"  changed since it was installed: {skillfolder.summary(changed)}"]
+    from mdagent.core.escapes import visible
+
+    lines = [f"  changed since it was installed: {visible(skillfolder.summary(changed))}"]
     old = consent_facts(old_skill) if old_skill is not None else {}
     for key, text in consent_facts(new_skill).items():
         if old and old.get(key) != text:
-            lines.append(f"  {key} was: {old.get(key)}")
+            lines.append(f"  {key} was: {visible(old.get(key))}")
     return "\n".join(lines)
 
 
@@ -295,7 +301,7 @@ def lock_problems(layers: list[Layer]) -> list[Problem]:
     """``agent check``'s findings: installed skills whose files no longer match the lock."""
     problems: list[Problem] = []
     for layer in layers:
-        if layer.skills_only or not lock_path(layer.path).exists():
+        if layer.skills_only or layer.foreign or not lock_path(layer.path).exists():
             continue
         try:
             entries = read_lock(layer.path)
@@ -626,4 +632,6 @@ def _diff(old: Path, new: Path, changes: list[tuple[str, str]]) -> str:
         )
         if how == "changed" and texts[0] == texts[1]:
             out.append(f"{name}: mode changed")
-    return "\n".join(out) or "(no file changed)"
+    from mdagent.core.escapes import visible
+
+    return "\n".join(visible(line) for line in out) or "(no file changed)"

@@ -7,8 +7,10 @@ Other agents' skill folders are layers too, so skills people already have
 just work: the project's ``.claude/skills`` below the project layer, and
 ``~/.claude/skills``, ``~/.codex/skills`` (``$CODEX_HOME/skills``) and
 OpenClaw's managed ``~/.openclaw/skills`` (``$OPENCLAW_STATE_DIR/skills``)
-below the user layer. They hold skills only, never settings or tools
-(``skills.interop: false`` makes the compiler skip them).
+below the user layer; ``.github/skills`` and (opt-in) OpenClaw's top-level
+``skills/`` of the workspace. They hold skills only. Other agents' other
+files are read by :mod:`mdagent.declarations.interop` through a ``project-foreign`` and
+a ``user-foreign`` layer (``skills.interop`` turns each source off).
 """
 
 from __future__ import annotations
@@ -25,9 +27,24 @@ from mdagent.core.records import Record
 #: Other agents' skill folders, by layer kind: (where they are, what to call them).
 INTEROP_KINDS = {
     "project-claude": "project .claude/skills",
+    "project-github": "project .github/skills",
+    "project-openclaw": "project skills/ (OpenClaw)",
     "user-claude": "~/.claude/skills",
     "user-codex": "~/.codex/skills",
     "user-openclaw": "~/.openclaw/skills",
+}
+#: Other agents' files that are not skill folders (commands, MCP lists,
+#: permissions: :mod:`mdagent.declarations.interop`), as a layer whose ``path`` is the
+#: workspace root or the home folder.
+FOREIGN_KINDS = {
+    "project-foreign": "project, other agents' files",
+    "user-foreign": "~, other agents' files",
+}
+#: Where each project skill folder sits below the workspace root.
+_PROJECT_INTEROP = {
+    "project-claude": (".claude", "skills"),
+    "project-github": (".github", "skills"),
+    "project-openclaw": ("skills",),
 }
 
 
@@ -41,6 +58,10 @@ class Layer(Record):
 
     path: Path
     kind: str
+    #: For the workspace's layers: the real folder they were found in. ``path``
+    #: is resolved, and ``.agents`` may be a link to a folder elsewhere (even
+    #: another project's): trust belongs to this folder, not to where it leads.
+    root: Path | None = None
 
     @property
     def skills_only(self) -> bool:
@@ -48,26 +69,69 @@ class Layer(Record):
         return self.kind in INTEROP_KINDS
 
     @property
+    def foreign(self) -> bool:
+        """Whether this stands for other agents' files in the workspace root or the home folder."""
+        return self.kind in FOREIGN_KINDS
+
+    @property
     def skills_dir(self) -> Path:
+        if self.foreign:
+            return self.path / ".agents-no-skills"  # never a folder: no skills of its own
         return self.path if self.skills_only else self.path / "skills"
 
     @property
     def config_dir(self) -> Path | None:
-        return None if self.skills_only else self.path / "config"
+        return None if self.skills_only or self.foreign else self.path / "config"
 
     @property
     def label(self) -> str:
         """How listings name the layer: ``project``, ``user``, ``~/.claude/skills``..."""
-        return INTEROP_KINDS.get(self.kind, self.kind)
+        return INTEROP_KINDS.get(self.kind) or FOREIGN_KINDS.get(self.kind, self.kind)
 
     @property
     def scope(self) -> str:
         """``project`` for layers that come with the working folder (maybe a cloned
         repository someone else wrote), ``user`` for the user's own and mdagent's."""
-        return "project" if self.kind in ("project", "project-claude") else "user"
+        return "project" if self.kind == "project" or self.kind in _WORKSPACE_KINDS else "user"
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.path}"
+
+
+_WORKSPACE_KINDS = frozenset({*_PROJECT_INTEROP, "project-foreign"})
+
+
+def workspace_of(layer: Layer) -> Path | None:
+    """The workspace root a workspace layer belongs to (None for the person's own layers).
+
+    The folder the layer was found in (``Layer.root``) when known, never where a
+    linked ``.agents`` or skills folder leads: another project's trust must not
+    carry over.
+    """
+    if layer.root is not None and layer.kind in (*_WORKSPACE_KINDS, "project"):
+        return layer.root
+    if layer.kind == "project":
+        return layer.path.parent
+    if layer.kind == "project-foreign":
+        return layer.path
+    parts = _PROJECT_INTEROP.get(layer.kind)
+    if parts is None:
+        return None
+    path = layer.path
+    for _ in parts:
+        path = path.parent
+    return path
+
+
+def _found_in(kind: str, path: Path) -> Path | None:
+    """The workspace folder a project skill folder at ``path`` (as found, links
+    unresolved) sits in; None for the person's own."""
+    parts = _PROJECT_INTEROP.get(kind)
+    if parts is None:
+        return None
+    for _ in parts:
+        path = path.parent
+    return path.resolve()
 
 
 def state_dir(environ: Mapping[str, str] = os.environ) -> Path:
@@ -110,8 +174,12 @@ def interop_paths(
             Path(environ.get("OPENCLAW_STATE_DIR") or home / ".openclaw").expanduser() / "skills",
         ),
     ]
-    project = (root or project_root(cwd, environ)) / ".claude" / "skills"
-    found = [("project-claude", project)] if project != user[0][1] else []
+    base = root or project_root(cwd, environ)
+    found = []
+    for kind, parts in _PROJECT_INTEROP.items():
+        project = base.joinpath(*parts)
+        if project not in (path for _, path in user):
+            found.append((kind, project))
     found += [] if no_user else user
     return [(kind, path) for kind, path in found if not existing_only or path.is_dir()]
 
@@ -192,22 +260,29 @@ def find_layers(
     user = user_layer_path(environ)
     project = find_project_layer(cwd, exclude=[user])
     if project is not None:
-        found.append(Layer(project.resolve(), "project"))
+        found.append(Layer(project.resolve(), "project", project.parent.resolve()))
     root = project.parent if project is not None else None  # else found from cwd
     interop = [
-        Layer(path.resolve(), kind)
+        Layer(path.resolve(), kind, _found_in(kind, path))
         for kind, path in interop_paths(cwd, environ, no_user=no_user, root=root)
     ]
     found += [layer for layer in interop if layer.scope == "project"]
+    home = _home(environ).resolve()
+    workspace = (root or project_root(cwd, environ)).resolve()
+    if workspace != home:  # the home folder's files are the person's own (user-foreign)
+        found.append(Layer(workspace, "project-foreign", workspace))
     if not no_user:
         found.append(Layer(user.resolve(), "user"))
     found += [layer for layer in interop if layer.scope == "user"]
+    if not no_user:
+        found.append(Layer(home, "user-foreign"))
     found.append(Layer(bundled_layer_path(), "bundled"))
     unique: list[Layer] = []
-    seen: set[Path] = set()
+    seen: set[tuple[Path, bool]] = set()
     for layer in found:
-        if layer.path not in seen:
-            seen.add(layer.path)
+        key = (layer.path, layer.foreign)  # a foreign layer shares its folder with others
+        if key not in seen:
+            seen.add(key)
             unique.append(layer)
     return unique
 
@@ -258,11 +333,8 @@ def trust_root(layer: Layer, cwd: Path | None = None) -> Path | None:
     may read). The user's own layers, ``--layer``/``AGENT_PATH`` folders and
     mdagent's own are trusted as their owner set them up.
     """
-    if layer.kind == "project":
-        return layer.path.parent.resolve()
-    if layer.kind == "project-claude":
-        return layer.path.parent.parent.resolve()
-    return None
+    root = workspace_of(layer)
+    return root.resolve() if root is not None else None
 
 
 def walk_skills(skills_dir: Path, confine_to: Path | None = None) -> Iterator[Found]:

@@ -226,7 +226,7 @@ class ListingTooLarge(ToolFailed):
 
 
 def tool_specs(
-    config: ServerConfig, tools: list[dict[str, Any]], source: str = ""
+    config: ServerConfig, tools: list[dict[str, Any]], source: str = "", resources: bool = False
 ) -> list[ToolSpec]:
     """Registry entries for a server's listed tools (MCP ``Tool`` dicts, camelCase keys).
 
@@ -246,6 +246,10 @@ def tool_specs(
     for tool in tools:
         original = str(tool.get("name") or "")
         if not original or not config.admits(original):
+            continue
+        if (tool.get("execution") or {}).get("taskSupport") == "required":
+            # It answers only as a task, which mdagent does not run: offered, every call
+            # would fail. `agent mcp list` names it among those not offered.
             continue
         name = registry_name(config.name, original)
         if name in specs:
@@ -271,7 +275,29 @@ def tool_specs(
             source=source or f"mcp:{config.name}",
             layer="mcp",
         )
+    name = registry_name(config.name, READ_RESOURCE)
+    if resources and name not in specs and config.admits(READ_RESOURCE):
+        # The model's way to read what a server offers and its results link to:
+        # a tool like the others, judged by the policy (read-only: its annotations).
+        specs[name] = ToolSpec(
+            name=name,
+            description=f"Read a resource of MCP server {config.name} by its URI (as its "
+            "resource links and resource list name it).",
+            params={"uri": {"type": "string", "description": "The resource's URI"}},
+            required=["uri"],
+            category="mcp",
+            security=config.security_of(READ_RESOURCE, {"readOnlyHint": True}),
+            tier=config.tier if config.tier in TIERS else "full",
+            timeout=config.timeout,
+            implementation={"mcp": {"server": config.name, "resource": True}},
+            source=source or f"mcp:{config.name}",
+            layer="mcp",
+        )
     return list(specs.values())
+
+
+#: The tool every server with resources gets: ``SERVER__read_resource``.
+READ_RESOURCE = "read_resource"
 
 
 class SchemaTooLarge(ValueError):
@@ -390,6 +416,13 @@ def server_locations(layers: list[Any]) -> dict[str, tuple[str, int, int]]:
 
     found: dict[str, tuple[str, int, int]] = {}
     for layer in layers:  # highest first: the first sighting is the entry in force
+        if layer.foreign:  # another agent's MCP list (.mcp.json): at the line naming it
+            from mdagent.declarations.interop import line_of, server_files
+
+            for name, path in server_files([layer], None).items():
+                needle = f"mcp_servers.{name}" if path.suffix == ".toml" else f'"{name}"'
+                found.setdefault(name, (str(path), line_of(path, needle), 1))
+            continue
         if layer.config_dir is None:
             continue  # another agent's skill folder (.claude/skills): no settings
         path = Path(layer.config_dir) / SETTINGS_FILE

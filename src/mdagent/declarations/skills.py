@@ -80,6 +80,9 @@ KNOWN_KEYS = frozenset(
     }
 )
 # Read as YAML reads true/false, also when they come quoted (as OpenClaw does).
+#: Keys whose wrong value is a warning, the skill loading without them (the Agent
+#: Skills client guide: don't block a skill on them).
+LENIENT_KEYS = frozenset({"allowed-tools", "disallowed-tools"})
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 _BOOLEAN_WORDS = _TRUE | _FALSE
@@ -127,7 +130,9 @@ def live_commands(body: str) -> list[str]:
     return LIVE_CONTEXT.findall(body) if "!`" in body else []
 
 
-_BOUNDARY = re.compile(r"^-{3,}\s*$", re.MULTILINE)
+# Exactly three dashes (**Changed**: four or more were taken too), as both Agent
+# Skills references (skills-ref and the client guide) read a boundary.
+_BOUNDARY = re.compile(r"^---\s*$", re.MULTILINE)
 
 
 def split_front_matter(text: str, path: str) -> tuple[str, str, int]:
@@ -136,6 +141,14 @@ def split_front_matter(text: str, path: str) -> tuple[str, str, int]:
     boundaries = _BOUNDARY.finditer(text)  # what python-frontmatter's split(text, 2) splits at
     opening = next(boundaries, None)
     if not text or opening is None or opening.start() != 0:
+        first = text.split("\n", 1)[0].rstrip()
+        if len(first) > 3 and not first.strip("-"):
+            raise ConfigError(
+                f"front-matter opens with {first!r}: its boundaries are exactly '---' lines",
+                path,
+                1,
+                1,
+            )
         raise ConfigError("no front-matter: a SKILL.md starts with a '---' line", path, 1, 1)
     closing = next(boundaries, None)
     if closing is None:
@@ -441,8 +454,13 @@ def load_skill(path: Path | str, layer: str = "") -> tuple[Skill | None, list[Pr
 
     description = meta.get("description")
     if not description:
-        problem("warning", "no description: the model cannot tell when to use this skill")
-        description = ""
+        # The client guide: skip a skill with no description, with a warning (**Changed**).
+        problem(
+            "warning",
+            f"no description: skill {name!r} is not loaded (the model could not tell when to "
+            "use it); add `description:` to its front-matter",
+        )
+        return None, problems
     elif len(description) > MAX_DESCRIPTION:
         problem(
             "warning",
@@ -453,7 +471,7 @@ def load_skill(path: Path | str, layer: str = "") -> tuple[Skill | None, list[Pr
     command = _command_part(meta, name, where, at, problems, command_problems)
 
     allowed: list[str] = []
-    search_from = at("allowed-tools")
+    search_from = at("allowed-tools") if "allowed-tools" in meta else (1, 1)
     for entry in split_allowed_tools(meta.get("allowed-tools")):
         where_at = search_from = _text_position(fm_text, entry, search_from)
         try:
@@ -690,6 +708,15 @@ def _check_schema(meta: dict[str, Any], where: str, at, problems: list[Problem])
     command: list[Problem] = []
     for err in validator("skill").iter_errors(data):
         key = ".".join(str(p) for p in err.absolute_path) or "front-matter"
+        top = err.absolute_path[0] if err.absolute_path else None
+        if top in LENIENT_KEYS:
+            # The client guide: don't block loading on it; warn, and go without it.
+            if top in meta:
+                line_col = at(top)
+                meta.pop(top)
+                message = f"{key}: {schema_message(err)}; ignored, the skill loads without it"
+                problems.append(Problem(where, *line_col, "warning", message))
+            continue
         found = Problem(where, *at(*err.absolute_path), "error", f"{key}: {schema_message(err)}")
         is_command = bool(err.absolute_path) and err.absolute_path[0] in COMMAND_KEYS
         (command if is_command else problems).append(found)
@@ -697,7 +724,19 @@ def _check_schema(meta: dict[str, Any], where: str, at, problems: list[Problem])
 
 
 def read_body(path: str | Path) -> str:
-    """The Markdown body of a SKILL.md (what the model or a prompt turn reads)."""
+    """The Markdown body of a SKILL.md (what the model or a prompt turn reads).
+
+    Another agent's command file reads as its agent means it: a Gemini CLI
+    ``.toml`` is its ``prompt`` in our syntax (:func:`mdagent.declarations.interop.toml_body`),
+    a Markdown command without front-matter is all body.
+    """
+    if str(path).endswith(".toml"):
+        from mdagent.declarations.interop import toml_body
+
+        try:
+            return toml_body(path)
+        except ConfigError as err:
+            raise OSError(err.message) from None
     with open(path, "rb") as fh:
         text = _normalise(fh.read(MAX_SKILL_BYTES).decode("utf-8", "replace"))
     try:

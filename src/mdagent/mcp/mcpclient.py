@@ -24,10 +24,11 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import contextlib
+import json
 import os
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -104,9 +105,17 @@ class _Loop:
 class _Connection:
     """One running server: its client session, held open by a task in the loop."""
 
-    def __init__(self, config: ServerConfig, *, workdir: str, env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        workdir: str,
+        env: Mapping[str, str],
+        on_log: Callable[[str], None] | None = None,
+    ) -> None:
         self.config = config
         self.workdir = workdir
+        self.on_log = on_log
         # ${VAR}s resolved now: a missing one fails here, by name, before anything starts.
         if config.url:
             self.headers = config.resolved_headers()
@@ -179,7 +188,21 @@ class _Connection:
             )
             transport = stdio_client(params, errlog=self._stderr)
         info = _client_info()
-        return Client(transport, client_info=info, read_timeout_seconds=config.timeout)
+        return Client(
+            transport,
+            client_info=info,
+            read_timeout_seconds=config.timeout,
+            logging_callback=self._logged if self.on_log is not None else None,
+            # The 2026 protocol sends a call's log messages only when asked for a level.
+            log_level="info" if self.on_log is not None else None,
+        )
+
+    async def _logged(self, params: Any) -> None:
+        """A server's log message (``notifications/message``), as one line to the person."""
+        data = params.data if isinstance(params.data, str) else json.dumps(params.data)
+        logger = f" {params.logger}" if params.logger else ""
+        if self.on_log is not None:
+            self.on_log(f"mcp server {self.config.name}{logger} [{params.level}]: {one_line(data)}")
 
     def close(self, portal: Any) -> None:
         """Stop the server (the SDK closes its stdin, then ends its process group)."""
@@ -242,7 +265,7 @@ async def _listing(client: Any, server: str) -> dict[str, Any]:
     tools = await _pages(client.list_tools, "tools", server)
     capabilities = client.server_capabilities
     prompts = await _pages(client.list_prompts, "prompts", server) if capabilities.prompts else []
-    return {"tools": tools, "prompts": prompts}
+    return {"tools": tools, "prompts": prompts, "resources": capabilities.resources is not None}
 
 
 async def _pages(method: Any, field: str, server: str) -> list[dict[str, Any]]:
@@ -271,11 +294,28 @@ async def _pages(method: Any, field: str, server: str) -> list[dict[str, Any]]:
     )
 
 
-async def _call_tool(client: Any, tool: str, args: dict[str, Any], timeout: float) -> Any:
+async def _call_tool(
+    client: Any, tool: str, args: dict[str, Any], timeout: float, progress: Any = None
+) -> Any:
+    import anyio
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress(done, total, message)
+
+    with anyio.fail_after(timeout):
+        return await client.call_tool(
+            tool,
+            args,
+            read_timeout_seconds=timeout,
+            progress_callback=on_progress if progress is not None else None,
+        )
+
+
+async def _read_resource(client: Any, uri: str, timeout: float) -> Any:
     import anyio
 
     with anyio.fail_after(timeout):
-        return await client.call_tool(tool, args, read_timeout_seconds=timeout)
+        return await client.read_resource(uri)
 
 
 async def _get_prompt(client: Any, prompt: str, arguments: dict[str, str], timeout: float) -> Any:
@@ -289,10 +329,21 @@ class McpClients:
     """The MCP servers of one process, each started on first use and stopped at exit."""
 
     def __init__(
-        self, configs: Mapping[str, ServerConfig], *, workdir: str, env: Mapping[str, str]
+        self,
+        configs: Mapping[str, ServerConfig],
+        *,
+        workdir: str,
+        env: Mapping[str, str],
+        on_log: Callable[[str], None] | None = None,
+        before_start: Any = None,
     ) -> None:
+        """``on_log`` receives the servers' log messages as lines (None: they are dropped)."""
         require_sdk()
+        #: ``before_start(name) -> reason | None``: why a server may not start now
+        #: (the workspace's trust lapsed since the run began); asked before each start.
+        self.before_start = before_start
         self.configs = dict(configs)
+        self.on_log = on_log
         self.workdir = workdir
         self.env = dict(env)
         self._loop = _Loop()
@@ -314,8 +365,13 @@ class McpClients:
             if conn is not None:
                 conn.close(self._loop.portal())
             conn = None
+            refused = self.before_start(name) if self.before_start is not None else None
+            if refused:
+                raise ToolFailed(f"mcp server {name} not started: {refused}")
             try:
-                conn = _Connection(self.configs[name], workdir=self.workdir, env=self.env)
+                conn = _Connection(
+                    self.configs[name], workdir=self.workdir, env=self.env, on_log=self.on_log
+                )
                 conn.start(self._loop.portal())
             except ToolFailed as err:
                 if conn is not None:
@@ -330,13 +386,23 @@ class McpClients:
         return self.connection(name).listing
 
     def call_tool(
-        self, name: str, tool: str, args: Mapping[str, Any], *, timeout: float, cancel: Any = None
+        self,
+        name: str,
+        tool: str,
+        args: Mapping[str, Any],
+        *,
+        timeout: float,
+        cancel: Any = None,
+        progress: Callable[[float, float | None, str | None], None] | None = None,
     ) -> dict[str, Any]:
-        """Call ``tool`` of server ``name``; the result as a toolbox dict (``error`` on failure)."""
+        """Call ``tool`` of server ``name``; the result as a toolbox dict (``error`` on failure).
+
+        ``progress(done, total, message)`` is told each progress notification of the call.
+        """
         conn = self.connection(name)
         try:
             result = conn.run(
-                self._loop.portal(), _call_tool, tool, dict(args), timeout, cancel=cancel
+                self._loop.portal(), _call_tool, tool, dict(args), timeout, progress, cancel=cancel
             )
         except Interrupted:
             raise
@@ -348,6 +414,28 @@ class McpClients:
         except Exception as exc:
             return {"error": str(self._broken(conn, exc, tool))}
         return result_dict(result)
+
+    def read_resource(
+        self, name: str, uri: str, *, timeout: float, cancel: Any = None
+    ) -> dict[str, Any]:
+        """Read resource ``uri`` of server ``name``, as a toolbox result (``error`` on failure)."""
+        conn = self.connection(name)
+        try:
+            result = conn.run(self._loop.portal(), _read_resource, uri, timeout, cancel=cancel)
+        except Interrupted:
+            raise
+        except TimeoutError:
+            return {"error": f"mcp server {name}: reading {uri} timed out after {timeout:g} s"}
+        except Exception as exc:
+            return {"error": str(self._broken(conn, exc, f"resource {uri}"))}
+        parts = []
+        for item in result.contents:
+            block = item.model_dump(mode="json", by_alias=True)
+            if "text" in block:
+                parts.append(str(block["text"]))
+            else:
+                parts.append(media_note({**block, "type": "binary", "data": block.get("blob")}))
+        return {"output": "\n".join(parts)}
 
     def get_prompt(
         self, name: str, prompt: str, arguments: Mapping[str, str], *, cancel: Any = None
@@ -410,10 +498,27 @@ def content_text(blocks: list[dict[str, Any]]) -> str:
                     f"[resource {resource.get('uri', '')} ({resource.get('mimeType', 'binary')})]"
                 )
         elif kind == "resource_link":
-            parts.append(f"[resource link {block.get('uri', '')}]")
+            parts.append(resource_link_text(block))
+        elif kind in ("image", "audio"):
+            parts.append(media_note(block))
         else:
             parts.append(f"[{kind} content ({block.get('mimeType', '?')})]")
     return "\n".join(parts)
+
+
+def media_note(block: dict[str, Any]) -> str:
+    """What stands for an image or a sound a model cannot be sent: its type and size."""
+    data = str(block.get("data") or "")
+    size = len(data) * 3 // 4 - data[-2:].count("=")  # base64's decoded length
+    return f"[{block.get('type')} content ({block.get('mimeType', '?')}, {size:,} bytes)]"
+
+
+def resource_link_text(block: dict[str, Any]) -> str:
+    """A resource link as the model reads it: the URI to pass to ``SERVER__read_resource``."""
+    details = [str(block[k]) for k in ("name", "mimeType") if block.get(k)]
+    described = f": {block['description']}" if block.get("description") else ""
+    extra = f" ({', '.join(details)})" if details else ""
+    return f"[resource link {block.get('uri', '')}{extra}{described}]"
 
 
 def result_dict(result: Any) -> dict[str, Any]:
@@ -421,6 +526,15 @@ def result_dict(result: Any) -> dict[str, Any]:
     blocks = [b.model_dump(mode="json", by_alias=True) for b in result.content or []]
     text = content_text(blocks)
     data: dict[str, Any] = {"output": text}
+    media = [
+        {"type": b["type"], "mime": str(b.get("mimeType") or ""), "data": str(b.get("data") or "")}
+        for b in blocks
+        if b.get("type") in ("image", "audio") and b.get("data")
+    ]
+    if media:
+        # Sent as images to a model that takes them (mdagent.agent.conversation.tool_message),
+        # never inside the JSON text: the text names each one instead.
+        data["media"] = media
     structured = getattr(result, "structured_content", None)
     if structured is not None:
         data["structured"] = structured

@@ -17,6 +17,7 @@ starting the server, which then starts at the first call.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -65,6 +66,8 @@ class McpTools:
         self._live: set[str] = set()
         self._clients: McpClients | None = None
         self._lock = threading.RLock()
+        #: Server name -> the file its entry is written in (read when first needed).
+        self._written: dict[str, str] | None = None
 
     # -- what the servers offer --
 
@@ -74,8 +77,13 @@ class McpTools:
             if self._clients is None:
                 from mdagent.mcp.mcpclient import McpClients
 
+                # A server's log messages are for -v; its progress for a person watching.
                 self._clients = McpClients(
-                    self.configs, workdir=str(self.runtime.workdir), env=self.runtime.env
+                    self.configs,
+                    workdir=str(self.runtime.workdir),
+                    env=self.runtime.env,
+                    on_log=self.notify if self._verbose() else None,
+                    before_start=lambda _name: self.runtime.trust_lapsed_now(),
                 )
             return self._clients
 
@@ -97,7 +105,12 @@ class McpTools:
                 listing = cached if cached is not None else self.clients().listing(server)
                 # Checked (and its schemas inlined) once per listing, within
                 # the budgets, before anything keeps or uses it.
-                specs = tool_specs(config, listing.get("tools") or [])
+                specs = tool_specs(
+                    config,
+                    listing.get("tools") or [],
+                    self._source(server),
+                    resources=bool(listing.get("resources")),
+                )
             except ToolFailed as err:
                 self.failures[server] = str(err)
                 raise
@@ -107,6 +120,16 @@ class McpTools:
             self._listings[server] = listing
             self._specs[server] = specs
             return listing
+
+    def _source(self, server: str) -> str:
+        """``mcp:NAME``, and the other agent's file it was read from (``mcp:docs (.mcp.json)``)."""
+        if self._written is None:
+            from mdagent.declarations.mcpconfig import server_locations
+
+            self._written = {k: v[0] for k, v in server_locations(self.runtime.layers).items()}
+        path = self._written.get(server, "")
+        foreign = path and not path.endswith((".yaml", ".yml"))
+        return f"mcp:{server} ({path})" if foreign else f"mcp:{server}"
 
     def specs(self, server: str) -> list[ToolSpec]:
         """The registry entries of ``server``'s tools; none (and one line told) when it fails."""
@@ -139,18 +162,38 @@ class McpTools:
         try:
             clients = self.clients()
             fresh = server not in self._live
-            result = clients.call_tool(
-                server,
-                target["tool"],
-                args,
-                timeout=float(spec.timeout or setting(ctx.settings, "mcp", "timeout")),
-                cancel=ctx.cancel,
-            )
+            timeout = float(spec.timeout or setting(ctx.settings, "mcp", "timeout"))
+            if target.get("resource"):
+                uri = str(args.get("uri") or "")
+                result = clients.read_resource(server, uri, timeout=timeout, cancel=ctx.cancel)
+            else:
+                result = clients.call_tool(
+                    server,
+                    target["tool"],
+                    args,
+                    timeout=timeout,
+                    cancel=ctx.cancel,
+                    progress=self._progress(spec.name) if self._watched() else None,
+                )
         except ToolFailed as err:
             return {"error": str(err)}
         if fresh:  # the server is up now: keep its current list for next time
             self._refresh(server)
         return result
+
+    def _verbose(self) -> bool:
+        return bool(getattr(getattr(self.runtime, "options", None), "verbose", False))
+
+    def _watched(self) -> bool:
+        """Whether someone sees progress lines: -v, or a terminal on stderr (the session)."""
+        return self._verbose() or sys.stderr.isatty()
+
+    def _progress(self, name: str) -> Callable[[float, float | None, str | None], None]:
+        def shown(done: float, total: float | None, message: str | None) -> None:
+            of = f"/{total:g}" if total else ""
+            self.notify(f"{name}: {done:g}{of}{' ' + message if message else ''}")
+
+        return shown
 
     def _refresh(self, server: str) -> None:
         with contextlib.suppress(ToolFailed):  # the call's own result says what happened
@@ -377,6 +420,11 @@ def server_status(mcp: McpTools, server: str) -> dict[str, Any]:
             {"name": s.name, "security": s.security, "description": s.description} for s in specs
         ],
         "prompts": [f"/{server}:{p.get('name')}" for p in listing.get("prompts") or []],
+        "not_offered": [
+            {"name": str(t.get("name")), "reason": "it runs only as a task (taskSupport: required)"}
+            for t in listing.get("tools") or []
+            if (t.get("execution") or {}).get("taskSupport") == "required"
+        ],
     }
 
 

@@ -281,6 +281,22 @@ def to_anthropic_messages(messages: list[dict]) -> list[dict]:
             }
             if message.get("is_error"):
                 result["is_error"] = True  # the model is told the call failed, not only shown
+            if message.get("images"):
+                # A tool_result may hold image blocks: the images go with their result.
+                result["content"] = [
+                    {"type": "text", "text": result["content"]},
+                    *(
+                        {
+                            "type": "image",
+                            "source": {
+                                "type": "base64",
+                                "media_type": i["mime"],
+                                "data": i["data"],
+                            },
+                        }
+                        for i in message["images"]
+                    ),
+                ]
             blocks = [result]
         else:
             raise ProviderError(f"cannot send a message with role {role!r} to an Anthropic model")

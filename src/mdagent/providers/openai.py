@@ -358,7 +358,10 @@ def to_openai_messages(messages: Iterable[dict], reasoning: str | None = None) -
     """
     legacy: set[Any] = set()  # the legacy calls of the last assistant message
     wire = []
+    pending: list[dict] = []  # tool results with images, not yet sent
     for message in messages:
+        if pending and message.get("role") != "tool":
+            _flush_images(wire, pending)
         if message.get("role") == "assistant":
             # Results answer the calls of the message before them: generated
             # ids (call_1) come again in later turns, in either form.
@@ -374,7 +377,29 @@ def to_openai_messages(messages: Iterable[dict], reasoning: str | None = None) -
             )
             continue
         wire.append(to_openai_message(message, reasoning))
+        if message.get("role") == "tool" and message.get("images"):
+            pending.append(message)
+    if pending:
+        _flush_images(wire, pending)
     return wire
+
+
+def _flush_images(wire: list[dict], pending: list[dict]) -> None:
+    """The images of the tool results in ``pending``, as one user message of image parts.
+
+    A tool message cannot carry images in Chat Completions, and the results
+    of one assistant message must follow it unbroken: the images come right
+    after the last of them.
+    """
+    parts: list[dict] = []
+    for message in pending:
+        parts.append({"type": "text", "text": f"Images from {message.get('name', 'the tool')}:"})
+        parts += [
+            {"type": "image_url", "image_url": {"url": f"data:{i['mime']};base64,{i['data']}"}}
+            for i in message["images"]
+        ]
+    pending.clear()
+    wire.append({"role": "user", "content": parts})
 
 
 def to_openai_message(message: dict, reasoning: str | None = None) -> dict:

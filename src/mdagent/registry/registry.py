@@ -85,6 +85,8 @@ RESERVED_NAMES = frozenset(
 COMPILER_MODULES = (
     "registry/registry.py",
     "core/layers.py",
+    "declarations/interop.py",
+    "core/foreignpaths.py",  # where interop finds the files it reads
     "core/yamlsource.py",
     "core/yamlfast.py",
     "declarations/skills.py",
@@ -188,8 +190,8 @@ class Registry:
         warm ``/help`` builds no command record.
         """
         if self._listing_rows is None:
-            from mdagent.tools.dispatch import arguments_usage
             from mdagent.ui.console import first_line
+            from mdagent.tools.dispatch import arguments_usage
 
             tools: dict[str | None, ToolSpec | None] = {}  # one lookup per tool, not per command
             rows = []
@@ -596,7 +598,8 @@ class _CheckedRecords(LazyRecords):
 def _layers_key(layers: list[Layer]) -> str:
     import zlib  # hashlib would cost more start-up time than the whole lookup
 
-    text = "\n".join(f"{layer.kind}={layer.path}" for layer in layers)
+    # The root too: two folders whose `.agents` link to one place are two workspaces.
+    text = "\n".join(f"{layer.kind}={layer.path}@{layer.root or ''}" for layer in layers)
     return f"{zlib.crc32(text.encode()):08x}{zlib.adler32(text.encode()):08x}"
 
 
@@ -805,14 +808,31 @@ class _Compiler:
             )
             self.alias_of.update(dict.fromkeys(spec.get("aliases", ()), name))
         self.builtin_names = frozenset(builtin_names)
-        # Settings first: `skills.interop` decides which layers' skills load.
+        # Settings first: `skills.interop` decides which layers' skills load,
+        # and which of other agents' files are read (our own settings say so).
+        own = {layer: self._read_settings(layer) for layer in self.layers if not layer.foreign}
+        switches = merge_settings([found[0] for found in own.values() if found])
+        # The person's own files (~/.claude/settings.json and its deny rules) are
+        # switched off only by the person's own layers, never by a project's.
+        persons = merge_settings(
+            [found[0] for layer, found in own.items() if found and layer.scope != "project"]
+        )
         for layer in reversed(self.layers):
-            self._load_settings(layer)
+            if layer.foreign:
+                self._load_foreign_settings(
+                    layer, switches if layer.scope == "project" else persons
+                )
+            elif own[layer]:
+                self._add_settings(layer, *own[layer])
         settings = merge_settings(list(reversed(self.settings_by_layer)))
-        interop = (settings.get("skills") or {}).get("interop", True) is not False
+        from mdagent.declarations.interop import LAYER_SOURCES, enabled
+
         pending_checks: list[tuple[ToolSpec, Path]] = []
         for layer in reversed(self.layers):
-            if layer.skills_only and not interop:
+            if layer.skills_only and not enabled(switches, LAYER_SOURCES[layer.kind]):
+                continue
+            if layer.foreign:
+                self._load_foreign_commands(layer, switches)
                 continue
             pending_checks.extend(self._load_layer(layer))
         self._check_references(pending_checks)
@@ -838,25 +858,66 @@ class _Compiler:
 
     # -- one layer --
 
-    def _load_settings(self, layer: Layer) -> None:
-        from mdagent.core.defaults import SETTINGS_FILE
+    def _read_settings(self, layer: Layer) -> tuple[dict[str, Any], list, Path] | None:
+        """``(settings, rule sources, agent.yaml)`` of ``layer``, or None when it has none."""
         from mdagent.declarations.declarations import read_settings
+        from mdagent.core.defaults import SETTINGS_FILE
 
         if layer.config_dir is None:
-            return  # another agent's skill folder: skills only
+            return None  # another agent's skill folder: skills only
         self.watch(layer.config_dir)  # before looking: an agent.yaml created now is noticed
         settings_path = layer.config_dir / SETTINGS_FILE
-        if settings_path.exists():
-            self.watch(settings_path)
-            settings, sources, problems = read_settings(settings_path, layer.kind)
+        if not settings_path.exists():
+            return None
+        self.watch(settings_path)
+        settings, sources, problems = read_settings(settings_path, layer.kind)
+        self.problems.extend(problems)
+        return settings, sources, settings_path
+
+    def _add_settings(self, layer: Layer, settings: dict, sources: list, path: Path) -> None:
+        self.settings_by_layer.append(settings)
+        self.layer_settings.append((layer, settings, path))
+        self.sources[:0] = sources  # layers load lowest first
+
+    def _load_foreign_settings(self, layer: Layer, switches: Mapping[str, Any]) -> None:
+        """Other agents' permissions and MCP server lists as settings of ``layer``."""
+        from mdagent.declarations import interop
+
+        for source, path in interop.settings_files(layer.kind, layer.path, os.environ):
+            # The file's own stamp (absent: size -1) notices it appear; not its folder,
+            # which may be the workspace root, where every new file would recompile.
+            self.watch(path)
+            if not interop.enabled(switches, source) or not path.is_file():
+                continue
+            settings, sources, problems = interop.read_settings(source, path, layer.kind)
             self.problems.extend(problems)
-            self.settings_by_layer.append(settings)
-            self.layer_settings.append((layer, settings, settings_path))
-            self.sources[:0] = sources  # layers load lowest first
+            if settings:
+                self._add_settings(layer, settings, sources, path)
+
+    def _load_foreign_commands(self, layer: Layer, switches: Mapping[str, Any]) -> None:
+        """Other agents' command files as prompt skills of ``layer``."""
+        from mdagent.declarations import interop
+
+        layer_commands: dict[str, CommandSpec] = {}
+        for source, folder, suffix, prefix in interop.command_folders(
+            layer.kind, layer.path, os.environ
+        ):
+            self.watch(folder.parent)
+            self.watch(folder)
+            if not interop.enabled(switches, source):
+                continue
+            for name, path in interop.command_files(folder, suffix, prefix):
+                self.watch(path.parent)
+                self.watch(path)
+                confine = layer.path if layer.kind == interop.PROJECT_KIND else None
+                skill, problems = interop.load_command(name, path, source, layer.kind, confine)
+                self.problems.extend(problems)
+                if skill is not None:
+                    self._add_skill(skill, layer_commands)
 
     def _load_layer(self, layer: Layer) -> list[tuple[ToolSpec, Path]]:
-        from mdagent.core.defaults import SETTINGS_FILE
         from mdagent.declarations.declarations import load_declarations
+        from mdagent.core.defaults import SETTINGS_FILE
 
         self.watch(layer.path)
         if layer.config_dir is not None:
@@ -1110,8 +1171,8 @@ class _Compiler:
         self.problem(command.source, line, "error", message)
 
     def _check_references(self, checks: list[tuple[ToolSpec, Path]]) -> None:
-        from mdagent.core.names import did_you_mean
         from mdagent.tools.implementations import check_implementation, message_line
+        from mdagent.core.names import did_you_mean
 
         names = set(self.tools) | set(self.alias_of)
         broken_tools: set[str] = set()

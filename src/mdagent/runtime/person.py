@@ -212,15 +212,18 @@ def nearest_name(registry, typed: str, *, slash: bool) -> str | None:
         return f"agent {key}"
     if not slash and key in commands and key != "help":
         return f"agent /{key}"
-    # A name in both worlds (help) is offered in the one it was typed in.
-    if slash:
-        names = {f"agent /{n}": n for n in sorted(commands)}
-        names |= {f"agent {n}": n for n in SUBCOMMANDS if n not in commands}
-    else:
-        names = {f"agent {n}": n for n in SUBCOMMANDS}
-        names |= {f"agent /{n}": n for n in sorted(commands) if n not in SUBCOMMANDS}
-    near = closest(key, names.values(), prefix=True)
-    return next((full for full, short in names.items() if short == near), None)
+    # A name in both worlds (help) is offered in the one it was typed in, and
+    # the world it was typed in is searched first: `/co` means /commit-message
+    # before it means `agent commands`.
+    slashed = {f"agent /{n}": n for n in sorted(commands)}
+    plain = {f"agent {n}": n for n in SUBCOMMANDS}
+    own, other = (slashed, plain) if slash else (plain, slashed)
+    other = {full: n for full, n in other.items() if n not in own.values()}
+    for names in (own, other):
+        near = closest(key, names.values(), prefix=True)
+        if near is not None:
+            return next(full for full, short in names.items() if short == near)
+    return None
 
 
 def broken_declaration(registry, key: str) -> str | None:

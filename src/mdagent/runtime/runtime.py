@@ -216,6 +216,26 @@ class Runtime:
             self.__dict__.pop(name, None)
         return True
 
+    def trust_lapsed_now(self) -> str | None:
+        """Why the trust this run was given no longer holds (a covered file changed
+        since: a hook script, an MCP server's script, the settings), or None.
+
+        Asked before each hook runs and each MCP server starts: a model's
+        command may rewrite such a file between two calls of one turn, and
+        what trust covers must not then run (fail closed). Only a run that
+        began trusted, with something trust covers, has anything to lose.
+        """
+        facts = self.compiled.trust
+        if not facts or not facts.get("items") or not self.trusted:
+            return None
+        from mdagent.runtime.trust import evaluate
+
+        now = evaluate(facts)
+        if now.trusted:
+            return None
+        changed = "; ".join(now.changes) or "its files changed"
+        return f"trust in this folder lapsed during this run ({changed}); `agent trust` to trust it again"
+
     def untrusted_server(self, name: str | None) -> str | None:
         """The MCP server ``name`` (``server__tool``, ``/server:prompt``) is of, when it is one
         an untrusted workspace declares and so is not started; else None."""
@@ -399,7 +419,13 @@ class Runtime:
         if any(self.settings.get("hooks", {}).get(when) for when in ("before", "after")):
             from mdagent.tools.hooks import install_hooks
 
-            install_hooks(box, self.settings, workdir=str(self.workdir), env=self.env)
+            install_hooks(
+                box,
+                self.settings,
+                workdir=str(self.workdir),
+                env=self.env,
+                trust_check=self.trust_lapsed_now,
+            )
         box.audit = AuditLog(self.store, session_id=session_id)
         return box
 

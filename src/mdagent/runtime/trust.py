@@ -45,10 +45,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+from mdagent.safety.commandfiles import named_files
 from mdagent.core.errors import MdagentError, Problem
 from mdagent.core.records import Record
 
@@ -57,7 +57,16 @@ if TYPE_CHECKING:
     from typing import Any
 
 #: The layer kinds that come with the working folder (maybe a repository someone else wrote).
-WORKSPACE_LAYERS = ("project", "project-claude")
+WORKSPACE_LAYERS = (
+    "project",
+    "project-claude",
+    "project-github",
+    "project-openclaw",
+    "project-foreign",
+)
+#: The workspace layers whose settings are tightened until trusted: its
+#: ``agent.yaml`` and other agents' settings files in it (mdagent.declarations.interop).
+SETTINGS_LAYERS = ("project", "project-foreign")
 RECORD_FORMAT = 1
 RECORD_DIR = "trust"
 #: A covered skill folder with more files than this cannot be bound: it stays untrusted.
@@ -110,6 +119,23 @@ class Item(Record):
 # -- what trust covers (computed with the registry) -----------------------------------
 
 
+def _files_run(settings: Mapping[str, Any], workspace: Path, unknown: list[str]) -> list[str]:
+    """The files a layer's hooks and MCP servers run (trust is bound to them);
+    commands naming files only known when they run are added to ``unknown``."""
+    files: list[str] = []
+    for entries in _mapping(settings.get("hooks")).values():
+        for entry in entries if isinstance(entries, list) else ():
+            files += named_files(_mapping(entry).get("run"), workspace, workspace, unknown)
+    for entry in _mapping(settings.get("mcp_servers")).values():
+        entry = _mapping(entry)
+        if entry.get("enabled") is False or not entry.get("command"):
+            continue
+        base = (workspace / str(entry["cwd"])) if entry.get("cwd") else workspace
+        words = [str(entry["command"]), *(str(a) for a in entry.get("args") or [])]
+        files += named_files(words, base, workspace, unknown)
+    return files
+
+
 def workspace_facts(
     layers: Iterable[Any],
     layer_settings: list[tuple[Any, dict[str, Any], Path]],
@@ -135,34 +161,33 @@ def workspace_facts(
     items: list[Item] = []
     files: list[str] = []
     folders: list[str] = []
-    own = next(((s, p) for layer, s, p in layer_settings if layer.kind == "project"), None)
+    owns = [(s, p) for layer, s, p in layer_settings if layer.kind in SETTINGS_LAYERS]
     person = merge_settings(
-        [s for layer, s, _ in reversed(layer_settings) if layer.kind != "project"]
+        [s for layer, s, _ in reversed(layer_settings) if layer.kind not in SETTINGS_LAYERS]
     )
-    kept: dict[str, Any] | None = None
+    kept_of: dict[str, dict[str, Any]] = {}
     project_covered = False
-    if own is not None:
-        settings, path = own
-        kept, found = tighten(settings, person)
+    unknown: list[str] = []  # hook or server commands naming files only known at run time
+    for settings, path in owns:
+        kept_of[str(path)], found = tighten(settings, person)
         items += _located(found, path)
         if tighten(settings, _STRICTEST)[1]:
             files.append(str(path))
             project_covered = True
-        for entries in _mapping(settings.get("hooks")).values():
-            for entry in entries if isinstance(entries, list) else ():
-                files += named_files(_mapping(entry).get("run"), workspace, workspace)
-        for entry in _mapping(settings.get("mcp_servers")).values():
-            entry = _mapping(entry)
-            if entry.get("enabled") is False or not entry.get("command"):
-                continue
-            base = (workspace / str(entry["cwd"])) if entry.get("cwd") else workspace
-            words = [str(entry["command"]), *(str(a) for a in entry.get("args") or [])]
-            files += named_files(words, base, workspace)
+        files += _files_run(settings, workspace, unknown)
     project_tools = [t for t in tools.values() if t.layer == "project"]
+    own_code: list[str] = []  # tools that run the folder's own code when a model calls them
     for tool in project_tools:
         if tool.security == "safe":
             what = "is declared security: safe (a model's calls would run unasked)"
             items.append(Item(f"tool {tool.name}", what, tool.source, tool.line or 1))
+            project_covered = True
+        if tool.kind in ("run", "shell", "handler"):
+            # Its code is the folder's: a person's rules and mode (an allow rule
+            # for a tool of that name in their own layer) do not cover it.
+            what = f"runs this folder's own {tool.kind} code when a model calls it"
+            items.append(Item(f"tool {tool.name}", what, tool.source, tool.line or 1))
+            own_code.append(tool.name)
             project_covered = True
     for skill in skills.values():
         if skill.layer not in WORKSPACE_LAYERS:
@@ -185,9 +210,14 @@ def workspace_facts(
                     files += named_files(implementation[key], workspace, workspace)
     if not items and not files and not folders:
         return None
+    from mdagent.core.escapes import visible
+
     facts: dict[str, Any] = {
         "workspace": str(workspace),
-        "items": [list(item) for item in items],
+        "unknown": sorted(set(unknown)),
+        # The folder's own text, escaped once here: every listing, notice and
+        # question shows it (a `\r\x1b[2K` must not hide what is trusted).
+        "items": [[visible(i.key), visible(i.what), i.path, i.line] for i in items],
         "files": sorted({os.path.realpath(f) for f in files}),
         "folders": sorted(set(folders)),
         "settings": None,
@@ -195,23 +225,40 @@ def workspace_facts(
     }
     if items:
         high_first = [
-            (kept or {}) if layer.kind == "project" else settings
-            for layer, settings, _ in reversed(layer_settings)
+            kept_of.get(str(path), {}) if layer.kind in SETTINGS_LAYERS else settings
+            for layer, settings, path in reversed(layer_settings)
         ]
-        facts["settings"] = merge_settings(high_first)
+        facts["settings"] = view = merge_settings(high_first)
+        if own_code:
+            # Until trusted, a model's call of such a tool is asked about in every
+            # mode (refused without a terminal); a person's typed command still runs.
+            policy = dict(view.get("policy") or {})
+            policy["ask"] = [
+                *(policy.get("ask") or []),
+                *({"rule": name, "reason": _OWN_CODE_REASON} for name in own_code),
+            ]
+            view["policy"] = policy
         facts["sources"] = [
-            s for s in sources if not (s.get("layer") == "project" and s.get("section") == "allow")
+            s
+            for s in sources
+            if not (s.get("layer") in SETTINGS_LAYERS and s.get("section") == "allow")
         ]
     return facts
 
 
+_OWN_CODE_REASON = (
+    "a tool this untrusted folder declares runs the folder's own code (`agent trust` to let it)"
+)
+
+
 def _workspace_of(layers: Iterable[Any]) -> Path | None:
     """The real path of the folder the workspace's layers belong to, or None (no such layer)."""
+    from mdagent.core.layers import workspace_of
+
     for layer in layers:
-        if layer.kind == "project":
-            return Path(os.path.realpath(layer.path.parent))
-        if layer.kind == "project-claude":
-            return Path(os.path.realpath(layer.path.parent.parent))
+        root = workspace_of(layer)
+        if root is not None:
+            return Path(os.path.realpath(root))
     return None
 
 
@@ -394,9 +441,13 @@ def _located(found: list[tuple[str, str, list[Any]]], path: Path) -> list[Item]:
     """Items of a settings file at their lines (the file is read again, at compile time only)."""
     if not found:
         return []
-    from mdagent.core.yamlsource import position
     from mdagent.declarations.declarations import read_yaml_file
+    from mdagent.core.yamlsource import position
 
+    if path.suffix not in (".yaml", ".yml"):  # another agent's file: the line naming the key
+        from mdagent.declarations.interop import line_of
+
+        return [Item(key, what, str(path), line_of(path, str(p[-1]))) for key, what, p in found]
     data, _ = read_yaml_file(path)
     items = []
     for key, what, pointer in found:
@@ -406,38 +457,6 @@ def _located(found: list[tuple[str, str, list[Any]]], path: Path) -> list[Item]:
             line = 1
         items.append(Item(key, what, str(path), line or 1))
     return items
-
-
-_WORDS = re.compile(r"[^\s;&|<>()`'\"=]+")
-
-
-def named_files(run: Any, base: Path, workspace: Path) -> list[str]:
-    """Files inside ``workspace`` that a command names (``run`` as text or words).
-
-    Every word, and every part of a word between shell punctuation, that
-    names a file under ``workspace`` (relative to ``base``), or a path with
-    a ``/`` there that does not exist yet (its appearing changes what runs).
-    """
-    words = run if isinstance(run, list) else [run] if isinstance(run, str) else []
-    candidates: list[str] = []
-    for word in words:
-        candidates += [str(word), *_WORDS.findall(str(word))]
-    found = []
-    for text in dict.fromkeys(candidates):
-        if not text or text.startswith("-") or any(c.isspace() for c in text):
-            continue  # an option, or a whole command line (its words are candidates)
-        try:
-            named = Path(os.path.normpath(Path(base) / os.path.expanduser(text)))
-            path = Path(os.path.realpath(named))
-        except (OSError, ValueError):
-            continue
-        # Named inside the workspace: covered wherever a link inside it leads.
-        inside = path.is_relative_to(workspace) or named.is_relative_to(workspace)
-        if path == workspace or named == workspace or not inside:
-            continue
-        if path.is_file() or ("/" in text and not path.exists()):
-            found.append(str(path))
-    return found
 
 
 # -- the record -------------------------------------------------------------------------
@@ -479,6 +498,16 @@ def covered_files(facts: Mapping[str, Any]) -> dict[str, str]:
     :data:`MAX_FOLDER_FILES` files (too many to bind: it stays untrusted).
     """
     workspace = str(facts["workspace"])
+    unknown = facts.get("unknown") or ()
+    if unknown:
+        from mdagent.core.escapes import visible
+
+        raise TrustError(
+            f"`{visible(unknown[0])}` names files only known when it runs (a variable, a glob, "
+            "a command's output): trust cannot be bound to them; name the script literally "
+            "(`./scripts/guard.sh`; `$PWD`, `$AGENT_WORKSPACE` and `$CLAUDE_PROJECT_DIR` "
+            "may stand for the workspace)"
+        )
     paths = list(facts.get("files") or ())
     for folder in facts.get("folders") or ():
         count = 0
@@ -695,10 +724,13 @@ def evaluate(
 
 def _changes(record: Mapping[str, Any], current: Mapping[str, str], items: list[Item]) -> list[str]:
     """What changed since ``record``: the new items when a file changed, else the files."""
+    from mdagent.core.escapes import visible
+
     recorded = record["files"]
     files: list[str] = []
-    for shown, path in current.items():
-        entry = recorded.get(shown)
+    for name, path in current.items():
+        entry = recorded.get(name)
+        shown = visible(name)  # a file name is the folder's text too
         stamp = _stamp(path)
         if not isinstance(entry, list) or not entry:
             if stamp is not None:
@@ -737,6 +769,7 @@ def tell(line: str) -> None:
 
 def summary(items: Iterable[Item]) -> str:
     """What an untrusted workspace loses, in one line: hooks, servers, then the rest."""
+    items = list(items)
     counts: dict[str, int] = {}
     for item in items:
         counts[item.key] = counts.get(item.key, 0) + 1
@@ -751,7 +784,17 @@ def summary(items: Iterable[Item]) -> str:
     servers = [k.split(".", 1)[1] for k in counts if k.startswith("mcp_servers.")]
     if servers:
         parts.append(f"its MCP servers do not start ({', '.join(servers)})")
-    rest = [_counted(k, n) for k, n in counts.items() if not k.startswith(("hooks.", "mcp_"))]
+    own_code = {i.key for i in items if "runs this folder's own" in i.what}
+    if own_code:
+        names = ", ".join(sorted(k.split(" ", 1)[1] for k in own_code))
+        parts.append(
+            f"a model's calls of its tools that run its own code are asked about ({names})"
+        )
+    rest = [
+        _counted(k, n)
+        for k, n in counts.items()
+        if not k.startswith(("hooks.", "mcp_")) and k not in own_code
+    ]
     if rest:
         parts.append(f"these are ignored: {', '.join(rest)}")
     return "; ".join(parts)

@@ -288,15 +288,22 @@ class _ExecView:
 
         moved = changed = False
         segments = []
+        # Every folder the line may be in by now (a `cd` may fail, or sit in a
+        # branch not taken: the folders before it stay possible); None: unknown.
+        folders: set[str] | None = {cwd}
         for seg in self.segments or ():
             # A wrapper's folder (`env -C src git -C x`) is a change of folder too.
             why = foreign_repository(seg.core, workdir, cwd, moved or bool(seg.chdirs))
+            git = seg.core[:1] and seg.core[0].rsplit("/", 1)[-1] == "git"
+            if not why and git:
+                why = _git_moved_elsewhere(workdir, None if seg.chdirs else folders)
             if why and not seg.unchecked:
                 seg = replace(seg, dynamic=seg.dynamic or why, unchecked=why)
                 changed = True
             segments.append(seg)
             # A later relative folder cannot be placed after a change of folder.
             moved = moved or bool(seg.chdirs) or seg.core[:1] in (("cd",), ("pushd",), ("popd",))
+            folders = _folders_after(seg, folders, self.whole)
         return _ExecView(self.whole, segments) if changed else self
 
     def deny_candidates(self) -> list[str]:
@@ -311,6 +318,56 @@ class _ExecView:
         for seg in self.segments or ():
             out += segment_candidates(seg)
         return list(dict.fromkeys(out))
+
+
+_CD_OPTIONS = {"-P", "-L", "-e", "-@", "--"}
+
+
+def _folders_after(seg: Any, folders: set[str] | None, whole: str) -> set[str] | None:
+    """The folders the line may be in after ``seg`` (see ``_ExecView.placed``).
+
+    Only a ``cd``/``pushd`` to a plain literal folder is followed; anything
+    else that changes folder (``popd``, ``cd -``, ``cd`` home, a glob, a
+    variable, ``CDPATH``) makes the folder unknown (None).
+    """
+    if folders is None or not seg.core or seg.core[0] not in ("cd", "pushd", "popd"):
+        return folders
+    targets = [w for w in seg.core[1:] if w not in _CD_OPTIONS]
+    if seg.core[0] == "popd" or len(targets) != 1:
+        return None
+    target = targets[0]
+    relative_cdpath = "CDPATH" in whole or os.environ.get("CDPATH")
+    if (
+        target == "-"
+        or re.search(r"[*?[$`~{\\]", target)
+        or (relative_cdpath and not target.startswith(("/", "./", "../")))
+    ):
+        return None
+    return folders | {os.path.normpath(os.path.join(f, target)) for f in folders}
+
+
+def _git_moved_elsewhere(workdir: str, folders: set[str] | None) -> str | None:
+    """Why ``git`` run in ``folders`` (where the call starts, and where the line's
+    changes of folder may lead) may discover a repository other than the
+    workspace's (``cd sub && git st`` into a nested or bare one), or None.
+
+    Git's own ``safe.bareRepository=explicit`` for a model's commands is a
+    variable a command can unset (``unset GIT_CONFIG_COUNT``); this does not
+    depend on it.
+    """
+    from mdagent.safety.shell.programs import _repository
+
+    if folders is None:
+        return "`git` after a change of folder: which repository it uses is unknown"
+    own = _repository(workdir)
+    for folder in sorted(folders):
+        # No repository at all is the same as the workspace's none.
+        if not os.path.isdir(folder) or _repository(folder) != own:
+            return (
+                f"`git` in {os.path.relpath(folder, workdir)} uses a repository other than "
+                "the workspace's, whose configuration may run any program"
+            )
+    return None
 
 
 def segment_candidates(seg: Any) -> list[str]:

@@ -41,7 +41,7 @@ import copy
 import glob as globlib
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -937,6 +937,15 @@ def protected_files(
     git_dirs = _git_dirs(root)
     for git_dir in git_dirs:
         folder(git_dir, "the workspace's git folder: its config and hooks run programs")
+    # A `policy.paths` root is a workspace too: its repository's configuration
+    # runs programs when anyone runs git there (red team 15).
+    for extra in _policy_paths(settings or {}):
+        for git_dir in _git_dirs(os.path.normpath(os.path.join(root, _expand_user(extra)))):
+            if git_dir not in git_dirs:
+                git_dirs.append(git_dir)
+                folder(
+                    git_dir, "a policy.paths root's git folder: its config and hooks run programs"
+                )
     home = environ.get("HOME") or os.path.expanduser("~")
     xdg = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     configs = [environ.get("GIT_CONFIG_GLOBAL") or "", os.path.join(home, ".gitconfig")]
@@ -952,9 +961,30 @@ def protected_files(
     for entry in environ.get("AGENT_PATH", "").split(os.pathsep):
         if entry.strip():
             folder(os.path.expanduser(entry), "a layer folder (AGENT_PATH)")
+    _layer_folders(layers, folder)
+    _other_agents_files(root, home, environ, settings, folder, file)
+    for spec in tools:
+        implementation = getattr(spec, "implementation", None) or {}
+        ref = implementation.get("handler")
+        if isinstance(ref, str):
+            module = re.sub(r":[A-Za-z_]\w*$", "", ref)
+            base = implementation.get("base_dir") or root
+            file(os.path.join(base, os.path.expanduser(module)), "a handler module")
+    for hook_file in _hook_files(settings or {}, root):
+        file(hook_file, "a hook script")
+    for server_file in _server_files(settings or {}, root):
+        file(server_file, "an MCP server's script (it runs outside the sandbox)")
+    return Protected(root, folders, files, environ, tuple(git_dirs))
+
+
+def _layer_folders(layers: Iterable[Any], folder: Callable[[Any, str], None]) -> None:
+    """Each layer's folder (the bundled layer's declarations), and the real folders
+    behind its symlinked skill folders."""
     for layer in layers:
         kind = getattr(layer, "kind", "")
         path = Path(getattr(layer, "path", layer))
+        if getattr(layer, "foreign", False):
+            continue  # the workspace or the home folder: its files are named below
         if kind == "bundled":
             # In a source checkout the bundled layer is the repository root:
             # only its declarations are policy.
@@ -965,23 +995,30 @@ def protected_files(
         # A symlinked skill folder is part of its layer wherever it leads.
         for linked in _linked_skill_folders(layer):
             folder(linked, f"a skill folder linked from a layer ({kind or 'layer'})")
+
+
+def _other_agents_files(
+    root: str,
+    home: str,
+    environ: Mapping[str, str],
+    settings: Mapping[str, Any] | None,
+    folder: Callable[[Any, str], None],
+    file: Callable[[Any, str], None],
+) -> None:
+    """Other agents' skill folders, settings and commands that mdagent reads as its own."""
     # Other agents' skill folders are layers once they exist (mdagent.core.layers):
     # one the model creates would be read as a layer on the next run.
+    from mdagent.core.foreignpaths import LAYER_SOURCES, enabled, foreign_paths
     from mdagent.core.layers import INTEROP_KINDS, interop_paths
 
     folder(os.path.join(root, ".claude", "skills"), "a skill folder read as a layer")
     for kind, path in interop_paths(Path(root), environ, existing_only=False):
-        folder(path, f"a skill folder read as a layer ({INTEROP_KINDS[kind]})")
-    for spec in tools:
-        implementation = getattr(spec, "implementation", None) or {}
-        ref = implementation.get("handler")
-        if isinstance(ref, str):
-            module = re.sub(r":[A-Za-z_]\w*$", "", ref)
-            base = implementation.get("base_dir") or root
-            file(os.path.join(base, os.path.expanduser(module)), "a handler module")
-    for hook_file in _hook_files(settings or {}, root):
-        file(hook_file, "a hook script")
-    return Protected(root, folders, files, environ, tuple(git_dirs))
+        if kind != "project-openclaw" or enabled(settings, LAYER_SOURCES[kind]):
+            folder(path, f"a skill folder read as a layer ({INTEROP_KINDS[kind]})")
+    # Other agents' settings and commands are read as settings and commands
+    # (mdagent.declarations.interop): one the model writes would act on the next run.
+    for path, is_folder, what in foreign_paths(Path(root), Path(home), environ):
+        (folder if is_folder else file)(str(path), what)
 
 
 def protected_for(ctx: Any) -> Protected:
@@ -1042,6 +1079,11 @@ def _linked_skill_folders(layer: Any) -> list[str]:
     return out
 
 
+def git_dirs_of(root: str) -> list[str]:
+    """The git folders of the repository ``root`` is in (see :func:`_git_dirs`), found now."""
+    return _git_dirs(root)
+
+
 def _git_dirs(root: str) -> list[str]:
     """The git folder of the repository ``root`` is in, wherever it lives: a
     ``.git`` above the workspace, the folder a ``.git`` file points to
@@ -1073,27 +1115,41 @@ def _git_dirs(root: str) -> list[str]:
         here = parent
 
 
+def _policy_paths(settings: Mapping[str, Any]) -> list[str]:
+    """The ``policy.paths`` roots ``settings`` names (any layer's: protecting more only tightens)."""
+    policy = settings.get("policy")
+    paths = policy.get("paths") if isinstance(policy, Mapping) else None
+    paths = [paths] if isinstance(paths, str) else paths
+    return [p for p in paths if isinstance(p, str) and p] if isinstance(paths, list) else []
+
+
 def _forms(path: Any) -> set[str]:
     lexical = os.path.normpath(os.path.abspath(os.path.expanduser(str(path))))
     return {lexical, os.path.realpath(lexical)}
 
 
 def _hook_files(settings: Mapping[str, Any], root: str) -> list[str]:
-    """Existing files the hook commands of ``settings`` name (``./scripts/guard.sh``)."""
+    """Existing files the hook commands of ``settings`` name (``./scripts/guard.sh``,
+    ``sh "$PWD/scripts/guard.sh"``, ``python3 -m pyguard``): read as trust reads
+    them (:func:`mdagent.safety.commandfiles.named_files`), so what trust binds the kernel holds."""
     section = settings.get("hooks")
     if not isinstance(section, Mapping):
         return []
+    from mdagent.safety.commandfiles import named_files
     from mdagent.safety.shell.shellparse import Unparseable, parse
 
+    workspace = Path(os.path.realpath(root))
     out = []
     for when in ("before", "after", "session_start", "prompt", "stop"):  # hooks.EVENTS
         entries = section.get(when)
         for entry in entries if isinstance(entries, list) else ():
             run = entry.get("run") if isinstance(entry, Mapping) else None
+            if not isinstance(run, (str, list)):
+                continue
+            out += [p for p in named_files(run, workspace, workspace) if os.path.isfile(p)]
+            # Literal words anywhere (a script outside the workspace, in a policy.paths root).
             if isinstance(run, list):  # an argv: no shell
                 words = [w for w in run if isinstance(w, str)]
-            elif not isinstance(run, str):
-                continue
             else:
                 try:
                     words = [w for seg in parse(run) for w in seg.argv]
@@ -1103,4 +1159,24 @@ def _hook_files(settings: Mapping[str, Any], root: str) -> list[str]:
                 path = os.path.join(root, _expand_user(word))
                 if os.path.isfile(path):
                     out.append(path)
+    return out
+
+
+def _server_files(settings: Mapping[str, Any], root: str) -> list[str]:
+    """Existing files inside the workspace the ``mcp_servers:`` commands name
+    (``python3 ./srv.py``): a server runs outside the sandbox, as a hook does."""
+    servers = settings.get("mcp_servers")
+    if not isinstance(servers, Mapping):
+        return []
+    from mdagent.safety.commandfiles import named_files
+
+    workspace = Path(os.path.realpath(root))
+    out = []
+    for entry in servers.values():
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("command"), str):
+            continue
+        base = workspace / str(entry["cwd"]) if entry.get("cwd") else workspace
+        args = entry.get("args") if isinstance(entry.get("args"), list) else []
+        words = [entry["command"], *(str(a) for a in args)]
+        out += [p for p in named_files(words, base, workspace) if os.path.isfile(p)]
     return out

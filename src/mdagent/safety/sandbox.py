@@ -104,6 +104,10 @@ _SYS_RESTRICT_SELF = 446
 _CREATE_RULESET_VERSION = 1 << 0
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_CAPBSET_DROP = 24
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAPABILITY_VERSION_3 = 0x20080522
 
 # Filesystem rights (LANDLOCK_ACCESS_FS_*).
 _EXECUTE = 1 << 0
@@ -236,6 +240,54 @@ def _libc() -> Any:
     libc.syscall.restype = ctypes.c_long
     libc.prctl.restype = ctypes.c_int
     return libc
+
+
+def _has_capabilities() -> bool:
+    """Whether this process holds any capability (root, or granted some): a child
+    would inherit them. Unreadable: assume it does (fail closed)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(("CapPrm:", "CapEff:", "CapAmb:")) and int(line.split()[1], 16):
+                    return True
+    except (OSError, ValueError):
+        return True
+    return False
+
+
+def _capability_drops(libc: Any) -> tuple[Any, ...]:
+    """The calls a child makes (between fork and exec, built here) to hold no capability:
+    every one out of the bounding set, the ambient set cleared, then ``capset`` to none."""
+    import ctypes
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_uint32) for n in ("effective", "permitted", "inheritable")]
+
+    try:
+        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as fh:
+            last = int(fh.read())
+    except (OSError, ValueError):
+        last = 63
+    zero = (ctypes.c_ulong(0),) * 3
+    drops: list[Any] = [
+        (libc.prctl, (ctypes.c_int(_PR_CAPBSET_DROP), ctypes.c_ulong(cap), *zero))
+        for cap in range(last + 1)
+    ]
+    drops.append(
+        (
+            libc.prctl,
+            (ctypes.c_int(_PR_CAP_AMBIENT), ctypes.c_ulong(_PR_CAP_AMBIENT_CLEAR_ALL), *zero),
+        )
+    )
+    header = Header(_CAPABILITY_VERSION_3, 0)
+    data = (Data * 2)()  # all zero: no capability, effective, permitted or inheritable
+    libc.capset.restype = ctypes.c_int
+    # byref keeps its structure alive: they live as long as the sandbox's calls.
+    drops.append((libc.capset, (ctypes.byref(header), ctypes.byref(data))))
+    return tuple(drops)
 
 
 def _syscall(*args: Any) -> int:
@@ -479,6 +531,7 @@ class Sandbox:
         self.tmpdir = tmpdir
         self._fd = fd
         self._calls: tuple[Any, ...] = ()
+        self._drops: tuple[Any, ...] = ()
         if fd >= 0 and route == "landlock":
             import ctypes
 
@@ -489,6 +542,10 @@ class Sandbox:
                 libc.syscall,
                 tuple(ctypes.c_long(a) for a in (_SYS_RESTRICT_SELF, fd, 0)),
             )
+            # Run as root (or with capabilities), the child would keep them all:
+            # raw sockets past `network: off`, other processes' memory and
+            # environments. The namespace routes drop them; so does this one.
+            self._drops = _capability_drops(libc) if _has_capabilities() else ()
 
     @property
     def active(self) -> bool:
@@ -545,6 +602,9 @@ class Sandbox:
     def _restrict_child(self) -> None:
         # Runs in the child between fork and exec: only the two calls, with
         # everything built in the parent (see the module docstring).
+        for call, args in self._drops:
+            if call(*args) != 0:
+                raise OSError("cannot drop the capabilities before the Landlock sandbox")
         prctl, prctl_args, syscall, restrict_args = self._calls
         if prctl(*prctl_args) != 0 or syscall(*restrict_args) != 0:
             raise OSError("cannot enter the Landlock sandbox")

@@ -22,24 +22,26 @@ itself without end.
 from __future__ import annotations
 
 import base64
+import contextlib
 import mimetypes
 import os
 import re
 import shlex
 import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from mdagent.core.defaults import setting
 from mdagent.core.errors import UsageError, unknown_tool
-from mdagent.core.specs import unmet_requirement
 from mdagent.mcp.mcpclient import one_line, require_sdk
+from mdagent.core.specs import unmet_requirement
 
 if TYPE_CHECKING:
     from mdagent.core.calls import Result
-    from mdagent.core.specs import Skill
     from mdagent.runtime.runtime import Runtime
+    from mdagent.core.specs import Skill
     from mdagent.tools.toolbox import Toolbox
 
 #: Seconds a served call may run past its tool's own timeout before it is
@@ -269,16 +271,18 @@ def result_content(result: Result) -> tuple[str, dict[str, Any]]:
 # -- the server ---------------------------------------------------------------------------
 
 
+#: The extension a server declares when it serves skills as ``skill://`` resources.
+SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
+#: MCP's log levels, least severe first (``logging/setLevel``).
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
 def build_server(served: Served) -> Any:
     """The SDK server answering with ``served``'s tools, prompts and resources."""
     import anyio
     import mcp.types as types
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
-
-    from mdagent import __version__
-    from mdagent.core.errors import MdagentError
-    from mdagent.declarations.skills import read_body
 
     def bad_request(message: str) -> MCPError:
         return MCPError(code=types.INVALID_PARAMS, message=message)
@@ -306,11 +310,62 @@ def build_server(served: Served) -> Any:
                 content=[types.TextContent(type="text", text=text)], is_error=True
             )
         text, structured = result_content(result)
+        if not result.ok:
+            await log(ctx, "warning", f"{name}: {text.splitlines()[0] if text else 'failed'}")
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
             structured_content=structured,
             is_error=not result.ok,
         )
+
+    # `logging/setLevel`: nothing is sent until a client asks for a level.
+    chosen: dict[str, int] = {}
+
+    async def set_logging_level(ctx: Any, params: Any) -> Any:
+        chosen["level"] = LOG_LEVELS.index(str(params.level))
+        return types.EmptyResult()
+
+    async def log(ctx: Any, level: str, text: str) -> None:
+        if "level" in chosen and LOG_LEVELS.index(level) >= chosen["level"]:
+            with contextlib.suppress(Exception), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # deprecated from a later protocol version on
+                # A log line never fails the call it is about.
+                await ctx.session.send_log_message(level, text, logger="mdagent")
+
+    async def list_resource_templates(ctx: Any, params: Any) -> Any:
+        # Every skill file is listed as itself (resources/list): no templates to offer.
+        return types.ListResourceTemplatesResult(resource_templates=[])
+
+    list_prompts, get_prompt = _prompt_handlers(served, types, bad_request)
+    list_resources, read_resource = _resource_handlers(served, types, bad_request)
+
+    with warnings.catch_warnings():
+        # logging/setLevel is what clients of the 2025 protocol versions call;
+        # the SDK's note that a later version drops it is not the person's concern.
+        warnings.simplefilter("ignore")
+        server = _server(
+            Server,
+            served,
+            list_tools=list_tools,
+            call_tool=call_tool,
+            list_prompts=list_prompts,
+            get_prompt=get_prompt,
+            list_resources=list_resources,
+            list_resource_templates=list_resource_templates,
+            read_resource=read_resource,
+            set_logging_level=set_logging_level,
+        )
+    if served.visible_skills():
+        _declare_skills_extension(server)
+    return server
+
+
+def _prompt_handlers(served: Served, types: Any, bad_request: Any) -> tuple[Any, Any]:
+    """``prompts/list`` and ``prompts/get``: prompt skills, rendered as ``agent /name`` renders them."""
+    import anyio
+
+    from mdagent.core.errors import MdagentError
+    from mdagent.declarations.skills import read_body
 
     def skill_named(name: str) -> Skill:
         skill = next((s for s in served.prompt_skills() if s.name == name), None)
@@ -357,6 +412,12 @@ def build_server(served: Served) -> Any:
             ],
         )
 
+    return list_prompts, get_prompt
+
+
+def _resource_handlers(served: Served, types: Any, bad_request: Any) -> tuple[Any, Any]:
+    """``resources/list`` and ``resources/read``: every served skill's files as ``skill://``."""
+
     async def list_resources(ctx: Any, params: Any) -> Any:
         resources = []
         for skill in served.visible_skills():
@@ -393,18 +454,35 @@ def build_server(served: Served) -> Any:
             )
         return types.ReadResourceResult(contents=[contents])
 
+    return list_resources, read_resource
+
+
+def _declare_skills_extension(server: Any) -> None:
+    """Skills over MCP (SEP-2640): the skill:// resources are what it describes.
+
+    Declared as an extension (SEP-2133) and, for clients of the 2025 protocol
+    versions, which have no ``extensions``, as experimental too.
+    """
+    server.extensions[SKILLS_EXTENSION] = {}
+    create = server.create_initialization_options
+
+    def with_skills(notification_options=None, experimental_capabilities=None, extensions=None):
+        experimental = {**(experimental_capabilities or {}), SKILLS_EXTENSION: {}}
+        return create(notification_options, experimental, extensions)
+
+    server.create_initialization_options = with_skills
+
+
+def _server(Server: Any, served: Served, **on: Any) -> Any:
+    from mdagent import __version__
+
     return Server(
         "mdagent",
         version=__version__,
         instructions="Tools, prompts and skills declared for mdagent in "
         f"{served.runtime.workdir}; calls run under its policy.",
         get_tool_input_schema=served.schema,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
-        on_list_resources=list_resources,
-        on_read_resource=read_resource,
+        **{f"on_{name}": handler for name, handler in on.items()},
     )
 
 
@@ -526,9 +604,24 @@ def serve(runtime: Runtime, *, http: str | None = None) -> int:
     if address is None:
         anyio.run(_stdio, server)
     else:
+        from mdagent.core import signals
+
         sock = _listen(*address)
-        with sock:
-            anyio.run(_http, server, sock, runtime.options.verbose)
+        arrived: list[int] = []
+        running: dict[str, Any] = {}
+
+        def stop(signum: int) -> None:
+            arrived.append(signum)
+            if "web" in running:
+                running["web"].should_exit = True  # uvicorn shuts down as for its own signals
+
+        # uvicorn takes SIGTERM itself, shuts down, then raises the signal again
+        # inside the event loop: raised there, it came out as a screen of
+        # exception groups. Held here, it ends the run afterwards, in one line.
+        with sock, signals.deferred(stop):
+            anyio.run(_http, server, sock, runtime.options.verbose, running, arrived)
+        if arrived:
+            raise signals.Terminated(arrived[0])
     return 0
 
 
@@ -561,7 +654,9 @@ async def _stdio(server: Any) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def _http(server: Any, sock: Any, verbose: bool) -> None:
+async def _http(
+    server: Any, sock: Any, verbose: bool, running: dict[str, Any], stopped: list[int]
+) -> None:
     import anyio
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
@@ -581,6 +676,8 @@ async def _http(server: Any, sock: Any, verbose: bool) -> None:
         lifespan="on",
     )
     web = uvicorn.Server(config)
+    running["web"] = web
+    web.should_exit = bool(stopped)  # a stop signal already arrived
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: web.serve(sockets=[sock]))
         while not web.started:

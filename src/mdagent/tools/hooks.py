@@ -104,6 +104,8 @@ class CommandHook:
     on_error: str = "block"
     # Real name -> the tool's declared aliases (the toolbox's, when installed).
     aliases: Callable[[str], Iterable[str]] | None = field(default=None, repr=False, compare=False)
+    # Why the hook may not run now (the workspace's trust lapsed during the run), or None.
+    trust_check: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -150,6 +152,11 @@ class CommandHook:
         Raises :class:`HookBlocked` on exit 2 and, unless ``on_error: warn``,
         on a failure; ``subject`` ("for exec") goes into the messages.
         """
+        lapsed = self.trust_check() if self.trust_check is not None else None
+        if lapsed:
+            # Whatever on_error says: the hook's files are no longer what was trusted.
+            what = " ".join(filter(None, [f"{self.when} hook `{self.name}`", subject]))
+            raise HookBlocked(f"{what} not run: {lapsed}; {_STOPS.get(self.when, 'blocked')}")
         result = self._execute(payload)
         if result.exit_code == BLOCK_STATUS and not result.timed_out:
             raise HookBlocked(result.stderr.strip() or f"blocked by hook {self.name}")
@@ -170,6 +177,11 @@ class CommandHook:
 
     def notify(self, payload: Mapping[str, Any], subject: str = "") -> None:
         """Run the hook on ``payload`` where it cannot block: a failure is a warning."""
+        lapsed = self.trust_check() if self.trust_check is not None else None
+        if lapsed:
+            what = " ".join(filter(None, [f"{self.when} hook `{self.name}`", subject]))
+            _warn(f"{what} not run: {lapsed}")
+            return
         result = self._execute(payload)
         problem = _failure(result, self.timeout) or (
             f"exited with status {BLOCK_STATUS}, but {self.when} hooks cannot block"
@@ -231,6 +243,14 @@ def _answer(stdout: str, event: str) -> tuple[dict[str, Any], str | None]:
     if not isinstance(data, dict):
         return {}, "printed an answer that is not a JSON object"
     decisions = DECISIONS if event == "before" else ("allow", "deny")
+    # A key this event does not read (`"Decision"`, a misspelling) is not understood:
+    # the guard may have meant to refuse. Fail closed, as for any invalid answer.
+    unknown = sorted(set(data) - set(_ANSWER_KEYS[event]))
+    if unknown:
+        expected = ", ".join(f'"{k}"' for k in _ANSWER_KEYS[event])
+        return {}, f"answered the key {json.dumps(unknown[0])}, which it does not read ({expected})"
+    if "decision" in data and data["decision"] is None:
+        return {}, 'answered "decision": null'
     decision = data.get("decision")
     if decision is not None and decision not in decisions:
         expected = ", ".join(f'"{d}"' for d in decisions)
@@ -244,6 +264,13 @@ def _answer(stdout: str, event: str) -> tuple[dict[str, Any], str | None]:
         return {}, 'answered a "context" that is not a string'
     return data, None
 
+
+# The keys each answering event reads.
+_ANSWER_KEYS = {
+    "before": ("decision", "reason", "arguments"),
+    "prompt": ("decision", "reason", "context"),
+    "session_start": ("decision", "reason"),
+}
 
 # JSON's own blanks (RFC 8259): str.strip() would also drop characters JSON
 # does not allow around a value, so an answer JSON refuses would pass.
@@ -393,6 +420,7 @@ def hooks_from_settings(
     env: Mapping[str, str] | None = None,
     aliases: Callable[[str], Iterable[str]] | None = None,
     events: Iterable[str] = EVENTS,
+    trust_check: Callable[[], str | None] | None = None,
 ) -> list[CommandHook]:
     """The hooks ``settings["hooks"]`` declares for ``events``; :class:`ConfigError` for a bad entry.
 
@@ -424,6 +452,7 @@ def hooks_from_settings(
                     timeout=timeout,
                     on_error=on_error,
                     aliases=aliases,
+                    trust_check=trust_check,
                 )
             )
     return out
@@ -435,6 +464,7 @@ def install_hooks(
     *,
     workdir: str,
     env: Mapping[str, str] | None = None,
+    trust_check: Callable[[], str | None] | None = None,
 ) -> list[CommandHook]:
     """Register the ``before`` and ``after`` hooks of ``settings`` on ``toolbox``; returns them.
 
@@ -448,7 +478,12 @@ def install_hooks(
         return getattr(toolbox.tool_for(tool_name), "aliases", ())
 
     hooks = hooks_from_settings(
-        settings, workdir=workdir, env=env, aliases=aliases, events=("before", "after")
+        settings,
+        workdir=workdir,
+        env=env,
+        aliases=aliases,
+        events=("before", "after"),
+        trust_check=trust_check,
     )
     for hook in hooks:
         if hook.when == "before":
@@ -459,12 +494,18 @@ def install_hooks(
 
 
 def session_hooks(
-    settings: Mapping[str, Any], *, workdir: str, env: Mapping[str, str] | None = None
+    settings: Mapping[str, Any],
+    *,
+    workdir: str,
+    env: Mapping[str, str] | None = None,
+    trust_check: Callable[[], str | None] | None = None,
 ) -> SessionHooks | None:
     """The ``session_start``, ``prompt`` and ``stop`` hooks of ``settings``; None when none."""
     section = (settings or {}).get("hooks") or {}
     events = ("session_start", "prompt", "stop")
     if not isinstance(section, Mapping) or not any(section.get(e) for e in events):
         return None
-    hooks = hooks_from_settings(settings, workdir=workdir, env=env, events=events)
+    hooks = hooks_from_settings(
+        settings, workdir=workdir, env=env, events=events, trust_check=trust_check
+    )
     return SessionHooks(hooks, str(workdir))

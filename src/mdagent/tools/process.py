@@ -276,8 +276,8 @@ def run_tool_process(
     (``code: DENIED``) and nothing runs.
     """
     from mdagent.core.defaults import setting
-    from mdagent.core.errors import MdagentError, PolicyDenied
     from mdagent.safety.environment import env_for
+    from mdagent.core.errors import MdagentError, PolicyDenied
     from mdagent.safety.workspace import base_for, confine, roots_from
 
     root, extras = roots_from(ctx)
@@ -307,6 +307,9 @@ def run_tool_process(
     env = {**env_for(ctx), "AGENT_WORKSPACE": str(root)}
     if box is not None:
         env.update(box.env)  # its private TMPDIR
+    from mdagent.safety.gitguard import put_back_git, watch_git
+
+    git_watch = watch_git(ctx) if box is not None else None
     try:
         result = run_process(
             argv,
@@ -342,15 +345,19 @@ def run_tool_process(
     finally:
         if box is not None:
             box.close()
+        put_back = put_back_git(git_watch)
     # streamed: the person already saw the output; the CLI must not print it twice.
     # (Not a watcher that shows only a tail: the spinner's, for a model's call.)
     streamed = output is not None and getattr(output, "shows_all", True)
     data = result_dict(result, streamed=streamed, timeout=limit)
+    from mdagent.core import notices
+
+    if put_back:
+        data["git"] = put_back
+        notices.tell_once(put_back)
     if note:
         # The child's own error text is in stderr; this says the sandbox may be why.
         data["sandbox"] = note
-        from mdagent.core import notices
-
         notices.tell_once(note)
     return data
 

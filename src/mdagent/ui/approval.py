@@ -15,12 +15,12 @@ import os
 import re
 import sys
 import threading
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from mdagent.core.errors import ConfigError
+from mdagent.core.escapes import BLANK_CLASS, blank_line, visible_lines
 from mdagent.core.yamlsource import load_yaml, plain
 
 ANSWERS = {
@@ -43,7 +43,8 @@ MAX_VALUE = 200
 BLANK_LINES = 2
 BLANKS = 16
 FOLD = "↩"
-_BLANK_RUN = re.compile(f"[ \t]{{{BLANKS + 1},}}")
+# Any blank, not only spaces and tabs: U+00A0, U+2800, U+3164… draw nothing either.
+_BLANK_RUN = re.compile(f"{BLANK_CLASS}{{{BLANKS + 1},}}")
 
 #: Held while a question is on the terminal; the display's spinner holds it
 #: while its line is drawn (:meth:`mdagent.ui.display.Display.running`), so the two
@@ -99,8 +100,8 @@ def shown(text: str, width: int | None = None) -> str:
     def blank_lines() -> None:
         out.extend([""] * blank if blank <= BLANK_LINES else [f"⟨{blank} blank lines⟩"])
 
-    for line in _visible(text).split("\n"):
-        if not line.strip():
+    for line in visible_lines(text).split("\n"):
+        if blank_line(line):
             blank += 1
             continue
         blank_lines()
@@ -113,16 +114,6 @@ def shown(text: str, width: int | None = None) -> str:
     if blank:
         blank_lines()
     return "\n".join(out)
-
-
-def _visible(text: str) -> str:
-    out = []
-    for ch in text:
-        if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp"):
-            out.append(ch)
-        else:
-            out.append(ch.encode("unicode_escape").decode("ascii"))
-    return "".join(out)
 
 
 def terminal_available() -> bool:
@@ -218,7 +209,7 @@ def ask_terminal(
         limit = sys.maxsize if protected else MAX_VALUE
         print(f"\nAllow {format_call(tool_name, args, limit)}", file=out)
         if note:
-            print(_visible(note), file=out)
+            print(visible_lines(note), file=out)
         if change is not None:
             print(_coloured_diff(change.text(None if protected else MAX_DIFF_LINES), out), file=out)
             print(change.counted(), file=out)

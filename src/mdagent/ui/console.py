@@ -214,8 +214,11 @@ def table(
     """
     # Written for many rows (``/help`` lists 10,000): each pass over them is
     # one comprehension or one builtin, and each line one expression.
+    from mdagent.core.escapes import visible
+
     lines = [list(header)] if header else []
-    lines += [list(map(str, row)) for row in rows]
+    # Cells hold others' text (descriptions, a model's arguments): escaped, never acting.
+    lines += [list(map(visible, row)) for row in rows]
     if not lines:
         return ""
     if width is None and fit:

@@ -75,6 +75,12 @@ class Display:
         if not self.show_text or not delta:
             return
         self._end_reasoning()
+        if is_terminal(self.out):
+            # The model's text: its escapes must not act on the person's terminal
+            # (clear it, set the title, hide what follows). A pipe gets it as sent.
+            from mdagent.core.escapes import visible_lines
+
+            delta = visible_lines(delta)
         self.out.write(delta)
         self.out.flush()
         self._line_open = not delta.endswith("\n")
@@ -86,7 +92,9 @@ class Display:
             return
         if self._line_open:  # reasoning after answer text starts on a line of its own
             self.end_text()
-        self.err.write(f"{self.DIM}{delta}{self.PLAIN}")
+        from mdagent.core.escapes import visible_lines
+
+        self.err.write(f"{self.DIM}{visible_lines(delta)}{self.PLAIN}")
         self.err.flush()
         self._reasoning_open = not delta.endswith("\n")
 
@@ -107,7 +115,9 @@ class Display:
     def tool_call(self, name: str, arguments: Any, *, call_id: str | None = None) -> None:
         """One line on stderr for a call: ``→ exec  git status``."""
         self.end_text()
-        line = f"→ {name}  {short_arguments(arguments)}".rstrip()
+        from mdagent.core.escapes import visible
+
+        line = f"→ {visible(name)}  {short_arguments(arguments)}".rstrip()
         self.err.write(self.fitted(line) + "\n")
         self.err.flush()
 
@@ -363,7 +373,9 @@ def outcome_line(name: str, result: Result, seconds: float | None = None) -> str
     if seconds is not None:
         parts.append(format_seconds(seconds))
     mark = "✓" if result.ok else "✗"
-    return " · ".join([f"{mark} {head}", *parts])
+    from mdagent.core.escapes import visible
+
+    return " · ".join([f"{mark} {visible(head)}", *parts])  # an error may quote the model
 
 
 def usage_line(usage: Mapping[str, Any], cost: float | None = None) -> str:
@@ -408,5 +420,8 @@ def short_arguments(arguments: Any, limit: int = 80) -> str:
             text = json.dumps(arguments, ensure_ascii=False, default=str) if arguments else ""
     else:
         text = str(arguments or "")
-    text = " ".join(text.split())
+    from mdagent.core.escapes import visible
+
+    # Escaped first: `\x1b[2K\x1b[1A` must not erase the line above, nor U+202E turn it.
+    text = visible(" ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -44,7 +44,9 @@ class MarkdownDisplay(Display):
         if not self.show_text or not delta:
             return
         self._end_reasoning()
-        self._answer += delta
+        from mdagent.core.escapes import visible_lines
+
+        self._answer += visible_lines(delta)  # the model's escapes do not reach the terminal
         if self._live is None:
             from rich.live import Live
 

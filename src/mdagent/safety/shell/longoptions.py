@@ -50,8 +50,9 @@ LONG_OPTIONS: dict[str, LongOptions] = {
     "git": _long(
         "parse-options",
         "upload-pack receive-pack exec extcmd open-files-in-pager template config config-env "
-        "sendmail-cmd to-cmd cc-cmd header-cmd smtp-server httpd browser",
-        # format-patch/send-email --to and --cc, checkout-index --temp
+        "sendmail-cmd to-cmd cc-cmd header-cmd smtp-server httpd browser access-hook",
+        # format-patch/send-email --to and --cc, checkout-index --temp: options of
+        # those subcommands only (programs._GIT_EXACT); elsewhere `--temp=` is `--template=`.
         "to cc temp",
     ),
     "tar": _long(
@@ -68,6 +69,12 @@ LONG_OPTIONS: dict[str, LongOptions] = {
     "rg": _long("ripgrep's own", "pre hostname-bin"),
     "make": _long("getopt_long", "eval file makefile"),
     "julia": _long("getopt_long", "eval print"),
+    # Programs that run a program or code an option names (programs._BY_OPTION).
+    "split": _long("getopt_long", "filter"),
+    "sort": _long("getopt_long", "compress-program"),
+    "wget": _long("wget's own", "use-askpass execute config"),
+    "rsync": _long("popt", "rsh rsync-path config"),
+    "pandoc": _long("pandoc's own", "filter lua-filter"),
 }
 # Names the same programs go by.
 ALIASES = {"gtar": "tar", "bsdtar": "tar", "gsed": "sed", "gmake": "make"}
@@ -88,7 +95,13 @@ def abbreviated(word: str, options: Iterable[str], exact: Iterable[str] = ()) ->
     return next((option for option in sorted(options) if option.startswith(name)), None)
 
 
-def dangerous_option(program: str, word: str) -> str | None:
-    """The dangerous long option of ``program`` (:data:`LONG_OPTIONS`) ``word`` stands for."""
+def dangerous_option(program: str, word: str, exact: Iterable[str] | None = None) -> str | None:
+    """The dangerous long option of ``program`` (:data:`LONG_OPTIONS`) ``word`` stands for.
+
+    ``exact``: the program's other options that are prefixes of a dangerous
+    one where this command reads them (default: all the entry lists).
+    """
     spec = LONG_OPTIONS.get(ALIASES.get(program, program))
-    return abbreviated(word, spec.dangerous, spec.exact) if spec else None
+    if not spec:
+        return None
+    return abbreviated(word, spec.dangerous, spec.exact if exact is None else exact)

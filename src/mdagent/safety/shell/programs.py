@@ -77,7 +77,14 @@ def runs(core: tuple[str, ...], kinds: tuple[str, ...] | None = None) -> Runs | 
 # difftool -x, clone -u (upload-pack) and -c (configuration of the new clone).
 _GIT_RUNNING_SHORT = {"grep": "O", "rebase": "x", "difftool": "x", "clone": "uc"}
 # Subcommands that run commands given as text.
-_GIT_RUNNING_SUB = {"submodule": "foreach", "bisect": "run", "filter-branch": None}
+_GIT_RUNNING_SUB = {
+    "submodule": "foreach", "bisect": "run", "filter-branch": None, "remote-ext": None,
+}  # fmt: skip
+# The subcommands whose own options are prefixes of a dangerous long option
+# (LONG_OPTIONS["git"].exact): anywhere else the prefix is the dangerous one.
+_GIT_EXACT = {
+    "format-patch": {"to", "cc"}, "send-email": {"to", "cc"}, "checkout-index": {"temp"},
+}  # fmt: skip
 # Global options whose value is the next word.
 _GIT_VALUED = ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env")
 # Configuration that names no program and points git nowhere else: set with
@@ -116,9 +123,10 @@ def _git(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | 
     sub = args[i] if i < len(args) else ""
     rest = args[i + 1 :]
     letters = _GIT_RUNNING_SHORT.get(sub, "")
+    exact = _GIT_EXACT.get(sub, set())
     for word in rest:
         cluster = word[1:] if word[:1] == "-" and word[1:2] != "-" else ""
-        option = dangerous_option("git", word)
+        option = dangerous_option("git", word, exact)
         if option or any(letter in cluster for letter in letters):
             shown = f" (--{option})" if option and not word[2:].startswith(option) else ""
             return Runs(f"`git {sub} {word}`{shown} runs a program named on the line")
@@ -296,7 +304,8 @@ def _sed(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | 
         script, kind = files[0]
         if kind == COMPUTED or script == "-" or device_path(script) or script in STDIN_FILES:
             return Runs(f"`{program} -f {script}` runs a script read from a file descriptor")
-        return Runs(f"`{program} -f {script}` runs a script no rule reads", hidden=False)
+        # Deny rules cannot read the script (`e`, `s///e` run commands): they fail closed.
+        return Runs(f"`{program} -f {script}` runs a script no rule reads")
     if not scripts:
         scripts = operands[:1]
     if not scripts:
@@ -649,6 +658,82 @@ def device_path(word: str) -> bool:
 _NOT_DEVICES = {*STDIN_FILES, "/dev/null"}
 
 
+# -- programs that run what an option names, or what their input says ---------------
+
+# Short options (letters of a cluster) and single-dash words (a prefix) that
+# name a program, code or a configuration naming programs; the long ones are
+# in LONG_OPTIONS. ssh's family is read by _ssh.
+_SHORT_RUNNING = {
+    "rsync": ("e", ()),
+    "wget": ("e", ()),
+    "pandoc": ("FL", ()),
+    "split": ("", ()),
+    "sort": ("", ()),
+}
+# Compilers: -wrapper runs its programs, -fplugin loads code, -specs and -B
+# choose the programs the driver runs.
+_COMPILERS = {"gcc", "g++", "cc", "c++", "clang", "clang++", "gfortran", "cpp"}
+_COMPILER_RUNNING = ("-wrapper", "-fplugin", "-specs", "--specs", "-B", "--prefix", "-fplugin-arg")
+# Programs that run commands their input, an argument or a script may give
+# (`gdb -ex 'shell …'`, sqlite3's `.shell`, ed's `!cmd`): deny rules never see them.
+_COMMAND_READERS = {
+    "gdb": "runs the commands of its options, scripts and input (`shell …`)",
+    "gdb-multiarch": "runs the commands of its options, scripts and input (`shell …`)",
+    "lldb": "runs the commands of its options, scripts and input (`platform shell …`)",
+    "sqlite3": "runs the dot commands of its arguments and input (`.shell …`)",
+    "ed": "runs the commands of its input (`!cmd`)",
+    "red": "runs the commands of its input",
+}
+# ssh's configuration keys that run a local command, and the options that read
+# a configuration file or name a program.
+_SSH_RUNNING_KEYS = {"proxycommand", "localcommand", "knownhostscommand", "permitlocalcommand"}
+
+
+def _by_option(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | None:
+    """``split --filter=CMD``, ``sort --compress-program=CMD``, ``rsync -e CMD``,
+    ``wget --use-askpass=CMD``, ``pandoc --filter X``: a program an option names."""
+    name = _ALIASES.get(program, program)
+    letters, _ = _SHORT_RUNNING.get(name, ("", ()))
+    for word in _options_until_end(args):
+        option = dangerous_option(name, word)
+        cluster = word[1:] if word[:1] == "-" and word[1:2] != "-" else ""
+        if option or set(cluster) & set(letters):
+            return Runs(f"`{program} {word}` runs a program named on the line")
+    return None
+
+
+def _compiler(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | None:
+    """``gcc -wrapper CMD``, ``-fplugin=X``, ``-specs=X``, ``-B DIR``: programs or code
+    the compiler driver runs."""
+    for word in args:
+        if word.startswith(_COMPILER_RUNNING):
+            return Runs(f"`{program} {word}` runs a program named on the line")
+    return None
+
+
+def _command_reader(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs:
+    return Runs(f"`{program}` {_COMMAND_READERS[program]}")
+
+
+def _ssh(program: str, args: tuple[str, ...], kinds: tuple[str, ...]) -> Runs | None:
+    """``ssh -o ProxyCommand=CMD``, ``LocalCommand``, ``-F FILE`` (a configuration that
+    may name both), ``scp -S PROG``/``-J``: a program run on this machine."""
+    for n, word in enumerate(args):
+        if word[:1] != "-" or word == "--":
+            if word == "--":
+                break
+            continue
+        cluster = word[1:]
+        if "F" in cluster or (program in ("scp", "sftp") and "S" in cluster):
+            return Runs(f"`{program} {word}` runs a program named on the line or in a file")
+        if "o" in cluster:
+            value = cluster.split("o", 1)[1] or (args[n + 1] if n + 1 < len(args) else "")
+            key = re.split(r"[=\s]", value.strip(), maxsplit=1)[0].lower()
+            if key in _SSH_RUNNING_KEYS or key == "include" or key == "match":
+                return Runs(f"`{program} -o {value}` runs a command on this machine")
+    return None
+
+
 _READERS = {
     "git": _git,
     "sed": _sed,
@@ -658,6 +743,12 @@ _READERS = {
     "man": _man,
     "make": _make,
     "less": _less,
+    **{name: _by_option for name in _SHORT_RUNNING},
+    **{name: _compiler for name in _COMPILERS},
+    **{name: _command_reader for name in _COMMAND_READERS},
+    "ssh": _ssh,
+    "scp": _ssh,
+    "sftp": _ssh,
 }
 
 

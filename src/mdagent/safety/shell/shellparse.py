@@ -545,8 +545,26 @@ def _reads_script_from_stdin(core: tuple[str, ...]) -> bool:
     if program in (".", "source"):
         return any(w in STDIN_FILES for w in core[1:2])
     if program not in SHELLS:
-        return False
+        # A program outside the wrapper table may run its arguments, its input
+        # passed on (`ssh-agent sh < f`, `script -qc sh /dev/null < f`): a
+        # shell named in them reads that input as code. Printers and searchers
+        # that only take a word as text are exempt.
+        if program in _TEXT_ONLY:
+            return False
+        return any(
+            part.rsplit("/", 1)[-1] in SHELLS or part in (".", "source")
+            for word in core[1:]
+            for part in word.split()[:1]
+        )
     return not any(w.startswith("-") and not w.startswith("--") and "c" in w for w in core[1:])
+
+
+# Programs that take their words as text (to print, search or test), never as a command.
+_TEXT_ONLY = {
+    "echo", "printf", "grep", "egrep", "fgrep", "rg", "cat", "ls", "head", "tail", "wc",
+    "which", "type", "test", "[", "man", "file", "stat", "sort", "uniq", "cut", "tr",
+    "basename", "dirname", "git", "diff", "cmp", "comm", "jq", "awk", "sed",
+}  # fmt: skip
 
 
 def _dynamic(argv: tuple[str, ...], kinds: tuple[str, ...], unwrapped: _Unwrapped) -> str | None:
