@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from mdagent.ui import approval
-from mdagent.ui.display import outcome_line, short_arguments
 from mdagent.core.escapes import blank_line, is_blank, visible, visible_lines
 from mdagent.tools.toolbox import Result
+from mdagent.ui import approval
+from mdagent.ui.display import outcome_line, short_arguments
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from conftest import write
-from mdagent.declarations import interop
 from mdagent.core.errors import ConfigError
+from mdagent.declarations import interop
 
 
 @pytest.mark.parametrize(

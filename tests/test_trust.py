@@ -12,12 +12,12 @@ import stat
 import pytest
 
 from conftest import settings, write
-from mdagent.safety import commandfiles
-from mdagent.runtime import trust
-from mdagent.declarations.declarations import DEFAULT_SETTINGS, merge_settings
 from mdagent.core.layers import find_layers
+from mdagent.declarations.declarations import DEFAULT_SETTINGS, merge_settings
 from mdagent.providers.base import ProviderConfig
 from mdagent.registry.registry import load_registry
+from mdagent.runtime import trust
+from mdagent.safety import commandfiles
 
 PERSON = merge_settings([])  # the defaults: policy.mode ask, the sandbox on
 

@@ -14,7 +14,6 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from mdagent.ui.console import first_line, say_error, table
 from mdagent.core.errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -24,6 +23,7 @@ from mdagent.core.errors import (
     unknown_tool,
 )
 from mdagent.runtime.runtime import Options, Runtime
+from mdagent.ui.console import first_line, say_error, table
 
 
 def _click_module(name: str):
@@ -562,8 +562,8 @@ def skills_list(
     if not installed:
         _list_skills(ctx, json_out)
         return
-    from mdagent.core.layers import user_layer_path
     from mdagent.cli.skillinstall import read_lock, verify
+    from mdagent.core.layers import user_layer_path
 
     rows = []
     runtime = _runtime(ctx)
@@ -688,8 +688,8 @@ def skills_remove(
 
 def _refuse_new_name(name: str, problem: str | None, arg_mode: str | None) -> None:
     """UsageError for a new command's bad name (``problem``), a built-in name or a bad mode."""
-    from mdagent.registry.registry import RESERVED_NAMES
     from mdagent.core.specs import ARG_MODES, command_key
+    from mdagent.registry.registry import RESERVED_NAMES
 
     if problem:
         raise UsageError(problem)
@@ -833,8 +833,8 @@ def _add_declaration(
     ones are not repeated). An error puts the file back as it was (it was
     locked, so nothing else changed in between is lost): exit 1.
     """
-    from mdagent.ui.console import problem_line
     from mdagent.cli.scaffold import add_entry, undo
+    from mdagent.ui.console import problem_line
 
     target = runtime.project_layer / "config" / file
     kind = entry.section[:-1]
@@ -1838,8 +1838,8 @@ def run_app(argv: list[str]) -> int:
 
 def _click_status(err: Exception, as_json: bool | str) -> int | None:
     """The exit status of click's own exceptions, said the way click says them (None: not one)."""
-    from mdagent.ui.console import report_error
     from mdagent.cli.edge import interrupted
+    from mdagent.ui.console import report_error
 
     click = _click_module("exceptions")
     if isinstance(err, typer.Exit):

@@ -29,8 +29,8 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 def layer_settings(runtime: Runtime) -> list[tuple[str, str, dict[str, Any]]]:
     """``(label, agent.yaml path, its settings)`` of each layer that has one, highest first."""
-    from mdagent.declarations.declarations import load_settings
     from mdagent.core.defaults import SETTINGS_FILE
+    from mdagent.declarations.declarations import load_settings
 
     found = []
     for layer in runtime.layers:
@@ -91,8 +91,8 @@ def other_agents(runtime: Runtime) -> list[dict[str, str]]:
 def model_summary(runtime: Runtime) -> dict[str, Any]:
     """The model ``agent ask`` would use, and whether its key variable is set."""
     from mdagent.core.errors import MdagentError
-    from mdagent.runtime.init import missing_key
     from mdagent.providers.base import DEFAULTS, ProviderConfig
+    from mdagent.runtime.init import missing_key
 
     given = {k: v for k, v in runtime.options.model_overrides.items() if v is not None}
     try:

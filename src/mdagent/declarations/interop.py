@@ -439,6 +439,8 @@ def load_command(
     ``confine_to`` is the workspace root for a workspace's command files: one whose
     real path (a symbolic link, or a linked folder) is outside it is not loaded.
     """
+    from mdagent.core.specs import Skill
+    from mdagent.core.yamlsource import decode, plain, read_capped
     from mdagent.declarations.skills import (
         _load_front_matter,
         allowed_tool_rules,
@@ -447,8 +449,6 @@ def load_command(
         split_allowed_tools,
         split_front_matter,
     )
-    from mdagent.core.specs import Skill
-    from mdagent.core.yamlsource import decode, plain, read_capped
 
     where = str(path)
     problems: list[Problem] = []

@@ -190,8 +190,8 @@ class Registry:
         warm ``/help`` builds no command record.
         """
         if self._listing_rows is None:
-            from mdagent.ui.console import first_line
             from mdagent.tools.dispatch import arguments_usage
+            from mdagent.ui.console import first_line
 
             tools: dict[str | None, ToolSpec | None] = {}  # one lookup per tool, not per command
             rows = []
@@ -860,8 +860,8 @@ class _Compiler:
 
     def _read_settings(self, layer: Layer) -> tuple[dict[str, Any], list, Path] | None:
         """``(settings, rule sources, agent.yaml)`` of ``layer``, or None when it has none."""
-        from mdagent.declarations.declarations import read_settings
         from mdagent.core.defaults import SETTINGS_FILE
+        from mdagent.declarations.declarations import read_settings
 
         if layer.config_dir is None:
             return None  # another agent's skill folder: skills only
@@ -916,8 +916,8 @@ class _Compiler:
                     self._add_skill(skill, layer_commands)
 
     def _load_layer(self, layer: Layer) -> list[tuple[ToolSpec, Path]]:
-        from mdagent.declarations.declarations import load_declarations
         from mdagent.core.defaults import SETTINGS_FILE
+        from mdagent.declarations.declarations import load_declarations
 
         self.watch(layer.path)
         if layer.config_dir is not None:
@@ -1171,8 +1171,8 @@ class _Compiler:
         self.problem(command.source, line, "error", message)
 
     def _check_references(self, checks: list[tuple[ToolSpec, Path]]) -> None:
-        from mdagent.tools.implementations import check_implementation, message_line
         from mdagent.core.names import did_you_mean
+        from mdagent.tools.implementations import check_implementation, message_line
 
         names = set(self.tools) | set(self.alias_of)
         broken_tools: set[str] = set()

@@ -48,9 +48,9 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from mdagent.safety.commandfiles import named_files
 from mdagent.core.errors import MdagentError, Problem
 from mdagent.core.records import Record
+from mdagent.safety.commandfiles import named_files
 
 TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
@@ -441,8 +441,8 @@ def _located(found: list[tuple[str, str, list[Any]]], path: Path) -> list[Item]:
     """Items of a settings file at their lines (the file is read again, at compile time only)."""
     if not found:
         return []
-    from mdagent.declarations.declarations import read_yaml_file
     from mdagent.core.yamlsource import position
+    from mdagent.declarations.declarations import read_yaml_file
 
     if path.suffix not in (".yaml", ".yml"):  # another agent's file: the line naming the key
         from mdagent.declarations.interop import line_of

@@ -35,13 +35,13 @@ from urllib.parse import quote, unquote
 
 from mdagent.core.defaults import setting
 from mdagent.core.errors import UsageError, unknown_tool
-from mdagent.mcp.mcpclient import one_line, require_sdk
 from mdagent.core.specs import unmet_requirement
+from mdagent.mcp.mcpclient import one_line, require_sdk
 
 if TYPE_CHECKING:
     from mdagent.core.calls import Result
-    from mdagent.runtime.runtime import Runtime
     from mdagent.core.specs import Skill
+    from mdagent.runtime.runtime import Runtime
     from mdagent.tools.toolbox import Toolbox
 
 #: Seconds a served call may run past its tool's own timeout before it is

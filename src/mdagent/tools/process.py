@@ -276,8 +276,8 @@ def run_tool_process(
     (``code: DENIED``) and nothing runs.
     """
     from mdagent.core.defaults import setting
-    from mdagent.safety.environment import env_for
     from mdagent.core.errors import MdagentError, PolicyDenied
+    from mdagent.safety.environment import env_for
     from mdagent.safety.workspace import base_for, confine, roots_from
 
     root, extras = roots_from(ctx)
