@@ -24,7 +24,10 @@ import shutil
 import stat
 import threading
 from collections.abc import Iterable
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records (typing costs the /name path)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Paths inside a git folder (relative) whose contents point git elsewhere or name programs.
 _FILES = (
