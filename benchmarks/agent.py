@@ -16,12 +16,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from mdagent.conversation import Conversation
-from mdagent.display import Display
-from mdagent.loop import Agent
-from mdagent.prompts import model_tools
+from mdagent.agent.conversation import Conversation
+from mdagent.agent.loop import Agent
+from mdagent.agent.prompts import model_tools
 from mdagent.providers import ProviderConfig, get_provider
-from mdagent.toolbox import Toolbox
+from mdagent.tools.toolbox import Toolbox
+from mdagent.ui.display import Display
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 
@@ -97,7 +97,7 @@ def measure(stream: bool, turns: int, rounds: int = 5) -> dict[str, float]:
     from model_server import ModelServer
 
     with ModelServer([scripted_model], repeat=True) as server, tempfile.TemporaryDirectory() as tmp:
-        from mdagent.store import Store
+        from mdagent.store.store import Store
 
         config = ProviderConfig(
             provider="openai", base_url=server.url, model="bench", stream=stream

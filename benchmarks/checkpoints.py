@@ -62,8 +62,8 @@ def main() -> None:
         ws.mkdir()
         make_workspace(ws, options.files, not options.no_git)
         os.environ["AGENT_STATE_DIR"] = str(state)
-        from mdagent import rewind
-        from mdagent.checkpoints import Checkpoints
+        from mdagent.rewind import rewind
+        from mdagent.rewind.checkpoints import Checkpoints
 
         cps = Checkpoints(ws)
         start = time.perf_counter()

@@ -51,8 +51,8 @@ PROBE = textwrap.dedent(
     import sys, time
     from pathlib import Path
     t0 = time.perf_counter()
-    from mdagent.layers import Layer
-    from mdagent.registry import load_registry
+    from mdagent.core.layers import Layer
+    from mdagent.registry.registry import load_registry
     r = load_registry([Layer(Path(sys.argv[1]), "option")], Path(sys.argv[2]))
     # What `agent /name` needs: the registry and its one command.
     assert r.command("skill-00001") is not None

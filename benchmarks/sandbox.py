@@ -2,7 +2,7 @@
 Landlock alone, and no sandbox.
 
 Run by hand: ``python benchmarks/sandbox.py [RUNS]`` (default 41). Each run
-starts ``true`` through :func:`mdagent.process.run_tool_process` (the path of
+starts ``true`` through :func:`mdagent.tools.process.run_tool_process` (the path of
 every ``exec``, ``run:`` and ``shell:`` call) as a model's call, in a
 temporary workspace that is a git repository with a project layer (so there
 is something to bind read-only), with ``AGENT_SANDBOX`` set to each route in
@@ -22,10 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from mdagent import namespaces, process
-from mdagent.calls import ToolContext
-from mdagent.policy import Policy
-from mdagent.process import run_tool_process
+from mdagent.core.calls import ToolContext
+from mdagent.safety import namespaces
+from mdagent.safety.policy import Policy
+from mdagent.tools import process
+from mdagent.tools.process import run_tool_process
 
 ROUTES = ("none", "landlock", "bwrap", "direct")
 

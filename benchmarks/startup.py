@@ -156,7 +156,7 @@ def imported(python: Path, args: list[str], cwd: Path, env: dict[str, str]) -> l
     probe = (
         "import sys\n"
         f"sys.argv = ['agent', *{args!r}]\n"
-        "from mdagent.cli import main\n"
+        "from mdagent.cli.cli import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         f"print(' '.join(m for m in {WATCHED!r} if m in sys.modules), file=sys.stderr)\n"
     )

@@ -29,9 +29,9 @@ CORPUS = SHARED / "corpus" / "openclaw-skills"
 
 # Caches of the safety modules (module -> functools.lru_cache functions).
 _CACHES = {
-    "mdagent.templates": ("_parse", "_shell_plan"),
-    "mdagent.policy": ("_exec_view", "_path_regex"),
-    "mdagent.environment": ("_pattern",),
+    "mdagent.tools.templates": ("_parse", "_shell_plan"),
+    "mdagent.safety.policy": ("_exec_view", "_path_regex"),
+    "mdagent.safety.environment": ("_pattern",),
 }
 
 
@@ -52,13 +52,13 @@ def fresh_caches():
 
 @pytest.fixture(autouse=True)
 def notices_on_stderr():
-    """Notices (mdagent.notices) shown on stderr, as ``agent``'s entry point shows them.
+    """Notices (mdagent.core.notices) shown on stderr, as ``agent``'s entry point shows them.
 
     Tests that call a module directly see what a person would; tests/test_notices.py
     checks the library's default (the log) and that the entry point installs this.
     """
-    from mdagent import notices
-    from mdagent.console import show_notice
+    from mdagent.core import notices
+    from mdagent.ui.console import show_notice
 
     previous = notices.show_with(show_notice)
     yield
@@ -113,7 +113,7 @@ def trust_as_is(cwd, env: dict | None = None) -> None:
     has trusted. ``env`` is the environment the run gets (its state dir and
     layers decide where the record goes and what it covers).
     """
-    from mdagent.trust import trust_folder
+    from mdagent.runtime.trust import trust_folder
 
     trust_folder(cwd, env if env is not None else os.environ)
 
@@ -229,14 +229,14 @@ def wait_for_process(command_line: str, within: float = 20.0) -> int:
     pytest.fail(f"{command_line} did not start within {within} s")
 
 
-# -- the sandbox's routes (mdagent.namespaces) ---------------------------------------
+# -- the sandbox's routes (mdagent.safety.namespaces) ---------------------------------------
 
 ROUTES = ("bwrap", "direct", "landlock")
 
 
 def route_unavailable(name: str) -> str | None:
     """Why ``AGENT_SANDBOX=name`` cannot be taken on this machine (None: it can)."""
-    from mdagent import namespaces, sandbox
+    from mdagent.safety import namespaces, sandbox
 
     if name == "landlock":
         reason = sandbox.landlock_reason()

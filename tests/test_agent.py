@@ -14,16 +14,16 @@ import time
 import pytest
 
 from conftest import trust_as_is
-from mdagent.ask import run_ask, run_prompt_skill
-from mdagent.calls import Decision
-from mdagent.conversation import Conversation, capped, repair_history
-from mdagent.display import Display, short_arguments
-from mdagent.errors import Interrupted, ProviderError, UsageError
-from mdagent.loop import Agent
-from mdagent.prompts import find_agents_md, model_tools, skill_index, system_prompt
+from mdagent.agent.ask import run_ask, run_prompt_skill
+from mdagent.agent.conversation import Conversation, capped, repair_history
+from mdagent.agent.loop import Agent
+from mdagent.agent.prompts import find_agents_md, model_tools, skill_index, system_prompt
+from mdagent.core.calls import Decision
+from mdagent.core.errors import Interrupted, ProviderError, UsageError
 from mdagent.providers.base import Reply, ToolCall
-from mdagent.runtime import Options, Runtime
-from mdagent.toolbox import Toolbox
+from mdagent.runtime.runtime import Options, Runtime
+from mdagent.tools.toolbox import Toolbox
+from mdagent.ui.display import Display, short_arguments
 
 
 class ScriptedModel:
@@ -369,7 +369,7 @@ def test_ctrl_c_cancels_the_running_tool_and_keeps_the_session_consistent():
 
 
 def test_every_message_is_stored_as_it_arrives(tmp_path):
-    from mdagent.store import Store
+    from mdagent.store.store import Store
 
     store = Store(tmp_path / "db.sqlite")
     conversation = Conversation.start(store, cwd=str(tmp_path), model="m")
@@ -400,7 +400,7 @@ def test_repair_adds_interrupted_results_for_calls_without_one():
 
 
 def test_resume_stores_the_repair(tmp_path):
-    from mdagent.store import Store
+    from mdagent.store.store import Store
 
     store = Store(tmp_path / "db.sqlite")
     sid = store.new_session(str(tmp_path), "m")
@@ -521,7 +521,7 @@ def scripted(monkeypatch):
         holder["model"] = ScriptedModel(*replies)
         return holder["model"]
 
-    from mdagent import ask
+    from mdagent.agent import ask
     from mdagent.providers import ProviderConfig
 
     monkeypatch.setattr(

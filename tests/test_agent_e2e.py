@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import agent_executable, gone_soon, trust_as_is, wait_for_process
-from mdagent.store import Store
+from mdagent.store.store import Store
 
 
 def settings(workspace, text):

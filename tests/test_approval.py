@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from mdagent import approval
-from mdagent.approval import ask_terminal, format_call
+from mdagent.ui import approval
+from mdagent.ui.approval import ask_terminal, format_call
 
 
 def test_format_call_is_compact_and_shows_what_matters_in_full():

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from mdagent.approval import (
+from mdagent.ui.approval import (
     MAX_DIFF_LINES,
     Change,
     _coloured_diff,
@@ -182,7 +182,7 @@ def _asked(monkeypatch, typed: str, *args, **kwargs):
     """``ask_terminal`` with ``typed`` as the person's lines: (answer, what it showed)."""
     import contextlib
 
-    from mdagent import approval
+    from mdagent.ui import approval
 
     @contextlib.contextmanager
     def fake_input():

@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from mdagent import approval
-from mdagent.approval import (
+from mdagent.ui import approval
+from mdagent.ui.approval import (
     _coloured_diff,
     _read_line,
     ask_terminal,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import yaml
 
-from mdagent.approvers import RefusingApprover, ScriptedApprover, TerminalApprover
-from mdagent.calls import ToolContext
-from mdagent.policy import Policy
-from mdagent.runtime import Runtime
-from mdagent.toolbox import Toolbox
+from mdagent.core.calls import ToolContext
+from mdagent.runtime.approvers import RefusingApprover, ScriptedApprover, TerminalApprover
+from mdagent.runtime.runtime import Runtime
+from mdagent.safety.policy import Policy
+from mdagent.tools.toolbox import Toolbox
 
 
 def _box():
@@ -55,7 +55,7 @@ def test_the_terminal_question_is_looked_up_when_asked(tmp_path, monkeypatch):
         asked.append((tool_name, args, kw["workdir"], kw["always"], kw["protected"]))
         return "Y"
 
-    monkeypatch.setattr("mdagent.approval.ask_terminal", ask_terminal)
+    monkeypatch.setattr("mdagent.ui.approval.ask_terminal", ask_terminal)
     policy = Policy({}, workdir=tmp_path, approver=TerminalApprover(None))
     assert _check(policy, "make").approved_by == "user"
     assert asked == [("exec", {"command": "make"}, str(tmp_path), True, False)]

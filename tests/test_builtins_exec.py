@@ -12,11 +12,11 @@ import threading
 import pytest
 
 from conftest import agent_executable, gone_soon
-from mdagent.builtins import register_builtins
-from mdagent.calls import ToolContext
-from mdagent.catalog import NAMES_AND_ALIASES as BUILTIN_NAMES
-from mdagent.catalog import SPECS
-from mdagent.toolbox import Toolbox
+from mdagent.core.calls import ToolContext
+from mdagent.core.catalog import NAMES_AND_ALIASES as BUILTIN_NAMES
+from mdagent.core.catalog import SPECS
+from mdagent.tools.builtins import register_builtins
+from mdagent.tools.toolbox import Toolbox
 
 
 @pytest.fixture
@@ -74,11 +74,11 @@ def test_only_the_named_builtins_can_be_registered():
 def test_importing_and_registering_stays_cheap():
     script = (
         "import sys\n"
-        "from mdagent.toolbox import Toolbox\n"
-        "from mdagent.builtins import register_builtins\n"
+        "from mdagent.tools.toolbox import Toolbox\n"
+        "from mdagent.tools.builtins import register_builtins\n"
         "register_builtins(Toolbox())\n"
-        "heavy = [m for m in ('httpx', 'mdagent.builtins.web', 'mdagent.builtins.search',"
-        " 'mdagent.process') if m in sys.modules]\n"
+        "heavy = [m for m in ('httpx', 'mdagent.tools.builtins.web', 'mdagent.tools.builtins.search',"
+        " 'mdagent.tools.process') if m in sys.modules]\n"
         "print(heavy)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)

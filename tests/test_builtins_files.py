@@ -8,9 +8,9 @@ import tracemalloc
 
 import pytest
 
-from mdagent.builtins import files, register_builtins
-from mdagent.calls import ToolContext
-from mdagent.toolbox import Toolbox
+from mdagent.core.calls import ToolContext
+from mdagent.tools.builtins import files, register_builtins
+from mdagent.tools.toolbox import Toolbox
 
 
 @pytest.fixture

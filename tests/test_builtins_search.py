@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from mdagent.builtins import register_builtins, search
-from mdagent.builtins.search import expand_braces, is_ignored, parse_gitignore
-from mdagent.calls import ToolContext
-from mdagent.toolbox import Toolbox
+from mdagent.core.calls import ToolContext
+from mdagent.tools.builtins import register_builtins, search
+from mdagent.tools.builtins.search import expand_braces, is_ignored, parse_gitignore
+from mdagent.tools.toolbox import Toolbox
 
 
 @pytest.fixture
@@ -233,8 +233,8 @@ def test_a_backtracking_regex_meets_the_timeout(call, ws, engine):
 
 
 def test_a_backtracking_regex_stops_on_cancel(ws, engine):
-    from mdagent.calls import ToolContext
-    from mdagent.toolbox import Toolbox
+    from mdagent.core.calls import ToolContext
+    from mdagent.tools.toolbox import Toolbox
 
     (ws / "a.txt").write_text("x" + "a" * 60 + "!\n")
     tb = Toolbox()

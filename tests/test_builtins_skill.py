@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from conftest import write
-from mdagent.builtins import register_builtins
-from mdagent.builtins.skill import MAX_FILES, skill_files
-from mdagent.calls import ToolContext
-from mdagent.specs import Skill
-from mdagent.toolbox import Toolbox
+from mdagent.core.calls import ToolContext
+from mdagent.core.specs import Skill
+from mdagent.tools.builtins import register_builtins
+from mdagent.tools.builtins.skill import MAX_FILES, skill_files
+from mdagent.tools.toolbox import Toolbox
 
 
 class FakeRegistry:

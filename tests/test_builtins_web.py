@@ -10,11 +10,11 @@ from urllib.parse import quote
 
 import pytest
 
-from mdagent.approvers import ScriptedApprover
-from mdagent.builtins import register_builtins
-from mdagent.calls import ToolContext
-from mdagent.policy import Policy
-from mdagent.toolbox import Toolbox
+from mdagent.core.calls import ToolContext
+from mdagent.runtime.approvers import ScriptedApprover
+from mdagent.safety.policy import Policy
+from mdagent.tools.builtins import register_builtins
+from mdagent.tools.toolbox import Toolbox
 
 
 @pytest.fixture
@@ -105,8 +105,8 @@ def test_connection_refused_is_a_clear_failure(fetch):
 def test_httpx_is_imported_only_when_fetching():
     script = (
         "import sys, tempfile\n"
-        "from mdagent.calls import ToolContext\nfrom mdagent.toolbox import Toolbox\n"
-        "from mdagent.builtins import register_builtins\n"
+        "from mdagent.core.calls import ToolContext\nfrom mdagent.tools.toolbox import Toolbox\n"
+        "from mdagent.tools.builtins import register_builtins\n"
         "tb = Toolbox(); register_builtins(tb)\n"
         "tb.run('glob', {'pattern': '*'}, ToolContext(workdir=tempfile.gettempdir()))\n"
         "before = 'httpx' in sys.modules\n"
@@ -290,6 +290,6 @@ def test_an_allow_rule_for_an_address_covers_its_other_spellings(tmp_path, serve
     ],
 )
 def test_domain_rules_match_names_and_addresses(domain, host, matches):
-    from mdagent.policy import _domain_matches, _url_host
+    from mdagent.safety.policy import _domain_matches, _url_host
 
     assert _domain_matches(domain, _url_host(f"http://{host}/")) is matches

@@ -1,9 +1,8 @@
-"""The built-in tools' facts are written once (mdagent.catalog) and every reader agrees."""
+"""The built-in tools' facts are written once (mdagent.core.catalog) and every reader agrees."""
 
 from __future__ import annotations
 
-from mdagent.builtins import HANDLERS
-from mdagent.catalog import (
+from mdagent.core.catalog import (
     ALIASES,
     EFFECTS,
     EXEC_TOOLS,
@@ -14,7 +13,8 @@ from mdagent.catalog import (
     WRITE_TOOLS,
     real_name,
 )
-from mdagent.policy import names_for
+from mdagent.safety.policy import names_for
+from mdagent.tools.builtins import HANDLERS
 
 
 def test_every_builtin_is_described_once_and_fully():

@@ -9,14 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from mdagent.checkpointing import TurnCheckpoints, can_write, plan_mode_in_force, turn_checkpoints
-from mdagent.checkpoints import Checkpoints
-from mdagent.display import Display
-from mdagent.errors import ProviderError
-from mdagent.loop import Agent
-from mdagent.prompts import model_tools
-from mdagent.specs import ToolSpec
-from mdagent.toolbox import Toolbox
+from mdagent.agent.checkpointing import (
+    TurnCheckpoints,
+    can_write,
+    plan_mode_in_force,
+    turn_checkpoints,
+)
+from mdagent.agent.loop import Agent
+from mdagent.agent.prompts import model_tools
+from mdagent.core.errors import ProviderError
+from mdagent.core.specs import ToolSpec
+from mdagent.rewind.checkpoints import Checkpoints
+from mdagent.tools.toolbox import Toolbox
+from mdagent.ui.display import Display
 from test_agent import ScriptedModel, call, reply
 
 
@@ -121,7 +126,7 @@ def agent_in(root: Path, model) -> tuple[Agent, Checkpoints]:
 
 @pytest.fixture(autouse=True)
 def fresh_unavailable(monkeypatch):
-    monkeypatch.setattr("mdagent.checkpointing._UNAVAILABLE", set())
+    monkeypatch.setattr("mdagent.agent.checkpointing._UNAVAILABLE", set())
 
 
 @pytest.fixture
@@ -189,7 +194,7 @@ def test_checkpoints_that_cannot_be_made_are_said_once_and_the_turn_goes_on(root
 
 
 def test_a_turn_stopped_by_ctrl_c_still_records_its_end(root):
-    from mdagent.errors import Interrupted
+    from mdagent.core.errors import Interrupted
 
     class Stopped(ScriptedModel):
         def complete(self, *args, **kwargs):

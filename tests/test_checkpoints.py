@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from mdagent import rewind
-from mdagent.checkpoints import (
+from mdagent.core.errors import UsageError
+from mdagent.rewind import rewind
+from mdagent.rewind.checkpoints import (
     Checkpoints,
     CheckpointSettings,
     CheckpointsUnavailable,
@@ -26,8 +27,7 @@ from mdagent.checkpoints import (
     remove_session,
     stores,
 )
-from mdagent.checkpointstore import CheckpointError, store_root
-from mdagent.errors import UsageError
+from mdagent.rewind.checkpointstore import CheckpointError, store_root
 
 GIT_ID = ["-c", "user.name=Person", "-c", "user.email=person@example.com"]
 
@@ -741,8 +741,8 @@ def test_prune_packs_a_store_full_of_loose_objects(tmp_path):
 
 
 def test_settings_defaults_agree_and_the_schema_checks_them(tmp_path):
-    from mdagent.declarations import load_settings
-    from mdagent.defaults import DEFAULT_SETTINGS
+    from mdagent.core.defaults import DEFAULT_SETTINGS
+    from mdagent.declarations.declarations import load_settings
 
     assert CheckpointSettings.from_settings(None) == CheckpointSettings()
     assert CheckpointSettings.from_settings(DEFAULT_SETTINGS) == CheckpointSettings()

@@ -366,7 +366,7 @@ def test_output_that_is_not_utf8_is_decoded_for_the_json_result_and_says_so(work
 
 PROBE = (
     "import sys\n"
-    "from mdagent.cli import main\n"
+    "from mdagent.cli.cli import main\n"
     "try:\n    status = main(sys.argv[1:])\nexcept SystemExit as exc:\n    status = exc.code\n"
     "watched = ('jsonschema', 'pydantic', 'typer', 'rich', 'yaml', 'httpx', 'typing', 'datetime')\n"
     "print(status, *[m for m in watched if m in sys.modules], file=sys.stderr)\n"
@@ -426,7 +426,7 @@ def test_ask_skips_typer_and_rich_and_its_options_still_reach_typer_when_odd(wor
 
 
 def test_ask_words_parse_as_typer_would_or_not_at_all():
-    from mdagent.cli import ask_words
+    from mdagent.cli.cli import ask_words
 
     got = ask_words(["fix", "-y", "--allow", "exec(git *)", "--allow=read_file", "it", "-c"])
     assert got == {

@@ -25,7 +25,7 @@ def test_public_api_imports():
 
 
 def test_a_reader_that_went_away_ends_either_path_quietly(workspace):
-    # Both ways in share one error edge (mdagent.edge): a typed /name and a
+    # Both ways in share one error edge (mdagent.cli.edge): a typed /name and a
     # typer subcommand whose stdout's reader is gone end quietly (click ends
     # its own commands with status 1 then, as it always did).
     import os

@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from mdagent import console
-from mdagent.errors import (
+from mdagent.core.errors import (
     ConfigError,
     MdagentError,
     PolicyDenied,
@@ -16,6 +15,7 @@ from mdagent.errors import (
     ToolFailed,
     UsageError,
 )
+from mdagent.ui import console
 
 
 class Tty(io.StringIO):
@@ -190,14 +190,14 @@ def test_a_wide_middle_column_is_narrowed_so_every_line_fits():
 
 
 def test_costs_show_two_significant_digits():
-    from mdagent.display import format_cost
+    from mdagent.ui.display import format_cost
 
     shown = [format_cost(c) for c in (0, 0.0062, 0.00999, 1.234, 12345.678, 0.0000001)]
     assert shown == ["$0.00", "$0.0062", "$0.010", "$1.23", "$12,345.68", "< $0.0001"]
 
 
 def test_wide_characters_are_cut_by_the_columns_they_take():
-    from mdagent.console import display_width, shorten
+    from mdagent.ui.console import display_width, shorten
 
     wide = "把暂存的更改总结成一段简短的提交说明"
     assert display_width(wide) == 2 * len(wide)

@@ -4,7 +4,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import write
-from mdagent.declarations import load_declarations, load_settings, merge_settings
+from mdagent.declarations.declarations import load_declarations, load_settings, merge_settings
 
 
 def test_every_tool_field(tmp_path):
@@ -205,8 +205,8 @@ def test_generated_yaml_never_raises_and_problems_have_lines(tmp_path, data):
 
 
 def test_the_provider_enum_is_the_providers_registry():
+    from mdagent.declarations.schemas import schema
     from mdagent.providers import PROVIDERS
-    from mdagent.schemas import schema
 
     assert schema("settings")["properties"]["model"]["properties"]["provider"]["enum"] == sorted(
         PROVIDERS
@@ -335,7 +335,7 @@ def test_good_params_pass_the_metaschema(tmp_path):
 
 
 def test_a_schema_that_escaped_the_checks_fails_the_call_never_the_agent():
-    from mdagent.toolbox import Toolbox
+    from mdagent.tools.toolbox import Toolbox
 
     box = Toolbox()
     box.add("odd", description="d", params={"x": {"$ref": "#/nope"}}, handler=lambda a: {})

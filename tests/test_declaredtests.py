@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import write
-from mdagent.declaredtests import (
+from mdagent.cli.declaredtests import (
     DeclaredTest,
     collect,
     judge,
@@ -15,8 +15,8 @@ from mdagent.declaredtests import (
     resolve_pointer,
     select,
 )
-from mdagent.layers import Layer
-from mdagent.registry import compile_registry
+from mdagent.core.layers import Layer
+from mdagent.registry.registry import compile_registry
 
 TOOLS = """\
 tools:
@@ -161,7 +161,7 @@ def test_the_working_folder_stays_away_from_home_while_a_tests_thread_runs(tmp_p
     import tempfile
     import threading
 
-    from mdagent.declaredtests import _WorkingFolder
+    from mdagent.cli.declaredtests import _WorkingFolder
 
     home = tmp_path / "workspace"
     home.mkdir()
@@ -195,7 +195,7 @@ def test_the_working_folder_stays_away_from_home_while_a_tests_thread_runs(tmp_p
 def test_without_straying_threads_each_test_goes_home(tmp_path, monkeypatch):
     import os
 
-    from mdagent.declaredtests import _WorkingFolder
+    from mdagent.cli.declaredtests import _WorkingFolder
 
     monkeypatch.chdir(tmp_path)
     folder = _WorkingFolder()

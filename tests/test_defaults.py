@@ -1,14 +1,20 @@
-"""Every default is written once, in mdagent.defaults; the records that mirror a section read it."""
+"""Every default is written once, in mdagent.core.defaults; the records that mirror a section read it."""
 
 from __future__ import annotations
 
 import pytest
 
-from mdagent.checkpoints import CheckpointSettings
-from mdagent.defaults import DEFAULT_SETTINGS, PROJECT_DIR, SETTINGS_FILE, setting, settings_path
-from mdagent.mcpconfig import ServerConfig
+from mdagent.core.defaults import (
+    DEFAULT_SETTINGS,
+    PROJECT_DIR,
+    SETTINGS_FILE,
+    setting,
+    settings_path,
+)
+from mdagent.declarations.mcpconfig import ServerConfig
 from mdagent.providers.base import ProviderConfig
-from mdagent.sandbox import SandboxSettings
+from mdagent.rewind.checkpoints import CheckpointSettings
+from mdagent.safety.sandbox import SandboxSettings
 
 
 def test_the_records_of_a_settings_section_take_their_defaults_from_it():

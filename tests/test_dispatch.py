@@ -1,6 +1,8 @@
 import pytest
 
-from mdagent.dispatch import (
+from mdagent.core.errors import UsageError
+from mdagent.core.specs import CommandSpec, ToolSpec
+from mdagent.tools.dispatch import (
     build_call,
     check_command_with,
     help_text,
@@ -8,8 +10,6 @@ from mdagent.dispatch import (
     template_arguments,
     usage,
 )
-from mdagent.errors import UsageError
-from mdagent.specs import CommandSpec, ToolSpec
 
 TOOL = ToolSpec(
     name="grep-ish",
@@ -140,7 +140,7 @@ def test_help_text_lists_parameters():
 
 
 def test_complete_argument_files_and_lists(tmp_path):
-    from mdagent.dispatch import complete_argument
+    from mdagent.tools.dispatch import complete_argument
 
     (tmp_path / "a.txt").write_text("")
     (tmp_path / "dir").mkdir()

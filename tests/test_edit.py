@@ -1,4 +1,4 @@
-"""Editing a layer's YAML as text (mdagent.edit): "always" adds an allow rule,
+"""Editing a layer's YAML as text (mdagent.declarations.edit): "always" adds an allow rule,
 revoke takes one out; comments, order and formatting survive, every edit checked."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import threading
 import pytest
 import yaml
 
-from mdagent.edit import add_allow_rule, remove_allow_rule
-from mdagent.errors import ConfigError
+from mdagent.core.errors import ConfigError
+from mdagent.declarations.edit import add_allow_rule, remove_allow_rule
 
 LAYOUTS = {
     "block list": (

@@ -17,7 +17,7 @@ SECRET = f"sekrit-{random.randrange(10**9):09d}"
 
 PROBE = r"""
 import ctypes, os, subprocess, sys
-from mdagent import envblock
+from mdagent.safety import envblock
 
 def shown():
     with open("/proc/self/environ", "rb") as fh:

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from mdagent.calls import ToolContext
-from mdagent.environment import (
+from mdagent.core.calls import ToolContext
+from mdagent.safety.environment import (
     DEFAULT_EXCLUDE,
     child_env,
     env_for,

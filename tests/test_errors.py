@@ -1,10 +1,10 @@
-"""The exit-status table in mdagent.errors: the numbers the CLI exits with, and what the docs list."""
+"""The exit-status table in mdagent.core.errors: the numbers the CLI exits with, and what the docs list."""
 
 from __future__ import annotations
 
 import signal
 
-from mdagent import errors
+from mdagent.core import errors
 
 
 def test_every_status_is_listed_once_with_a_meaning():

@@ -1,13 +1,13 @@
-"""mdagent.escapes: someone else's text made safe to show on a terminal."""
+"""mdagent.core.escapes: someone else's text made safe to show on a terminal."""
 
 from __future__ import annotations
 
 import pytest
 
-from mdagent import approval
-from mdagent.display import outcome_line, short_arguments
-from mdagent.escapes import blank_line, is_blank, visible, visible_lines
-from mdagent.toolbox import Result
+from mdagent.core.escapes import blank_line, is_blank, visible, visible_lines
+from mdagent.tools.toolbox import Result
+from mdagent.ui import approval
+from mdagent.ui.display import outcome_line, short_arguments
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ def test_the_outcome_line_shows_an_error_quoting_the_model_escaped():
 
 
 def test_a_table_shows_others_text_escaped():
-    from mdagent.console import table
+    from mdagent.ui.console import table
 
     drawn = table([["evil\x1b[2K", "desc\r\u202e"]], ["NAME", "DESCRIPTION"])
     assert "\x1b" not in drawn and "\r" not in drawn and "\u202e" not in drawn

@@ -1,4 +1,4 @@
-"""The compiled schema checks never accept what jsonschema rejects (mdagent.fastcheck).
+"""The compiled schema checks never accept what jsonschema rejects (mdagent.core.fastcheck).
 
 Two uses, one checker: mdagent's own schemas over the files authors write
 (valid documents, mutated), and tool parameter schemas over arguments
@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from mdagent import Toolbox
-from mdagent.fastcheck import compile_schema, plainly_valid_schema
-from mdagent.schemas import check as schema_check
-from mdagent.schemas import validator
+from mdagent.core.fastcheck import compile_schema, plainly_valid_schema
+from mdagent.declarations.schemas import check as schema_check
+from mdagent.declarations.schemas import validator
 
 VALID = {
     "declarations": {

@@ -1,4 +1,4 @@
-"""mdagent.gitguard: git's pointer and configuration files put back after a command."""
+"""mdagent.safety.gitguard: git's pointer and configuration files put back after a command."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from mdagent.gitguard import restore, snapshot
+from mdagent.safety.gitguard import restore, snapshot
 
 
 @pytest.fixture
@@ -104,7 +104,7 @@ def test_a_rebase_todo_is_put_back_only_when_it_gained_exec_lines(repo):
 
 
 def test_a_file_too_large_to_keep_is_named_not_destroyed(repo, monkeypatch):
-    import mdagent.gitguard as gitguard
+    import mdagent.safety.gitguard as gitguard
 
     monkeypatch.setattr(gitguard, "_MAX_BYTES", 8)
     (repo / "info" / "exclude").write_text("a long exclude file\n")

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from mdagent.builtins.search import glob_regex, parse_gitignore
-from mdagent.globs import gitignore_regex
-from mdagent.policy import _path_regex
+from mdagent.core.globs import gitignore_regex
+from mdagent.safety.policy import _path_regex
+from mdagent.tools.builtins.search import glob_regex, parse_gitignore
 
 
 def matches(pattern: str, path: str) -> bool:

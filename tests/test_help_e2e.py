@@ -207,8 +207,8 @@ def test_the_static_subcommand_names_match_the_app():
     # person.SUBCOMMANDS lets the /name path suggest `agent tools` without typer.
     import typer
 
-    from mdagent.app import app
-    from mdagent.person import SUBCOMMANDS
+    from mdagent.cli.app import app
+    from mdagent.runtime.person import SUBCOMMANDS
 
     group = typer.main.get_command(app)
     ctx = group.make_context("agent", [], resilient_parsing=True)

@@ -7,19 +7,19 @@ import sys
 
 import pytest
 
-from mdagent.approvers import ScriptedApprover
-from mdagent.calls import HookDecision, ToolContext
-from mdagent.environment import child_env
-from mdagent.errors import ConfigError
-from mdagent.hooks import (
+from mdagent.core.calls import HookDecision, ToolContext
+from mdagent.core.errors import ConfigError
+from mdagent.runtime.approvers import ScriptedApprover
+from mdagent.safety.environment import child_env
+from mdagent.safety.policy import Policy
+from mdagent.tools.hooks import (
     HookBlocked,
     check_hook,
     hooks_from_settings,
     install_hooks,
     session_hooks,
 )
-from mdagent.policy import Policy
-from mdagent.toolbox import Toolbox
+from mdagent.tools.toolbox import Toolbox
 
 
 @pytest.fixture
@@ -233,8 +233,8 @@ def test_hooks_module_imports_nothing_heavy():
     import sys
 
     code = (
-        "import sys, mdagent.hooks; print(sorted(m for m in "
-        "('tree_sitter', 'httpx', 'jsonschema', 'yaml', 'mdagent.process') if m in sys.modules))"
+        "import sys, mdagent.tools.hooks; print(sorted(m for m in "
+        "('tree_sitter', 'httpx', 'jsonschema', 'yaml', 'mdagent.tools.process') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -543,7 +543,7 @@ def test_a_failing_prompt_hook_blocks_unless_told_to_warn(tmp_path, capsys):
 
 
 def test_stop_hooks_see_how_the_turn_ended_and_cannot_block(tmp_path, capsys):
-    from mdagent.loop import Outcome
+    from mdagent.agent.loop import Outcome
 
     hooks = hooks_for(tmp_path, stop=[{"run": "cat > stop.json"}, {"run": "echo no >&2; exit 2"}])
     hooks.close_turn(Outcome(answer="done", steps=2, session="s1"))
@@ -595,7 +595,7 @@ def test_a_session_hook_whose_trust_lapsed_is_not_run(tmp_path, capsys):
     ],
 )
 def test_a_key_the_event_does_not_read_is_an_invalid_answer(event, answer):
-    from mdagent.hooks import _answer
+    from mdagent.tools.hooks import _answer
 
     data, problem = _answer(answer, event)
     assert data == {} and problem, (event, answer)

@@ -11,12 +11,12 @@ import threading
 
 import pytest
 
-from mdagent import httpclient
+from mdagent.core import httpclient
 
 
 def test_a_client_imports_neither_httpx_s_command_line_nor_the_certificates():
     code = (
-        "import sys; from mdagent import httpclient; c = httpclient.client(); "
+        "import sys; from mdagent.core import httpclient; c = httpclient.client(); "
         "print(sorted(m for m in ('click', 'rich', 'pygments', 'httpx._main') if m in sys.modules)); "
         "print(c._transport._pool._ssl_context.cert_store_stats()['x509_ca'])"
     )
@@ -26,7 +26,7 @@ def test_a_client_imports_neither_httpx_s_command_line_nor_the_certificates():
 
 def test_httpx_main_still_runs_the_real_command_line_when_called():
     code = (
-        "import sys; from mdagent import httpclient; h = httpclient.load(); "
+        "import sys; from mdagent.core import httpclient; h = httpclient.load(); "
         "sys.argv = ['httpx', '--help']; h.main()"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

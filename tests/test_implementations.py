@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mdagent import Toolbox, ToolContext
-from mdagent.implementations import IMPLEMENTATION_KEYS, check_implementation, make_handler
+from mdagent.tools.implementations import IMPLEMENTATION_KEYS, check_implementation, make_handler
 
 PY = sys.executable
 
@@ -495,8 +495,8 @@ def test_http_timeout_bounds_the_whole_call_not_each_read(server):
 
 
 def guarded_http_tool(url, policy_settings, tmp_path, caller="person"):
-    from mdagent.builtins import register_builtins
-    from mdagent.policy import Policy
+    from mdagent.safety.policy import Policy
+    from mdagent.tools.builtins import register_builtins
 
     settings = {"policy": policy_settings}
     box = Toolbox(policy=Policy(settings, workdir=tmp_path))
@@ -678,9 +678,9 @@ def test_check_implementation_with_no_params_says_so():
 
 
 def test_composing_exec_quotes_values_like_a_shell_template(tmp_path):
-    from mdagent.builtins import register_builtins
-    from mdagent.calls import ToolContext
-    from mdagent.toolbox import Toolbox
+    from mdagent.core.calls import ToolContext
+    from mdagent.tools.builtins import register_builtins
+    from mdagent.tools.toolbox import Toolbox
 
     box = Toolbox()
     register_builtins(box, names=["exec"])
@@ -723,7 +723,7 @@ def test_check_implementation_refuses_positions_read_again(spec, message):
 
 
 def test_check_messages_point_at_the_line_of_their_key():
-    from mdagent.implementations import message_line
+    from mdagent.tools.implementations import message_line
 
     lines = {"shell": 7, "with": 9, "with.command": 10}
     assert message_line("shell: placeholder {x} cannot be used", lines, 3) == 7
@@ -774,7 +774,7 @@ def test_dashes_in_the_template_let_a_model_value_start_with_a_dash(tmp_path):
 
 
 def test_composing_exec_refuses_a_model_option_value(tmp_path):
-    from mdagent.builtins import register_builtins
+    from mdagent.tools.builtins import register_builtins
 
     box = Toolbox()
     register_builtins(box, names=["exec"])

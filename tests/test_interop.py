@@ -1,4 +1,4 @@
-"""Mapping other agents' files to ours (mdagent.interop), one rule at a time."""
+"""Mapping other agents' files to ours (mdagent.declarations.interop), one rule at a time."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import pytest
 
 from conftest import write
-from mdagent import interop
-from mdagent.errors import ConfigError
+from mdagent.core.errors import ConfigError
+from mdagent.declarations import interop
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import shlex
 
 import pytest
 
-from mdagent.interpreters import inline_code
+from mdagent.safety.shell.interpreters import inline_code
 from test_policy import check, cmd, make_policy
 
 INLINE = [
@@ -162,8 +162,8 @@ def test_an_allow_rule_for_the_program_does_not_cover_them(root, box, command):
     ],
 )
 def test_variables_that_give_an_interpreter_code(command, says):
-    from mdagent.interpreters import inline_environment
-    from mdagent.shellparse import try_parse
+    from mdagent.safety.shell.interpreters import inline_environment
+    from mdagent.safety.shell.shellparse import try_parse
 
     (segment,) = try_parse(command)
     found = inline_environment(segment.argv, segment.core)

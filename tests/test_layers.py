@@ -2,7 +2,7 @@ import os
 from pathlib import Path
 
 from conftest import write
-from mdagent.layers import (
+from mdagent.core.layers import (
     Layer,
     bundled_layer_path,
     find_layers,
@@ -84,7 +84,7 @@ def test_project_root_and_layer(tmp_path):
 def test_unknown_user_in_a_layer_path_is_a_usage_error(tmp_path):
     import pytest
 
-    from mdagent.errors import UsageError
+    from mdagent.core.errors import UsageError
 
     with pytest.raises(UsageError, match="AGENT_PATH"):
         find_layers([], cwd=tmp_path, environ={"AGENT_PATH": "~no-such-user-xyz/layer"})

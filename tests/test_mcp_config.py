@@ -1,4 +1,4 @@
-"""``mcp_servers:`` settings and MCP tools as registry entries (mdagent.mcpconfig), no server needed."""
+"""``mcp_servers:`` settings and MCP tools as registry entries (mdagent.declarations.mcpconfig), no server needed."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import pytest
 
 from conftest import settings
-from mdagent.declarations import merge_settings
-from mdagent.errors import ToolFailed
-from mdagent.mcpconfig import (
+from mdagent.core.errors import ToolFailed
+from mdagent.declarations.declarations import merge_settings
+from mdagent.declarations.mcpconfig import (
     ListingTooLarge,
     SchemaTooLarge,
     ServerConfig,

@@ -40,7 +40,7 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
-from mdagent import sandbox  # noqa: E402
+from mdagent.safety import sandbox  # noqa: E402
 
 TOOLS = """\
 tools:
@@ -369,7 +369,7 @@ def test_the_name_path_never_imports_the_sdk(project):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "hi"
     modules = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line]
-    assert "mdagent.cli" in modules
+    assert "mdagent.cli.cli" in modules
     assert not [m for m in modules if m.split(".")[0] in ("mcp", "mcp_types", "anyio", "uvicorn")]
 
 

@@ -1,10 +1,10 @@
-"""What an MCP tool's answer becomes for the model (mdagent.mcpclient), block by block."""
+"""What an MCP tool's answer becomes for the model (mdagent.mcp.mcpclient), block by block."""
 
 from __future__ import annotations
 
 import pytest
 
-from mdagent.mcpclient import content_text, media_note
+from mdagent.mcp.mcpclient import content_text, media_note
 
 
 def test_images_and_audio_are_named_with_type_and_size():
@@ -33,9 +33,9 @@ def test_a_tool_result_keeps_images_aside_for_the_providers():
     pytest.importorskip("mcp")
     import mcp.types as types
 
-    from mdagent.conversation import tool_message
-    from mdagent.mcpclient import result_dict
-    from mdagent.toolbox import Result
+    from mdagent.agent.conversation import tool_message
+    from mdagent.mcp.mcpclient import result_dict
+    from mdagent.tools.toolbox import Result
 
     result = types.CallToolResult(
         content=[
@@ -56,8 +56,8 @@ def test_a_tool_result_keeps_images_aside_for_the_providers():
 def test_agent_mcp_list_names_a_task_only_tool_as_not_offered():
     from types import SimpleNamespace
 
-    from mdagent.mcpconfig import tool_specs
-    from mdagent.mcptools import McpTools, server_status
+    from mdagent.declarations.mcpconfig import tool_specs
+    from mdagent.mcp.mcptools import McpTools, server_status
 
     runtime = SimpleNamespace(settings={"mcp_servers": {"s": {"command": "x"}}}, workdir="/w")
     mcp = McpTools(runtime, notify=lambda line: None)

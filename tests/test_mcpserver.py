@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mdagent.mcpserver import foreign_request, is_loopback
+from mdagent.server.mcpserver import foreign_request, is_loopback
 
 
 @pytest.mark.parametrize(
@@ -107,7 +107,7 @@ def test_the_skills_extension_is_declared_only_when_skills_are_served():
     pytest.importorskip("mcp")
     from types import SimpleNamespace
 
-    from mdagent.mcpserver import SKILLS_EXTENSION, build_server
+    from mdagent.server.mcpserver import SKILLS_EXTENSION, build_server
 
     def served(skills):
         runtime = SimpleNamespace(workdir="/w")

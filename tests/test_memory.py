@@ -1,9 +1,9 @@
-"""Memory files (mdagent.memory): which are read, in what order, and what they may import."""
+"""Memory files (mdagent.declarations.memory): which are read, in what order, and what they may import."""
 
 from __future__ import annotations
 
 from conftest import write
-from mdagent import memory
+from mdagent.declarations import memory
 
 
 def texts(found):

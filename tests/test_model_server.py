@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mdagent.errors import ProviderError
+from mdagent.core.errors import ProviderError
 from mdagent.providers import ProviderConfig, get_provider
 from model_server import ModelServer
 

@@ -1,14 +1,14 @@
-"""The one "did you mean" (mdagent.names), and the one lazy loader (mdagent.lazy)."""
+"""The one "did you mean" (mdagent.core.names), and the one lazy loader (mdagent.core.lazy)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mdagent.builtins import HANDLERS
-from mdagent.errors import unknown_tool
-from mdagent.lazy import load
-from mdagent.names import closest, did_you_mean
+from mdagent.core.errors import unknown_tool
+from mdagent.core.lazy import load
+from mdagent.core.names import closest, did_you_mean
 from mdagent.providers import PROVIDERS
+from mdagent.tools.builtins import HANDLERS
 
 
 def test_closest_ignores_case_underscores_and_dashes_and_gives_the_choice_as_written():

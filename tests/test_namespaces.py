@@ -16,9 +16,9 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import route_unavailable, write
-from mdagent import namespaces, sandbox
-from mdagent.errors import UsageError
-from mdagent.namespaces import Route
+from mdagent.core.errors import UsageError
+from mdagent.safety import namespaces, sandbox
+from mdagent.safety.namespaces import Route
 
 
 def choose(wanted: str) -> Route:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from mdagent import notices
+from mdagent.core import notices
 
 
 def test_a_sink_gets_each_notice_and_says_whether_it_warns():
@@ -34,7 +34,7 @@ def test_without_an_edge_a_notice_goes_to_the_log_not_the_screen(caplog, capsys)
 
 
 def test_the_console_shows_a_notice_as_one_line_on_stderr(capsys):
-    from mdagent.console import show_notice
+    from mdagent.ui.console import show_notice
 
     show_notice("added allow rule `exec(make)`")
     show_notice("hook failed", warning=True)
@@ -46,7 +46,7 @@ def test_the_console_shows_a_notice_as_one_line_on_stderr(capsys):
 
 def test_the_entry_point_shows_notices_on_stderr(run_agent, workspace):
     # A before hook that fails with on_error: warn: its warning comes from
-    # mdagent.hooks, below the edge, and reaches the person through the sink.
+    # mdagent.tools.hooks, below the edge, and reaches the person through the sink.
     skill = workspace / ".agents" / "skills" / "t" / "SKILL.md"
     skill.parent.mkdir(parents=True)
     skill.write_text(

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from conftest import gone_soon, none_running, processes_running, route_unavailable, write
-from mdagent import namespaces, sandbox
-from mdagent.namespaces import Route
-from mdagent.sandbox import SandboxSettings
+from mdagent.safety import namespaces, sandbox
+from mdagent.safety.namespaces import Route
+from mdagent.safety.sandbox import SandboxSettings
 
 WHY = route_unavailable("direct")
 pytestmark = pytest.mark.skipif(WHY is not None, reason=f"no direct route here: {WHY}")

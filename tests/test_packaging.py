@@ -71,7 +71,7 @@ def test_the_bundled_layer_is_found_in_the_installed_wheel(wheel, tmp_path):
     probe = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "import mdagent\n"
-        "from mdagent.layers import bundled_layer_path\n"
+        "from mdagent.core.layers import bundled_layer_path\n"
         "print(mdagent.__file__); print(bundled_layer_path())\n"
     )
     done = subprocess.run(

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mdagent.approvers import TerminalApprover
-from mdagent.calls import Decision, ToolContext
-from mdagent.errors import ConfigError
-from mdagent.policy import Policy, Rule
-from mdagent.shellparse import try_parse
-from mdagent.toolbox import Toolbox
+from mdagent.core.calls import Decision, ToolContext
+from mdagent.core.errors import ConfigError
+from mdagent.runtime.approvers import TerminalApprover
+from mdagent.safety.policy import Policy, Rule
+from mdagent.safety.shell.shellparse import try_parse
+from mdagent.tools.toolbox import Toolbox
 
 MODEL = "model"
 PERSON = "person"
@@ -512,7 +512,7 @@ def test_one_question_at_a_time_and_always_is_seen_by_waiting_calls(root, box):
 
 
 def test_rate_limit(root, box, tmp_path):
-    from mdagent.store import Store
+    from mdagent.store.store import Store
 
     policy = make_policy(root, store=Store(tmp_path / "db.sqlite"))
     assert check(policy, box, "limited", {}).allowed
@@ -535,7 +535,7 @@ def test_a_rate_limit_without_a_store_refuses_the_call_and_opens_nothing(root, b
 
 
 def test_the_runtimes_policy_counts_rate_limits_in_the_state_dir(root, box, hermetic):
-    from mdagent.runtime import Runtime
+    from mdagent.runtime.runtime import Runtime
 
     (root / ".agents").mkdir(exist_ok=True)
     policy = Runtime(cwd=root).policy()
@@ -564,7 +564,7 @@ def test_rule_parsing():
 
 def test_policy_paths_have_one_reader(root):
     """Extra roots are the workspace's business; the policy keeps no second copy."""
-    from mdagent.workspace import roots_from
+    from mdagent.safety.workspace import roots_from
 
     (root / "extra").mkdir()
     policy = make_policy(root, {"paths": ["extra"]})
@@ -574,7 +574,7 @@ def test_policy_paths_have_one_reader(root):
 
 
 def test_names_for_and_names_match():
-    from mdagent.policy import names_for, names_match
+    from mdagent.safety.policy import names_for, names_match
 
     assert names_for("exec") == ("exec", "bash", "sh", "shell", "execute")
     assert names_for("wc", ["count"]) == ("wc", "count")
@@ -587,7 +587,7 @@ def test_policy_module_imports_nothing_heavy():
     import sys
 
     code = (
-        "import sys, mdagent.policy; "
+        "import sys, mdagent.safety.policy; "
         "print(sorted(m for m in ('tree_sitter', 'sqlite3', '_sqlite3', 'yaml', 'httpx') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -715,7 +715,7 @@ def test_an_ask_question_offers_no_always(root, box, monkeypatch):
         offered.append((always, note))
         return "yes"
 
-    monkeypatch.setattr("mdagent.approval.ask_terminal", fake_ask)
+    monkeypatch.setattr("mdagent.ui.approval.ask_terminal", fake_ask)
     policy = make_policy(
         root, {"ask": [{"rule": "write_file(*.lock)", "reason": "lock files"}]}, interactive=True
     )
@@ -831,7 +831,7 @@ def test_evaluate_asks_nobody(root, box):
 
 
 def test_rules_carry_where_they_were_written(tmp_path, root, box):
-    from mdagent.declarations import read_settings
+    from mdagent.declarations.declarations import read_settings
 
     settings_file = tmp_path / "agent.yaml"
     settings_file.write_text(
@@ -859,7 +859,7 @@ def test_rules_carry_where_they_were_written(tmp_path, root, box):
 
 
 def test_a_tool_denied_without_a_pattern_is_withheld(box):
-    from mdagent.policy import withheld
+    from mdagent.safety.policy import withheld
 
     hidden = withheld(
         {"policy": {"deny": ["Fetch", "exec(rm *)", {"rule": "read", "reason": "x"}]}}
@@ -868,7 +868,7 @@ def test_a_tool_denied_without_a_pattern_is_withheld(box):
 
 
 def test_a_malformed_rule_or_hook_run_says_what_is_expected(tmp_path):
-    from mdagent.declarations import read_settings
+    from mdagent.declarations.declarations import read_settings
 
     target = tmp_path / "agent.yaml"
     target.write_text(
@@ -1071,7 +1071,7 @@ def test_keyed_argument_rules_match_any_value_type(root, box):
 
 
 def test_explain_says_why_for_each_segment(root, box):
-    from mdagent.policy import SegmentVerdict
+    from mdagent.safety.policy import SegmentVerdict
 
     rules = {
         "allow": ["exec(git status*)", "exec(ls)"],
@@ -1154,7 +1154,7 @@ def test_a_layer_file_at_a_terminal_is_the_persons_call_each_time(root, box, ans
 def test_the_terminal_question_says_what_is_asked_and_offers_always_only_where_it_saves(
     root, box, monkeypatch
 ):
-    import mdagent.approval
+    import mdagent.ui.approval
 
     questions = []
 
@@ -1162,7 +1162,7 @@ def test_the_terminal_question_says_what_is_asked_and_offers_always_only_where_i
         questions.append((tool_name, args, always, note))
         return "n"
 
-    monkeypatch.setattr(mdagent.approval, "ask_terminal", ask_terminal)
+    monkeypatch.setattr(mdagent.ui.approval, "ask_terminal", ask_terminal)
     rules = {"ask": [{"rule": "exec(git push*)", "reason": "shared"}], "allow": []}
     policy = make_policy(root, rules, interactive=True)
     check(policy, box, "write_file", {"path": ".agents/config/agent.yaml"})
@@ -1294,7 +1294,7 @@ def test_the_screen_is_the_deny_rules_refusal(root, box):
 
 
 def test_withheld_reads_any_policy_shape_and_names_bad_rules(box):
-    from mdagent.policy import withheld
+    from mdagent.safety.policy import withheld
 
     assert not any(withheld({"policy": ["fetch"]})(t) for t in box)
     assert not any(withheld({})(t) for t in box)
@@ -1347,7 +1347,7 @@ def test_answers_are_read_in_any_case_and_short_form(root, box, typed, saved):
 def test_the_terminal_question_gets_the_calls_cancel_event(root, box, monkeypatch):
     import threading as th
 
-    import mdagent.approval
+    import mdagent.ui.approval
 
     seen = []
 
@@ -1355,7 +1355,7 @@ def test_the_terminal_question_gets_the_calls_cancel_event(root, box, monkeypatc
         seen.append(cancel)
         return "no"
 
-    monkeypatch.setattr(mdagent.approval, "ask_terminal", ask_terminal)
+    monkeypatch.setattr(mdagent.ui.approval, "ask_terminal", ask_terminal)
     policy = make_policy(root, interactive=True)
     event = th.Event()
     check(policy, box, "exec", cmd("make"), cancel=event)
@@ -1520,8 +1520,8 @@ def test_a_context_that_does_not_say_who_calls_is_judged_as_a_model(root, box):
 
 
 def test_without_a_caller_option_values_and_the_sandbox_are_a_models():
-    from mdagent.implementations import _allowed_options
-    from mdagent.process import _sandbox_for
+    from mdagent.tools.implementations import _allowed_options
+    from mdagent.tools.process import _sandbox_for
 
     assert _allowed_options(_NoCaller("."), frozenset({"flags"})) == frozenset({"flags"})
     # A person's call skips the sandbox (None); one without a caller is not skipped.
@@ -1590,7 +1590,7 @@ def test_an_exact_deny_rule_meets_the_program_named_alone_by_path(root, box, com
 def test_deny_candidates_are_trimmed_command_strings(command):
     # A rule is matched against each candidate as a whole: a leading or
     # trailing blank would make `exec(rm)` miss and `exec(?rm *)` hit.
-    from mdagent.policy import _exec_view
+    from mdagent.safety.policy import _exec_view
 
     candidates = _exec_view(command).deny_candidates()
     assert candidates and all(c == c.strip() for c in candidates), candidates
@@ -1685,7 +1685,7 @@ def test_policy_check_places_git_from_where_a_person_typed(git_root, box):
 
 
 def test_effective_mode_is_the_request_then_the_settings_then_ask():
-    from mdagent.policy import effective_mode
+    from mdagent.safety.policy import effective_mode
 
     assert effective_mode({}) == ("ask", "default")
     assert effective_mode({"policy": {"mode": "full"}}) == ("full", "policy.mode")
@@ -1714,7 +1714,7 @@ def test_plan_refuses_before_the_hooks_run(root, box):
 
 
 def test_a_declared_run_tool_stays_in_plan_and_a_handler_tool_does_not(root):
-    from mdagent.policy import plan_refusal
+    from mdagent.safety.policy import plan_refusal
 
     box = Toolbox()
     box.add("lint", description="l", handler=dict, kind="run")
@@ -1745,7 +1745,7 @@ def test_accept_edits_never_lifts_deny_rules_or_protected_files(root, box):
 
 
 def test_run_settings_add_rules_in_memory_and_plan_requires_the_read_only_sandbox():
-    from mdagent.policy import run_settings
+    from mdagent.safety.policy import run_settings
 
     base = {"policy": {"allow": "read_file", "deny": ["fetch"]}, "sandbox": {"mode": "off"}}
     got = run_settings(base, mode="plan", allow=["exec(git *)"], deny=["exec(rm *)"])

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from mdagent.calls import Decision, ToolContext
-from mdagent.errors import ConfigError
-from mdagent.policy import Policy, Source, rule_sources
-from mdagent.toolbox import Toolbox
+from mdagent.core.calls import Decision, ToolContext
+from mdagent.core.errors import ConfigError
+from mdagent.safety.policy import Policy, Source, rule_sources
+from mdagent.tools.toolbox import Toolbox
 from test_policy import MODEL, PERSON, check, cmd, make_policy
 
 
@@ -48,7 +48,7 @@ def questions(monkeypatch):
         )
         return "no"
 
-    monkeypatch.setattr("mdagent.approval.ask_terminal", ask_terminal)
+    monkeypatch.setattr("mdagent.ui.approval.ask_terminal", ask_terminal)
     return asked
 
 
@@ -247,7 +247,7 @@ def test_a_failed_save_of_always_is_logged_and_said(root, box, caplog):
     told = []
     policy = make_policy(root, interactive=True, prompt=lambda *a: "always")
     policy.approver.tell = told.append
-    with caplog.at_level("WARNING", logger="mdagent.policy"):
+    with caplog.at_level("WARNING", logger="mdagent.safety.policy"):
         assert check(policy, box, "exec", cmd("make")) == Decision(True, approved_by="always")
     assert len(told) == 1 and told[0].startswith(
         f"warning: could not add `exec(make:*)` to {settings_file}: "
@@ -376,7 +376,7 @@ def test_where_a_rule_was_written_defaults_to_line_1_column_1(root):
 
 
 def scripted(root, answers, **kw):
-    from mdagent.approvers import ScriptedApprover
+    from mdagent.runtime.approvers import ScriptedApprover
 
     kw.setdefault("project_layer", root / ".agents")
     approver = ScriptedApprover(answers, kw["project_layer"], workdir=root, tell=lambda m: None)
@@ -475,7 +475,7 @@ def test_session_and_always_are_not_offered_for_the_agents_own_files(root, box):
 
 
 def test_tell_gives_the_model_the_persons_reason(root, box):
-    from mdagent.policy import Answer
+    from mdagent.safety.policy import Answer
 
     _, policy = scripted(root, [Answer("tell", reason="  use\n make lint  "), "t"])
     decision = check(policy, box, "exec", cmd("make"))
@@ -491,8 +491,8 @@ def test_tell_gives_the_model_the_persons_reason(root, box):
 
 
 def test_always_saves_the_persons_edited_rule_in_the_layer_they_chose(root, box, tmp_path):
-    from mdagent.approvers import ScriptedApprover
-    from mdagent.policy import Answer
+    from mdagent.runtime.approvers import ScriptedApprover
+    from mdagent.safety.policy import Answer
 
     user = tmp_path / "user-layer"
     told = []
@@ -515,7 +515,7 @@ def test_always_saves_the_persons_edited_rule_in_the_layer_they_chose(root, box,
     ("untrusted", "layers"), [(True, ("user", "project")), (False, ("project", "user"))]
 )
 def test_the_default_layer_is_the_users_in_a_folder_not_trusted(root, tmp_path, untrusted, layers):
-    from mdagent.approvers import ScriptedApprover
+    from mdagent.runtime.approvers import ScriptedApprover
 
     approver = ScriptedApprover(
         [], root / ".agents", user_layer=tmp_path / "u", untrusted=lambda: untrusted

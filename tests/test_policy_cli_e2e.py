@@ -93,7 +93,7 @@ def test_policy_check_of_other_tools(workspace, run_agent):
 
 
 # The same deny and ask rules written in every YAML spelling settings come in:
-# the fast reader (mdagent.yamlfast) takes most of them, libyaml the rest, and
+# the fast reader (mdagent.core.yamlfast) takes most of them, libyaml the rest, and
 # a rule must never be lost or changed on the way.
 RULES_SPELLED = {
     "block list": "policy:\n  deny:\n    - exec(rm *)\n  ask:\n    - exec(git push*)\n",
@@ -128,8 +128,8 @@ def test_deny_rules_hold_in_every_yaml_spelling(workspace, run_agent, spelling):
 
 
 def test_most_of_those_spellings_take_the_fast_reader():
-    """So the test above attacks mdagent.yamlfast, not only libyaml."""
-    from mdagent.yamlfast import NOT_SIMPLE, read
+    """So the test above attacks mdagent.core.yamlfast, not only libyaml."""
+    from mdagent.core.yamlfast import NOT_SIMPLE, read
 
     fast = [
         name

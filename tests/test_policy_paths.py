@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from mdagent.calls import ToolContext
+from mdagent.core.calls import ToolContext
 from test_policy import MODEL, check, make_policy
 
 
@@ -184,7 +184,7 @@ def test_a_registry_without_tools_still_protects_its_layers(root, box, tmp_path)
 def test_the_question_about_a_protected_file_gets_the_calls_cancel_event(
     root, box, monkeypatch, tmp_path
 ):
-    import mdagent.approval
+    import mdagent.ui.approval
 
     seen = []
 
@@ -192,7 +192,7 @@ def test_the_question_about_a_protected_file_gets_the_calls_cancel_event(
         seen.append((cancel, workdir))
         return "no"
 
-    monkeypatch.setattr(mdagent.approval, "ask_terminal", ask_terminal)
+    monkeypatch.setattr(mdagent.ui.approval, "ask_terminal", ask_terminal)
     policy = make_policy(root, interactive=True)
     event = threading.Event()
     ctx = ToolContext(caller=MODEL, workdir=str(root), cancel=event)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from mdagent.calls import Decision, HookDecision, ToolContext
-from mdagent.errors import ConfigError
-from mdagent.policy import Rule
-from mdagent.policycheck import verdict_dict
+from mdagent.cli.policycheck import verdict_dict
+from mdagent.core.calls import Decision, HookDecision, ToolContext
+from mdagent.core.errors import ConfigError
+from mdagent.safety.policy import Rule
 from test_policy import MODEL, PERSON, cmd, make_policy
 
 PROTECTED = ".agents/config/agent.yaml (the project layer)"
@@ -426,7 +426,7 @@ def test_a_rule_without_a_reason_shows_none_in_policy_check_json(root, box):
 
 
 def test_a_rule_may_name_a_tool_by_its_declared_alias(root):
-    from mdagent.toolbox import Toolbox
+    from mdagent.tools.toolbox import Toolbox
 
     box = Toolbox()
     box.add("forecast", description="f", aliases=["wx"], handler=dict, security="safe")
@@ -436,7 +436,7 @@ def test_a_rule_may_name_a_tool_by_its_declared_alias(root):
 
 
 def test_a_lone_rule_string_is_a_one_item_list():
-    from mdagent.policy import parse_rules
+    from mdagent.safety.policy import parse_rules
 
     assert [str(r) for r in parse_rules("exec(ls *)", "policy.allow")] == ["exec(ls *)"]
 
@@ -444,7 +444,7 @@ def test_a_lone_rule_string_is_a_one_item_list():
 def test_an_entry_holding_a_date_still_has_a_key():
     import datetime
 
-    from mdagent.policy import entry_key
+    from mdagent.safety.policy import entry_key
 
     # YAML reads `reason: 2024-01-01` as a date: looking up where it was written must not crash.
     key = entry_key({"rule": "exec(rm *)", "reason": datetime.date(2024, 1, 1)})
@@ -454,6 +454,6 @@ def test_an_entry_holding_a_date_still_has_a_key():
 def test_a_tool_without_aliases_is_named_by_its_name_alone():
     from types import SimpleNamespace
 
-    from mdagent.policy import tool_names
+    from mdagent.safety.policy import tool_names
 
     assert tool_names(SimpleNamespace(name="forecast")) == ("forecast",)

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import gone_soon
-from mdagent.process import ProcessResult, result_dict, run_process, signal_name
+from mdagent.tools.process import ProcessResult, result_dict, run_process, signal_name
 
 
 def sh(command: str, **kw) -> ProcessResult:
@@ -152,7 +152,7 @@ def test_a_flood_of_output_keeps_memory_flat():
     # 1 GiB through the pipes; the parent must hold only head + tail.
     script = textwrap.dedent(
         """
-        from mdagent.process import run_process
+        from mdagent.tools.process import run_process
         r = run_process(["bash", "-c", "head -c 1073741824 /dev/zero | tr '\\\\0' a"],
                         cwd=None, env=None, timeout=60)
         # VmHWM, not ru_maxrss: ru_maxrss keeps the RSS this process had
@@ -327,11 +327,11 @@ def test_every_child_starts_in_start_child_with_the_preexec_hook(tmp_path):
 
 def test_exec_run_and_shell_tools_share_run_tool_process(tmp_path, monkeypatch):
     """Scrubbed environment, workspace cwd, own session: one code path for all three."""
-    from mdagent import process
-    from mdagent.builtins import register_builtins
-    from mdagent.calls import ToolContext
-    from mdagent.implementations import make_handler
-    from mdagent.toolbox import Toolbox
+    from mdagent.core.calls import ToolContext
+    from mdagent.tools import process
+    from mdagent.tools.builtins import register_builtins
+    from mdagent.tools.implementations import make_handler
+    from mdagent.tools.toolbox import Toolbox
 
     started = []
     real = process.start_child
@@ -362,8 +362,8 @@ def test_exec_run_and_shell_tools_share_run_tool_process(tmp_path, monkeypatch):
 
 
 def test_run_tool_process_confines_cwd_and_reads_the_settings(tmp_path):
-    from mdagent.calls import ToolContext
-    from mdagent.process import run_tool_process
+    from mdagent.core.calls import ToolContext
+    from mdagent.tools.process import run_tool_process
 
     (tmp_path / "sub").mkdir()
     ctx = ToolContext(workdir=str(tmp_path), settings={"exec": {"timeout": 0.5}})
@@ -381,7 +381,7 @@ def test_ctrl_c_while_the_child_starts_still_stops_it(tmp_path, monkeypatch):
     # in that window once left `sleep` running, holding the agent's output pipe.
     import signal
 
-    import mdagent.process as process
+    import mdagent.tools.process as process
 
     real_start = process.start_child
     pidfile = tmp_path / "pid"

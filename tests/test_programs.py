@@ -1,4 +1,4 @@
-"""What programs run besides themselves (mdagent.programs, issue 30): abbreviated
+"""What programs run besides themselves (mdagent.safety.shell.programs, issue 30): abbreviated
 long options, sed scripts, tar/zip/rg/man/less/vim options, shells' start-up,
 variables, and git pointed at another repository."""
 
@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from mdagent.longoptions import LONG_OPTIONS, abbreviated, dangerous_option
-from mdagent.programs import (
+from mdagent.safety.shell.longoptions import LONG_OPTIONS, abbreviated, dangerous_option
+from mdagent.safety.shell.programs import (
     Runs,
     assigned,
     device_path,

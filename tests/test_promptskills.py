@@ -1,15 +1,15 @@
-"""Named arguments, command quoting and includes of prompt skills (mdagent.promptskills)."""
+"""Named arguments, command quoting and includes of prompt skills (mdagent.agent.promptskills)."""
 
 from __future__ import annotations
 
 import pytest
 
 from conftest import write
-from mdagent.dispatch import complete_argument
-from mdagent.errors import UsageError
-from mdagent.promptskills import bind_arguments, capped, command_script, is_foreign
-from mdagent.skills import load_skill
-from mdagent.specs import CommandSpec
+from mdagent.agent.promptskills import bind_arguments, capped, command_script, is_foreign
+from mdagent.core.errors import UsageError
+from mdagent.core.specs import CommandSpec
+from mdagent.declarations.skills import load_skill
+from mdagent.tools.dispatch import complete_argument
 
 
 def skill(tmp_path, front: str, body: str = "b\n", layer: str = "project"):

@@ -34,7 +34,7 @@ def slash(run_agent, server, *args: str, env=None):
 
 
 def sessions(state: str | None = None) -> list[dict]:
-    from mdagent.store import Store
+    from mdagent.store.store import Store
 
     with Store() as store:
         return store.sessions(limit=50)
@@ -233,7 +233,7 @@ def test_a_forked_skill_typed_by_a_person_runs_in_a_linked_session(workspace, ru
     found = {s["title"]: s for s in sessions()}
     parent, child = found["/research"], found["/research (forked)"]
     assert child["parent"] == parent["id"] and parent["parent"] is None
-    from mdagent.store import Store
+    from mdagent.store.store import Store
 
     with Store() as store:
         kept = store.messages(parent["id"])

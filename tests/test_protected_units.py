@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mdagent.layers import Layer
-from mdagent.protected import (
+from mdagent.core.layers import Layer
+from mdagent.safety.protected import (
     _braces,
     _candidates,
     _changes_folder,

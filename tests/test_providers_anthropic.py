@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import EXEC_TOOL, ProviderClient
-from mdagent.errors import ProviderError
+from mdagent.core.errors import ProviderError
 from mdagent.providers.anthropic import AnthropicProvider, to_anthropic_messages
 from mdagent.providers.base import ProviderConfig, ToolCall
 from model_server import unused_port

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mdagent.errors import ProviderError
+from mdagent.core.errors import ProviderError
 from mdagent.providers.base import (
     ProviderConfig,
     Reply,

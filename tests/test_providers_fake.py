@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from mdagent.errors import ProviderError
+from mdagent.core.errors import ProviderError
 from mdagent.providers import PROVIDERS, ProviderConfig, Reply, ToolCall, get_provider
 
 SCRIPT = """\
@@ -191,7 +191,7 @@ def test_bad_values_are_one_line_errors():
 
 
 def test_the_defaults_are_the_settings_defaults():
-    from mdagent.defaults import DEFAULT_SETTINGS
+    from mdagent.core.defaults import DEFAULT_SETTINGS
 
     config = ProviderConfig()
     assert {name: getattr(config, name) for name in DEFAULT_SETTINGS["model"]} == DEFAULT_SETTINGS[

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import EXEC_TOOL, ProviderClient
-from mdagent.errors import ProviderError
+from mdagent.core.errors import ProviderError
 from mdagent.providers.base import (
     ProviderConfig,
     Reply,

@@ -18,7 +18,7 @@ from email.utils import formatdate
 import pytest
 
 from conftest import settings
-from mdagent.store import Store
+from mdagent.store.store import Store
 from test_terminal_e2e import Terminal
 
 # -- the wire formats ------------------------------------------------------------------

@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from mdagent.records import Record
+from mdagent.core.records import Record
 
 
 class Point(Record):

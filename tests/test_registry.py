@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from conftest import write
-from mdagent.layers import Layer, find_layers
-from mdagent.registry import COMPILER_MODULES, compile_registry, load_registry
+from mdagent.core.layers import Layer, find_layers
+from mdagent.registry.registry import COMPILER_MODULES, compile_registry, load_registry
 
 
 def skill(layer: Path, name: str, extra: str = "", folder: str | None = None) -> Path:
@@ -211,7 +211,7 @@ def test_plain_yaml_is_compiled_without_pyyaml_and_a_warm_load_reads_no_yaml(tmp
     write(layer / "config" / "t.yaml", 'tools:\n  t:\n    description: d\n    run: ["true"]\n')
     code = (
         "import sys; from pathlib import Path\n"
-        "from mdagent.layers import Layer\nfrom mdagent.registry import load_registry\n"
+        "from mdagent.core.layers import Layer\nfrom mdagent.registry.registry import load_registry\n"
         f"r = load_registry([Layer(Path({str(layer)!r}), 'option')], Path({str(tmp_path / 's')!r}))\n"
         "print(r.from_cache, 'yaml' in sys.modules, 'frontmatter' in sys.modules, 'u' in r.tools)\n"
     )
@@ -222,7 +222,7 @@ def test_plain_yaml_is_compiled_without_pyyaml_and_a_warm_load_reads_no_yaml(tmp
         )
         return done.stdout.split()
 
-    assert run() == ["False", "False", "False", "False"]  # cold: mdagent.yamlfast read it all
+    assert run() == ["False", "False", "False", "False"]  # cold: mdagent.core.yamlfast read it all
     assert run() == ["True", "False", "False", "False"]
     # YAML beyond the fast reader's part (an anchor) is read by PyYAML, as before.
     write(
@@ -238,8 +238,8 @@ def test_many_processes_compiling_at_once_never_break_the_cache(tmp_path):
         skill(layer, f"s{i}")
     state = tmp_path / "s"
     code = (
-        "from pathlib import Path\nfrom mdagent.layers import Layer\n"
-        "from mdagent.registry import load_registry\n"
+        "from pathlib import Path\nfrom mdagent.core.layers import Layer\n"
+        "from mdagent.registry.registry import load_registry\n"
         f"r = load_registry([Layer(Path({str(layer)!r}), 'option')], Path({str(state)!r}))\n"
         "print(len(r.skills))\n"
     )
@@ -418,22 +418,22 @@ def test_a_cache_of_the_wrong_shape_is_rebuilt(tmp_path, damage):
 
 def test_a_file_saved_while_compiling_is_compiled_again_next_run(tmp_path, monkeypatch):
     """Stamp before read: the cache never pairs a new stamp with old content."""
-    import mdagent.skills
+    import mdagent.declarations.skills
 
     layer = tmp_path / "l"
     path = skill(layer, "one")
-    real_load = mdagent.skills.load_skill
+    real_load = mdagent.declarations.skills.load_skill
 
     def load_then_another_agent_saves(skill_file, *args, **kwargs):
         result = real_load(skill_file, *args, **kwargs)
         write(Path(skill_file), "---\nname: one\ndescription: saved during the compile\n---\n")
         return result
 
-    monkeypatch.setattr(mdagent.skills, "load_skill", load_then_another_agent_saves)
+    monkeypatch.setattr(mdagent.declarations.skills, "load_skill", load_then_another_agent_saves)
     cache = tmp_path / "state"
     first = load_registry(only(tmp_path, layer), cache)
     assert first.skills["one"].description == "one skill"  # read before the save
-    monkeypatch.setattr(mdagent.skills, "load_skill", real_load)
+    monkeypatch.setattr(mdagent.declarations.skills, "load_skill", real_load)
     second = load_registry(only(tmp_path, layer), cache)
     # The index is fresh; the skill's own stamp is not: looking it up compiles again.
     assert second.skills["one"].description == "saved during the compile"

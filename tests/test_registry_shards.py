@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import command_skill, config, write
-from mdagent.layers import Layer
-from mdagent.registry import load_registry
+from mdagent.core.layers import Layer
+from mdagent.registry.registry import load_registry
 
 TOOLS = (
     "tools:\n"

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from mdagent.repl import Repl, run_repl
-from mdagent.runtime import Options, Runtime
+from mdagent.runtime.runtime import Options, Runtime
+from mdagent.session.repl import Repl, run_repl
 
 
 @pytest.fixture
@@ -176,7 +176,7 @@ def test_a_declaration_changed_on_disk_is_picked_up_before_the_next_line(
 def test_a_bang_line_runs_piped_and_its_capped_output_is_context(
     declared, monkeypatch, capsys, server
 ):
-    from mdagent.repl import SHELL_CONTEXT_CHARS
+    from mdagent.session.repl import SHELL_CONTEXT_CHARS
 
     server.add({"text": "Seen."})
     lines = [
@@ -221,7 +221,7 @@ def test_mode_plan_in_the_session_withholds_the_write_tools(declared, monkeypatc
 
 
 def test_the_toolbar_shows_the_mode_and_where_it_came_from(declared):
-    from mdagent.lineinput import TerminalInput
+    from mdagent.session.lineinput import TerminalInput
 
     repl = Repl(Runtime(Options(mode="plan"), cwd=declared))
     term = TerminalInput.__new__(TerminalInput)  # the toolbar alone, no prompt_toolkit session

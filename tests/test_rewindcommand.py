@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mdagent.checkpoints import Change
-from mdagent.errors import UsageError
-from mdagent.rewindcommand import STAT_FILES, Request, parse_request, stat_lines
+from mdagent.agent.rewindcommand import STAT_FILES, Request, parse_request, stat_lines
+from mdagent.core.errors import UsageError
+from mdagent.rewind.checkpoints import Change
 
 
 @pytest.mark.parametrize(
@@ -75,7 +75,7 @@ def test_a_long_turn_names_its_first_files_and_counts_the_rest():
 
 
 def _checkpoint(session_id, turn, phase="before", kind="turn"):
-    from mdagent.checkpoints import Checkpoint
+    from mdagent.rewind.checkpoints import Checkpoint
 
     return Checkpoint(
         seq=5, commit="", tree="", phase=phase, kind=kind, session_id=session_id,
@@ -87,7 +87,7 @@ def _checkpoint(session_id, turn, phase="before", kind="turn"):
 def session(tmp_path):
     import types
 
-    from mdagent.store import Store
+    from mdagent.store.store import Store
 
     store = Store(tmp_path / "state.db")
     sid = store.new_session(str(tmp_path), "m", "t")
@@ -117,7 +117,7 @@ def session(tmp_path):
     ],
 )
 def test_the_conversation_goes_back_to_a_turn_in_a_new_session(session, turn, phase, kept):
-    from mdagent.rewindcommand import rewind_conversation
+    from mdagent.agent.rewindcommand import rewind_conversation
 
     runtime, sid = session
     new, said = rewind_conversation(runtime, _checkpoint(sid, turn, phase))
@@ -128,7 +128,7 @@ def test_the_conversation_goes_back_to_a_turn_in_a_new_session(session, turn, ph
 
 
 def test_a_conversation_that_cannot_go_back_is_left_and_said(session):
-    from mdagent.rewindcommand import rewind_conversation
+    from mdagent.agent.rewindcommand import rewind_conversation
 
     runtime, sid = session
     for checkpoint, words in (

@@ -23,9 +23,9 @@ import time
 import pytest
 import yaml
 
-from mdagent import sandbox
-from mdagent.errors import ConfigError
-from mdagent.sandbox import SandboxSettings, SandboxUnavailable, prepare
+from mdagent.core.errors import ConfigError
+from mdagent.safety import sandbox
+from mdagent.safety.sandbox import SandboxSettings, SandboxUnavailable, prepare
 
 REASON = sandbox.landlock_reason()
 needs_landlock = pytest.mark.skipif(bool(REASON), reason=f"no Landlock: {REASON}")
@@ -454,7 +454,7 @@ def test_a_child_that_cannot_enter_the_sandbox_never_runs(dirs):
 
 
 def test_the_dataclass_defaults_are_the_settings_defaults():
-    from mdagent.defaults import DEFAULT_SETTINGS
+    from mdagent.core.defaults import DEFAULT_SETTINGS
 
     assert SandboxSettings.from_mapping(DEFAULT_SETTINGS["sandbox"]) == SandboxSettings()
 
@@ -475,7 +475,7 @@ def test_the_dataclass_defaults_are_the_settings_defaults():
 )
 def test_the_settings_schema_refuses_what_the_runtime_refuses(data):
     # `agent check` judges agent.yaml by the schema, runs by from_mapping: they must agree.
-    from mdagent.schemas import validator
+    from mdagent.declarations.schemas import validator
 
     with pytest.raises(ConfigError):
         SandboxSettings.from_mapping(data)
@@ -491,7 +491,7 @@ def test_the_settings_schema_refuses_what_the_runtime_refuses(data):
     ],
 )
 def test_the_settings_schema_accepts_what_the_runtime_accepts(text):
-    from mdagent.schemas import validator
+    from mdagent.declarations.schemas import validator
 
     data = yaml.safe_load(text)
     SandboxSettings.from_mapping(data)
@@ -514,8 +514,8 @@ def test_the_note_without_network_rules_says_the_file_rules_hold(monkeypatch):
 
 def tool_run(dirs, code: str, *, caller: str = "model", **sandbox_settings):
     """``python -c code`` through :func:`run_tool_process`, as a tool call of ``caller``."""
-    from mdagent.calls import ToolContext
-    from mdagent.process import run_tool_process
+    from mdagent.core.calls import ToolContext
+    from mdagent.tools.process import run_tool_process
 
     settings = {"sandbox": sandbox_settings} if sandbox_settings else {}
     ctx = ToolContext(workdir=str(dirs["ws"]), caller=caller, settings=settings)
@@ -525,7 +525,7 @@ def tool_run(dirs, code: str, *, caller: str = "model", **sandbox_settings):
 @pytest.fixture
 def told(monkeypatch):
     """What run_tool_process told the person, this run."""
-    from mdagent import notices
+    from mdagent.core import notices
 
     said: list[str] = []
     monkeypatch.setattr(notices, "_told", set())
@@ -598,8 +598,8 @@ def test_a_call_whose_child_cannot_enter_the_sandbox_runs_nothing(dirs, monkeypa
 
 @needs_landlock
 def test_policy_paths_are_writable_like_the_workspace(dirs, told):
-    from mdagent.calls import ToolContext
-    from mdagent.process import run_tool_process
+    from mdagent.core.calls import ToolContext
+    from mdagent.tools.process import run_tool_process
 
     settings = {"policy": {"paths": [str(dirs["outside"])]}}
     ctx = ToolContext(workdir=str(dirs["ws"]), caller="model", settings=settings)

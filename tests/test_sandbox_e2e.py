@@ -23,7 +23,8 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import take_route, trust_as_is, write
-from mdagent import notices, sandbox
+from mdagent.core import notices
+from mdagent.safety import sandbox
 from model_server import ModelServer
 
 
@@ -282,7 +283,7 @@ def test_yaml_on_and_off_are_accepted(run_agent, places):
 @pytest.fixture
 def in_process(places, monkeypatch, capsys):
     """Run the CLI in this process, as if the kernel had no Landlock; returns a runner."""
-    from mdagent import cli
+    from mdagent.cli import cli
 
     monkeypatch.setenv("AGENT_SANDBOX", "landlock")  # no namespaces either
     monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))

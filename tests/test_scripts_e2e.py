@@ -384,7 +384,9 @@ def test_plan_fails_closed_where_the_sandbox_cannot_apply(workspace, tmp_path, m
     import tempfile
 
     from conftest import trust_as_is
-    from mdagent import cli, notices, sandbox
+    from mdagent.cli import cli
+    from mdagent.core import notices
+    from mdagent.safety import sandbox
 
     monkeypatch.setenv("AGENT_SANDBOX", "landlock")
     monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))

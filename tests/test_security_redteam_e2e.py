@@ -279,7 +279,7 @@ def test_always_saves_a_rule_for_exactly_that_path(workspace):
 def test_the_rule_always_saves_covers_nothing_below_the_path(
     workspace, path, rule, covers, not_covers
 ):
-    from mdagent.policy import Policy, _path_matches, _path_views
+    from mdagent.safety.policy import Policy, _path_matches, _path_views
 
     (workspace / "src").mkdir()
     saved = Policy({}, workdir=workspace).rule_for(write_file_tool(), {"path": path})

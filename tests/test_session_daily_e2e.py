@@ -181,7 +181,7 @@ def test_at_60_columns_nothing_on_the_screen_is_wider_or_cut_mid_word(
     # piped (nothing shortened) give the words; the keys line is wrapped between them.
     piped = run_agent(input="\n".join(listings) + "\n").stdout
     vocabulary = set(piped.split()) | set(lines[0].split()) | {"*", PROMPT}
-    from mdagent.session_commands import KEYS
+    from mdagent.session.session_commands import KEYS
 
     typed = "a first message so there is a session Fine."
     vocabulary |= set(typed.split()) | set(KEYS.split())  # KEYS: only on a terminal

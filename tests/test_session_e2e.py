@@ -312,7 +312,7 @@ def test_sigterm_and_sighup_at_the_prompt_end_the_session_with_their_status(work
 def test_a_stop_signal_while_the_history_loads_ends_the_session_cleanly(workspace):
     import signal
 
-    from mdagent.lineinput import history_file
+    from mdagent.session.lineinput import history_file
 
     # A long history is still loading (a task in the prompt's event loop)
     # when the prompt is drawn: the signal must end the session, not be

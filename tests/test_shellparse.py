@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mdagent.shellparse import Unparseable, parse, segments, try_parse, unwrap
+from mdagent.safety.shell.shellparse import Unparseable, parse, segments, try_parse, unwrap
 
 
 @pytest.mark.parametrize(
@@ -271,7 +271,7 @@ def test_the_parser_is_loaded_on_first_use_only():
     import subprocess
     import sys
 
-    code = "import sys, mdagent.shellparse; print('tree_sitter' in sys.modules)"
+    code = "import sys, mdagent.safety.shell.shellparse; print('tree_sitter' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -499,7 +499,7 @@ def test_an_output_option_is_a_write_of_its_own():
 
 def _wrapper_forms():
     """`WRAPPER [one of its options] [operands] rm x` for every option of every wrapper."""
-    from mdagent.shellparse import _WRAPPERS
+    from mdagent.safety.shell.shellparse import _WRAPPERS
 
     for name, spec in _WRAPPERS.items():
         forms = [[]]
@@ -526,7 +526,7 @@ def test_every_option_of_every_wrapper_is_read_to_the_program(command):
 
 def _wrapper_prefixes():
     """Every prefix of every long option of every wrapper, with whether it is ambiguous."""
-    from mdagent.shellparse import _WRAPPERS
+    from mdagent.safety.shell.shellparse import _WRAPPERS
 
     for name, spec in _WRAPPERS.items():
         longs = spec.long_flags | spec.long_valued | spec.long_optional
@@ -651,7 +651,7 @@ def test_every_shell_string_form_is_parsed_as_code(command):
 
 
 def test_nesting_deeper_than_the_limit_fails_to_parse():
-    from mdagent.shellparse import _MAX_DEPTH
+    from mdagent.safety.shell.shellparse import _MAX_DEPTH
 
     # Each eval (like each sh -c string) is parsed one level deeper.
     assert parse("eval " * _MAX_DEPTH + "rm x")[-1].core == ("rm", "x")

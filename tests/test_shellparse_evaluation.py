@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from mdagent.shellparse import Unparseable, parse
+from mdagent.safety.shell.shellparse import Unparseable, parse
 
 
 def _dynamic(command: str) -> list[str | None]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from mdagent import shellparse
-from mdagent.shellparse import Unparseable, parse
+from mdagent.safety.shell import shellparse
+from mdagent.safety.shell.shellparse import Unparseable, parse
 
 
 def _cores(command: str) -> list[tuple[str, ...]]:

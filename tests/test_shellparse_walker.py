@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from mdagent.shellparse import _MAX_DEPTH, Segment, Unparseable, parse
+from mdagent.safety.shell.shellparse import _MAX_DEPTH, Segment, Unparseable, parse
 
 
 def _cores(command: str) -> list[tuple[str, ...]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from mdagent.shellparse import Unparseable, parse
+from mdagent.safety.shell.shellparse import Unparseable, parse
 
 
 def _cores(command: str) -> list[tuple[str, ...]]:

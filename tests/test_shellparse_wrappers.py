@@ -11,7 +11,7 @@ import shlex
 
 import pytest
 
-from mdagent.shellparse import parse, segments
+from mdagent.safety.shell.shellparse import parse, segments
 
 
 @pytest.mark.parametrize(

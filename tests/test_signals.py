@@ -20,7 +20,7 @@ def test_a_stop_signal_raises_terminated_with_the_shell_status():
     done = run_python(
         """
         import os, signal
-        from mdagent import signals
+        from mdagent.core import signals
         signals.install()
         try:
             os.kill(os.getpid(), signal.SIGHUP)
@@ -40,7 +40,7 @@ def test_inside_deferred_the_callback_gets_the_signal_and_nothing_is_raised():
     done = run_python(
         """
         import os, signal
-        from mdagent import signals
+        from mdagent.core import signals
         signals.install()
         got = []
         with signals.deferred(got.append):
@@ -60,7 +60,7 @@ def test_a_signal_ignored_at_start_stays_ignored():
         """
         import os, signal
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        from mdagent import signals
+        from mdagent.core import signals
         signals.install()
         os.kill(os.getpid(), signal.SIGHUP)
         print("kept running", signals.received())
@@ -73,7 +73,7 @@ def test_a_held_ctrl_c_is_raised_at_release_not_before():
     import os
     import signal
 
-    from mdagent.signals import hold
+    from mdagent.core.signals import hold
 
     held = hold()
     os.kill(os.getpid(), signal.SIGINT)

@@ -7,8 +7,15 @@ import os
 import pytest
 
 from conftest import write
-from mdagent import skillfolder
-from mdagent.skillfolder import FolderError, FolderTooLarge, changes, digest, manifest, summary
+from mdagent.safety import skillfolder
+from mdagent.safety.skillfolder import (
+    FolderError,
+    FolderTooLarge,
+    changes,
+    digest,
+    manifest,
+    summary,
+)
 
 
 def test_every_file_counts_with_its_mode_and_folders_through_what_they_hold(tmp_path):

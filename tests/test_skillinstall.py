@@ -7,8 +7,7 @@ import os
 import pytest
 
 from conftest import write
-from mdagent.skillfolder import changes, digest
-from mdagent.skillinstall import (
+from mdagent.cli.skillinstall import (
     InstallError,
     file_hashes,
     lock_problems,
@@ -18,6 +17,7 @@ from mdagent.skillinstall import (
     source_url,
     write_lock,
 )
+from mdagent.safety.skillfolder import changes, digest
 
 
 def test_source_kinds(tmp_path):
@@ -91,7 +91,7 @@ def test_lock_round_trip_and_malformed_locks(tmp_path):
 
 
 def test_check_warns_about_a_missing_installed_skill(tmp_path):
-    from mdagent.layers import Layer
+    from mdagent.core.layers import Layer
 
     write_lock(tmp_path, {"gone": {"source": "s", "files": {}, "sha256": "0"}})
     problems = lock_problems([Layer(tmp_path, "project")])

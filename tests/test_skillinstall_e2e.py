@@ -349,8 +349,8 @@ def test_sources_that_fail_say_so_in_one_line(run_agent, workspace, tmp_path, tm
 
 def test_installed_skill_counts_as_foreign(workspace, upstream, run_agent):
     """The lock is the one promptskills reads: an installed skill is someone else's."""
-    from mdagent.promptskills import installed
-    from mdagent.skills import load_skill
+    from mdagent.agent.promptskills import installed
+    from mdagent.declarations.skills import load_skill
 
     assert run_agent("skills", "add", upstream[0], "--yes").returncode == 0
     skill, _ = load_skill(workspace / ".agents" / "skills" / "hello" / "SKILL.md", "project")

@@ -5,8 +5,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import CORPUS, write
-from mdagent.skillbody import read_body, substitute
-from mdagent.skills import load_skill, name_problem
+from mdagent.declarations.skillbody import read_body, substitute
+from mdagent.declarations.skills import load_skill, name_problem
 
 
 def write_skill(root: Path, folder: str, text: str | bytes) -> Path:
@@ -547,13 +547,13 @@ def test_huge_files_and_alias_bombs_are_refused_before_they_cost_anything(tmp_pa
     assert problems[0].line >= 4
 
 
-# -- the folders a model's read may reach (mdagent.workspace.confine's extra roots) --
+# -- the folders a model's read may reach (mdagent.safety.workspace.confine's extra roots) --
 
 
 def test_skill_read_roots_asks_the_registry_about_the_resolved_path(tmp_path, monkeypatch):
-    import mdagent.skills
-    from mdagent.calls import ToolContext
-    from mdagent.skills import skill_read_roots
+    import mdagent.declarations.skills
+    from mdagent.core.calls import ToolContext
+    from mdagent.declarations.skills import skill_read_roots
 
     asked = []
 
@@ -561,7 +561,7 @@ def test_skill_read_roots_asks_the_registry_about_the_resolved_path(tmp_path, mo
         asked.append((skills, near))
         return [Path("/skills/one")]
 
-    monkeypatch.setattr(mdagent.skills, "model_skill_folders", folders)
+    monkeypatch.setattr(mdagent.declarations.skills, "model_skill_folders", folders)
 
     class Registry:
         skills = {"one": object()}
@@ -581,6 +581,6 @@ def test_skill_read_roots_asks_the_registry_about_the_resolved_path(tmp_path, mo
 
 
 def test_skill_read_roots_of_a_context_without_a_registry(tmp_path):
-    from mdagent.skills import skill_read_roots
+    from mdagent.declarations.skills import skill_read_roots
 
     assert skill_read_roots(object(), "x", tmp_path.resolve()) == ()

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from mdagent.statefiles import read_json, write_json
+from mdagent.core.statefiles import read_json, write_json
 
 
 def test_what_is_written_is_read_back_in_its_format(tmp_path):

@@ -9,10 +9,10 @@ import textwrap
 
 import pytest
 
-from mdagent.calls import ToolContext
-from mdagent.errors import UsageError
-from mdagent.store import MIGRATIONS, REDACTED, AuditLog, Store
-from mdagent.toolbox import Toolbox
+from mdagent.core.calls import ToolContext
+from mdagent.core.errors import UsageError
+from mdagent.store.store import MIGRATIONS, REDACTED, AuditLog, Store
+from mdagent.tools.toolbox import Toolbox
 
 
 @pytest.fixture
@@ -144,7 +144,7 @@ def test_rate_limit_window(store):
 def test_rate_limit_holds_across_processes(hermetic):
     code = """
         import json
-        from mdagent.store import Store
+        from mdagent.store.store import Store
         s = Store()
         print(json.dumps([s.rate_limit("fetch", 5, 60_000) for _ in range(4)]))
     """
@@ -158,7 +158,7 @@ def test_rate_limit_holds_across_processes(hermetic):
 def test_many_processes_writing_at_once_lose_no_row(hermetic):
     code = """
         import os
-        from mdagent.store import Store
+        from mdagent.store.store import Store
         s = Store()
         for i in range(50):
             s.record_call("model", "exec", {"i": i, "pid": os.getpid()}, True, None, None, 1, "safe")
@@ -209,7 +209,7 @@ def test_audit_log_records_every_call_with_secrets_redacted(store, monkeypatch):
 
 
 def test_audit_log_records_policy_decisions(store, hermetic, tmp_path):
-    from mdagent.policy import Policy
+    from mdagent.safety.policy import Policy
 
     box = Toolbox(policy=Policy({}, workdir=tmp_path, store=store))
     box.add("exec", description="run", params={"command": {"type": "string"}}, handler=dict)
@@ -234,7 +234,7 @@ def test_a_new_migration_upgrades_an_existing_database(store, monkeypatch):
     def add_tags(db):
         db.execute("ALTER TABLE sessions ADD COLUMN tags TEXT NOT NULL DEFAULT ''")
 
-    monkeypatch.setattr("mdagent.store.MIGRATIONS", [*MIGRATIONS, add_tags])
+    monkeypatch.setattr("mdagent.store.store.MIGRATIONS", [*MIGRATIONS, add_tags])
     upgraded = Store(store.path)
     db = upgraded._connection()
     assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) + 1
@@ -245,7 +245,7 @@ def test_a_new_migration_upgrades_an_existing_database(store, monkeypatch):
 def test_messages_survive_a_crash(hermetic):
     code = """
         import os
-        from mdagent.store import Store
+        from mdagent.store.store import Store
         s = Store()
         sid = s.new_session("/w", "m")
         s.add_message(sid, {"role": "user", "content": "first"})
@@ -272,7 +272,7 @@ THINKING = {
 
 
 def test_messages_are_stored_redacted_except_provider_signed_blocks(store, monkeypatch):
-    from mdagent.conversation import Conversation
+    from mdagent.agent.conversation import Conversation
 
     monkeypatch.setenv("MY_API_KEY", SECRET)
     conversation = Conversation.start(store, cwd="/w", model="m")
@@ -399,7 +399,7 @@ def test_a_damaged_file_is_moved_aside_once(hermetic, tmp_path):
 def test_damage_found_after_opening_is_one_clear_error(hermetic, tmp_path, monkeypatch):
     import sqlite3
 
-    from mdagent.errors import StateError
+    from mdagent.core.errors import StateError
 
     with Store(tmp_path / "mdagent.db") as s:
         s.sessions()
@@ -414,7 +414,7 @@ def test_damage_found_after_opening_is_one_clear_error(hermetic, tmp_path, monke
 
 
 def test_a_state_dir_that_cannot_be_used_is_one_clear_error(hermetic, tmp_path):
-    from mdagent.errors import StateError
+    from mdagent.core.errors import StateError
 
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
@@ -425,8 +425,8 @@ def test_a_state_dir_that_cannot_be_used_is_one_clear_error(hermetic, tmp_path):
 
 
 def test_the_audit_log_keeps_the_wait_for_an_answer_apart_from_the_run_time(store, tmp_path):
-    from mdagent.approvers import ScriptedApprover
-    from mdagent.policy import Policy
+    from mdagent.runtime.approvers import ScriptedApprover
+    from mdagent.safety.policy import Policy
 
     approver = ScriptedApprover(["y", "n"])
     box = Toolbox(policy=Policy({}, workdir=tmp_path, store=store, approver=approver))

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mdagent.templates import (
+from mdagent.tools.templates import (
     OptionValueError,
     TemplateError,
     as_text,
@@ -671,7 +671,7 @@ def test_redirections_and_operators_decide_where_an_option_can_start(template, r
 
 
 def test_a_placeholder_is_known_by_its_name():
-    from mdagent.templates import _parse, _Slot
+    from mdagent.tools.templates import _parse, _Slot
 
     assert _parse("cat {path}.txt") == ("cat ", _Slot("path"), ".txt")
     assert _Slot("a") == _Slot("a") and _Slot("a") != _Slot("b") and _Slot("a") != "a"

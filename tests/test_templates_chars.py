@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from mdagent.templates import OptionValueError, TemplateError, check_argv, expand_shell
+from mdagent.tools.templates import OptionValueError, TemplateError, check_argv, expand_shell
 
 PARAMS = {"x": {"type": "string"}}
 

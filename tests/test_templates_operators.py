@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from mdagent.templates import (
+from mdagent.tools.templates import (
     OptionValueError,
     TemplateError,
     check_shell,

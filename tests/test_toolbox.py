@@ -191,7 +191,7 @@ def test_raised_exception_is_a_failure_with_details_and_logged(caplog):
         raise ValueError("bad value")
 
     box.add("boom", description="d", handler=boom)
-    with caplog.at_level(logging.WARNING, logger="mdagent.toolbox"):
+    with caplog.at_level(logging.WARNING, logger="mdagent.tools.toolbox"):
         result = box.run("boom", {"a": 1})
     assert result.to_dict() == {
         "error": "bad value",
@@ -414,7 +414,7 @@ def test_handler_calling_exit_is_a_failure_not_the_end_of_the_process():
 
 
 def test_policy_decision_and_observers():
-    from mdagent.calls import Decision
+    from mdagent.core.calls import Decision
 
     seen = []
 
@@ -483,7 +483,7 @@ def test_the_audit_row_is_written_before_the_handler_runs():
 
 
 def test_a_call_that_cannot_be_recorded_does_not_run():
-    from mdagent.errors import StateError
+    from mdagent.core.errors import StateError
 
     ran, told = [], []
     box = Toolbox()

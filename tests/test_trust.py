@@ -1,4 +1,4 @@
-"""Workspace trust (mdagent.trust): what an untrusted folder keeps, the record, key binding.
+"""Workspace trust (mdagent.runtime.trust): what an untrusted folder keeps, the record, key binding.
 
 The end-to-end story (a cloned repository before and after ``agent trust``)
 is tests/test_trust_e2e.py; these tests pin the pieces it is made of.
@@ -12,11 +12,12 @@ import stat
 import pytest
 
 from conftest import settings, write
-from mdagent import commandfiles, trust
-from mdagent.declarations import DEFAULT_SETTINGS, merge_settings
-from mdagent.layers import find_layers
+from mdagent.core.layers import find_layers
+from mdagent.declarations.declarations import DEFAULT_SETTINGS, merge_settings
 from mdagent.providers.base import ProviderConfig
-from mdagent.registry import load_registry
+from mdagent.registry.registry import load_registry
+from mdagent.runtime import trust
+from mdagent.safety import commandfiles
 
 PERSON = merge_settings([])  # the defaults: policy.mode ask, the sandbox on
 
@@ -180,7 +181,7 @@ def test_every_settings_section_is_either_kept_or_judged():
     # A new section in the schema must be thought about here, not kept by accident.
     import json
 
-    from mdagent.schemas import __path__ as schema_path
+    from mdagent.declarations.schemas import __path__ as schema_path
 
     with open(os.path.join(schema_path[0], "settings.json"), encoding="utf-8") as fh:
         sections = set(json.load(fh)["properties"])

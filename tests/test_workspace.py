@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mdagent.calls import ToolContext
-from mdagent.errors import PolicyDenied
-from mdagent.workspace import (
+from mdagent.core.calls import ToolContext
+from mdagent.core.errors import PolicyDenied
+from mdagent.safety.workspace import (
     confine,
     confine_for,
     display_path,
@@ -250,7 +250,7 @@ def test_a_path_that_cannot_be_resolved_is_refused_with_the_reason(ws, monkeypat
 
 
 def test_a_persons_base_is_the_folder_typed_in_when_inside_the_workspace(ws, tmp_path):
-    from mdagent.workspace import base_for
+    from mdagent.safety.workspace import base_for
 
     root = ws.resolve()
     typed = ToolContext(workdir=str(ws), caller="person", cwd=str(ws / "src"))
@@ -264,7 +264,7 @@ def test_a_persons_base_is_the_folder_typed_in_when_inside_the_workspace(ws, tmp
 
 
 def test_a_persons_relative_path_is_rebased_on_the_workspace_root(ws):
-    from mdagent.workspace import person_arguments
+    from mdagent.safety.workspace import person_arguments
 
     ctx = ToolContext(workdir=str(ws), caller="person", cwd=str(ws / "src"))
     assert person_arguments("read_file", {"path": "a.py"}, ctx) == {"path": "src/a.py"}
@@ -290,7 +290,7 @@ def test_a_persons_relative_path_is_rebased_on_the_workspace_root(ws):
 
 
 def test_a_rebased_path_that_leaves_the_workspace_is_still_refused(ws):
-    from mdagent.workspace import person_arguments
+    from mdagent.safety.workspace import person_arguments
 
     ctx = ToolContext(workdir=str(ws), caller="person", cwd=str(ws / "src"))
     # A built-in's path is rebased once and then taken from the root, as the tool does.
@@ -313,7 +313,7 @@ def test_a_context_without_those_fields_starts_at_the_root(ws, monkeypatch):
     # (then the process's folder is the workspace): never an error.
     from types import SimpleNamespace
 
-    from mdagent.workspace import base_for, person_arguments
+    from mdagent.safety.workspace import base_for, person_arguments
 
     root = ws.resolve()
     assert base_for(SimpleNamespace(workdir=str(ws))) == root
@@ -325,7 +325,7 @@ def test_a_context_without_those_fields_starts_at_the_root(ws, monkeypatch):
 
 
 def test_a_path_argument_that_is_not_text_is_left_for_validation(ws):
-    from mdagent.workspace import person_arguments
+    from mdagent.safety.workspace import person_arguments
 
     ctx = ToolContext(workdir=str(ws), caller="person", cwd=str(ws / "src"))
     for value in (5, ["a.py"], {"p": 1}):

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mdagent.errors import ConfigError
-from mdagent.skills import split_front_matter
-from mdagent.yamlfast import NOT_SIMPLE, read
-from mdagent.yamlsource import Located, LocatedList, load_yaml
+from mdagent.core.errors import ConfigError
+from mdagent.core.yamlfast import NOT_SIMPLE, read
+from mdagent.core.yamlsource import Located, LocatedList, load_yaml
+from mdagent.declarations.skills import split_front_matter
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "openclaw-skills"
 EXAMPLES = int(os.environ.get("YAMLFAST_EXAMPLES", "400"))
@@ -207,10 +207,10 @@ def test_a_compile_is_the_same_with_or_without_the_fast_reader(tmp_path, monkeyp
     """Skills, commands, tools and problems: real files compile alike either way."""
     import shutil
 
-    import mdagent.yamlfast
-    from mdagent.layers import Layer
-    from mdagent.registry import compile_registry
-    from mdagent.specs import compact
+    import mdagent.core.yamlfast
+    from mdagent.core.layers import Layer
+    from mdagent.core.specs import compact
+    from mdagent.registry.registry import compile_registry
 
     root = Path(__file__).resolve().parents[1]
     layer = tmp_path / ".agents"
@@ -227,7 +227,7 @@ def test_a_compile_is_the_same_with_or_without_the_fast_reader(tmp_path, monkeyp
         return (*({k: compact(v) for k, v in r.items()} for r in records), registry.problems)
 
     fast = compiled()
-    monkeypatch.setattr(mdagent.yamlfast, "read", lambda text: NOT_SIMPLE)
+    monkeypatch.setattr(mdagent.core.yamlfast, "read", lambda text: NOT_SIMPLE)
     assert compiled() == fast
     assert len(fast[0]) >= 2
 

@@ -9,8 +9,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mdagent.errors import ConfigError
-from mdagent.yamlsource import (
+from mdagent.core.errors import ConfigError
+from mdagent.core.yamlsource import (
     ALIAS_BUDGET,
     Located,
     LocatedList,
@@ -192,7 +192,7 @@ MERGES = {
 @pytest.mark.parametrize("pure", [False, True])
 @pytest.mark.parametrize("text", MERGES.values(), ids=MERGES.keys())
 def test_merge_keys_mean_what_yaml_says(text, pure):
-    from mdagent.yamlsource import plain
+    from mdagent.core.yamlsource import plain
 
     assert plain(load_yaml(text, "f.yaml", pure=pure)) == yaml.safe_load(text)
 

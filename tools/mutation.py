@@ -69,10 +69,15 @@ EQUIVALENT_ROW = re.compile(r"^\|\s*`(mdagent\.[\wǁ.]+__mutmut_(?:\d+|\*))`")
 
 
 def _modules() -> list[str]:
-    """The mutated modules, as configured in pyproject.toml: ``policy.py`` …"""
+    """The mutated modules, as configured in pyproject.toml: ``safety/policy.py`` …"""
     with open(REPO / "pyproject.toml", "rb") as f:
         config = tomllib.load(f)["tool"]["mutmut"]
-    return [Path(p).name for p in config["only_mutate"]]
+    return [Path(p).relative_to("src/mdagent").as_posix() for p in config["only_mutate"]]
+
+
+def _dotted(module: str) -> str:
+    """The module's import name: ``safety/policy.py`` -> ``mdagent.safety.policy``."""
+    return "mdagent." + module.removesuffix(".py").replace("/", ".")
 
 
 def _equivalents() -> list[str]:
@@ -188,8 +193,7 @@ def _warm_up_pattern(module: str) -> list[str]:
     tree = ast.parse((REPO / "src" / "mdagent" / module).read_text())
     functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     functions.sort(key=lambda n: sum(1 for _ in ast.walk(n)))
-    stem = Path(module).stem
-    return [f"mdagent.{stem}.x_{f.name}__mutmut_*" for f in functions]
+    return [f"{_dotted(module)}.x_{f.name}__mutmut_*" for f in functions]
 
 
 def _draw(work: Path, modules: list[str], size: int, seed: int, jobs: int) -> list[str] | None:
@@ -252,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     chosen = []
     for name in args.modules:
         module = name if name.endswith(".py") else f"{name}.py"
+        # A module is named by its path below src/mdagent/ or by its file name alone.
+        module = next((m for m in known if m == module or Path(m).name == module), module)
         if module not in known:
             parser.error(f"{name}: not a mutated module (one of: {' '.join(known)})")
         chosen.append(module)
@@ -286,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             print("no survivor to run again")
     else:
         _snapshot(work, chosen)
-        names = [f"mdagent.{Path(m).stem}.*" for m in chosen]
+        names = [f"{_dotted(m)}.*" for m in chosen]
         if args.sample:
             drawn = _draw(work, chosen, args.sample, args.seed, args.jobs)
             if drawn is None:

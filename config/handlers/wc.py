@@ -3,8 +3,8 @@
 
 def run(args, ctx):
     """Count lines, words and bytes of ``args["path"]`` inside the workspace."""
-    from mdagent.errors import PolicyDenied
-    from mdagent.workspace import confine_for
+    from mdagent.core.errors import PolicyDenied
+    from mdagent.safety.workspace import confine_for
 
     try:
         path = confine_for(ctx, args["path"])  # the workspace and policy.paths roots

@@ -3,7 +3,7 @@
 The generated parts of the docs (key tables, the CLI reference, the
 exit-status table) come from the objects the program runs with: the JSON
 Schemas it validates declarations and settings with, the typer app, the
-exit-status table in ``mdagent.errors`` and the default settings. When a
+exit-status table in ``mdagent.core.errors`` and the default settings. When a
 module moves (the package layout will change), only this file follows it.
 """
 
@@ -17,21 +17,21 @@ SCHEMAS = ("settings", "skill", "declarations")
 
 def schema(name: str) -> dict[str, Any]:
     """The JSON Schema ``name`` exactly as the program loads it (from its package)."""
-    from mdagent.schemas import schema as load
+    from mdagent.declarations.schemas import schema as load
 
     return load(name)
 
 
 def default_settings() -> dict[str, Any]:
     """The settings a run has when no layer sets them."""
-    from mdagent.defaults import DEFAULT_SETTINGS
+    from mdagent.core.defaults import DEFAULT_SETTINGS
 
     return DEFAULT_SETTINGS
 
 
 def exit_statuses() -> tuple[tuple[int, str], ...]:
     """``(status, meaning)`` for every status ``agent`` exits with."""
-    from mdagent.errors import EXIT_STATUSES
+    from mdagent.core.errors import EXIT_STATUSES
 
     return EXIT_STATUSES
 
@@ -40,7 +40,7 @@ def cli_command() -> Any:
     """The click command behind ``agent`` (the typer app every subcommand runs in)."""
     from typer.main import get_command
 
-    from mdagent.app import app
+    from mdagent.cli.app import app
 
     return get_command(app)
 

@@ -9,29 +9,29 @@ from __future__ import annotations
 __version__ = "0.1.0"
 __all__ = ["Commands", "Result", "Tool", "ToolContext", "Toolbox", "__version__"]
 
-#: Public name -> "module:attribute" (mdagent.lazy), imported on first use.
+#: Public name -> "module:attribute" (mdagent.core.lazy), imported on first use.
 _HOMES = {
-    "Commands": "mdagent.commands:Commands",
-    "Result": "mdagent.calls:Result",
-    "Tool": "mdagent.toolbox:Tool",
-    "ToolContext": "mdagent.calls:ToolContext",
-    "Toolbox": "mdagent.toolbox:Toolbox",
+    "Commands": "mdagent.session.commands:Commands",
+    "Result": "mdagent.core.calls:Result",
+    "Tool": "mdagent.tools.toolbox:Tool",
+    "ToolContext": "mdagent.core.calls:ToolContext",
+    "Toolbox": "mdagent.tools.toolbox:Toolbox",
 }
 
-TYPE_CHECKING = False  # not typing's: see mdagent.records
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
-    from mdagent.calls import Result, ToolContext
-    from mdagent.commands import Commands
-    from mdagent.toolbox import Tool, Toolbox
+    from mdagent.core.calls import Result, ToolContext
+    from mdagent.session.commands import Commands
+    from mdagent.tools.toolbox import Tool, Toolbox
 
 
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'mdagent' has no attribute {name!r}")
-    from mdagent.lazy import load
+    from mdagent.core.lazy import load
 
     value = load(home)
     globals()[name] = value

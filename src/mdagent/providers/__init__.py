@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mdagent.errors import ProviderError
-from mdagent.lazy import load
+from mdagent.core.errors import ProviderError
+from mdagent.core.lazy import load
 from mdagent.providers.base import Provider, ProviderConfig, Reply, ToolCall
 
 #: Provider name -> "module:Class"; the module is imported on first use.

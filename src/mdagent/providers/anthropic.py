@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mdagent.errors import ProviderError
+from mdagent.core.errors import ProviderError
 from mdagent.providers.base import (
     HTTPProvider,
     Reply,

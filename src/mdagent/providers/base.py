@@ -48,8 +48,8 @@ from dataclasses import dataclass, field, fields
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from mdagent.defaults import DEFAULT_SETTINGS
-from mdagent.errors import ProviderError
+from mdagent.core.defaults import DEFAULT_SETTINGS
+from mdagent.core.errors import ProviderError
 
 if TYPE_CHECKING:
     import httpx
@@ -260,7 +260,7 @@ class ProviderConfig:
     :meth:`cost`. ``reasoning`` (``echo``, ``drop``, None: decided per
     message) overrides whether reasoning goes back (:func:`echoes_reasoning`).
     The numbers' defaults are ``DEFAULT_SETTINGS["model"]``
-    (:mod:`mdagent.defaults`).
+    (:mod:`mdagent.core.defaults`).
     """
 
     provider: str = "openai"
@@ -733,7 +733,7 @@ class HTTPProvider:
 
     def _http(self) -> httpx.Client:
         # Without httpx's command line, and certificates loaded only for https.
-        from mdagent.httpclient import client, load
+        from mdagent.core.httpclient import client, load
 
         if self._client is None:
             self._client = client(timeout=load().Timeout(self.config.timeout))
@@ -762,9 +762,9 @@ class HTTPProvider:
         each retry. When streaming, the returned response is still open:
         close it when done.
         """
-        from mdagent.httpclient import load
+        from mdagent.core.httpclient import load
 
-        httpx = load()  # without its command line (see mdagent.httpclient)
+        httpx = load()  # without its command line (see mdagent.core.httpclient)
         client = self._http()
         retries = 0
         while True:

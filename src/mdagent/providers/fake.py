@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mdagent.errors import ConfigError, ProviderError
+from mdagent.core.errors import ConfigError, ProviderError
 from mdagent.providers.base import ProviderConfig, Reply, ToolCall, usage
 
 REPLY_KEYS = {"text", "tool_calls", "usage", "stop_reason", "error"}
@@ -85,7 +85,7 @@ def _replies(n: int) -> str:
 
 def load_script(path: str | Path) -> list[Reply | ProviderError]:
     """The replies (or scripted errors) in a fake-provider YAML script."""
-    from mdagent.yamlsource import load_yaml
+    from mdagent.core.yamlsource import load_yaml
 
     where = str(path)
     try:

@@ -1,0 +1,1 @@
+"""Turns: the loop, the conversation, prompts, `agent ask`."""

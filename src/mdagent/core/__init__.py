@@ -1,0 +1,1 @@
+"""The leaf: records, errors, defaults and the small helpers every layer uses."""

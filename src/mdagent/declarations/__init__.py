@@ -1,0 +1,1 @@
+"""Reading the YAML and SKILL.md declarations into specs."""

@@ -1,0 +1,1 @@
+"""Other MCP servers: the client and their tools."""

@@ -1,0 +1,1 @@
+"""The compiled registry of tools, commands and skills, and its cache."""

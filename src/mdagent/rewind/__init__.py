@@ -1,0 +1,1 @@
+"""Checkpoints of the files a session changed, and going back to them."""

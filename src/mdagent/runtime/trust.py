@@ -1,0 +1,1024 @@
+"""Workspace trust: a folder someone else wrote runs nothing, loosens nothing and
+redirects nothing until the person trusts it; and a key goes only where the person sent it.
+
+The workspace's own layers, the project layer ``.agents/`` and the other
+agents' folders mdagent reads inside it (``.claude/skills``), come with the
+folder, which may be a repository someone else wrote. Until the person runs
+``agent trust``, the runtime (:class:`mdagent.runtime.runtime.Runtime`) hands every
+part of mdagent the view of them that only tightens (:func:`tighten`,
+:class:`UntrustedRegistry`):
+
+- no hooks and no ``mcp_servers:`` (they run programs);
+- deny rules, ask rules and a stricter ``policy.mode`` / ``sandbox:`` apply;
+  a looser mode, ``allow`` rules, ``policy.paths``, ``policy.env.include``,
+  ``inline_eval: allow`` and sandbox widening do not;
+- no ``model:`` settings, in ``agent.yaml`` or in a skill's front-matter
+  (the person's model serves: neither key nor conversation goes to a host
+  the folder names); no skill's ``allowed-tools``; a skill's ``!`cmd```
+  live context asks first, as a foreign skill's does;
+- a tool the folder declares ``security: safe`` is judged ``dangerous`` for
+  a model.
+
+What trust covers is computed with the registry (:func:`workspace_facts`,
+cached with it): the *items* (each thing above the folder holds, as one
+line) and the *files* they come from: the settings file, scripts and
+programs inside the workspace that hooks and MCP servers name, the
+project's declaration files and handler modules, and the folders of the
+skills whose ``allowed-tools``, ``model:`` or live context would apply. A
+workspace without items needs no trust and costs nothing more.
+
+The record (:class:`Snapshot`) lives in the person's state dir, never in the
+workspace: ``trust/<key>.json``, keyed by the workspace's real path, holding
+the SHA-256 of every covered file (with its stat stamp, so an unchanged
+file is not read again) and the items' lines. When any covered file changes,
+appears or goes, trust lapses for the whole workspace, and the person is
+told in one line what changed (:func:`evaluate`, :func:`notice`).
+
+Key binding (:func:`key_withheld`) is the other half: an API key read from
+the environment goes to the provider's own host, to the ``base_url`` the
+person set, or to a host the person's user layer pairs with that variable
+(``key_hosts:``), never to an endpoint only a skill names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+from mdagent.core.errors import MdagentError, Problem
+from mdagent.core.records import Record
+from mdagent.safety.commandfiles import named_files
+
+TYPE_CHECKING = False  # not typing's: see mdagent.core.records
+if TYPE_CHECKING:
+    from typing import Any
+
+#: The layer kinds that come with the working folder (maybe a repository someone else wrote).
+WORKSPACE_LAYERS = (
+    "project",
+    "project-claude",
+    "project-github",
+    "project-openclaw",
+    "project-foreign",
+)
+#: The workspace layers whose settings are tightened until trusted: its
+#: ``agent.yaml`` and other agents' settings files in it (mdagent.declarations.interop).
+SETTINGS_LAYERS = ("project", "project-foreign")
+RECORD_FORMAT = 1
+RECORD_DIR = "trust"
+#: A covered skill folder with more files than this cannot be bound: it stays untrusted.
+MAX_FOLDER_FILES = 2000
+#: What a covered path that does not exist is recorded as.
+ABSENT = "-"
+
+# How strict each value is: a project's value applies only when it is at
+# least as strict as the person's own (higher is stricter).
+# Permission modes: full < accept-edits < ask < allowlist = deny < plan (a
+# project may pick plan whatever yours is: nothing changes; where plan asks
+# and yours would refuse, a question is still not a change).
+_MODE_RANK = {"full": 0, "accept-edits": 1, "ask": 2, "allowlist": 3, "deny": 3, "plan": 4}
+_SANDBOX_RANK = {"off": 0, "false": 0, "workspace-write": 1, "read-only": 2}
+# Sections of a project's settings that loosen nothing: kept as written.
+_KEPT_SECTIONS = ("agent", "exec", "fetch", "glob", "grep", "mcp")
+#: The strictest settings a person could have: a project value that is an
+#: item even against these can loosen something, so its file is covered.
+_STRICTEST: dict[str, Any] = {
+    "policy": {"mode": "deny", "inline_eval": "ask"},
+    "sandbox": {"mode": "read-only", "network": False, "applies_to": "all", "required": True},
+    "skills": {"shell_interpolation": False},
+}
+
+
+class TrustError(MdagentError):
+    """Trust could not be given or recorded (nobody to ask, a state dir that cannot be written)."""
+
+    exit_code = 1
+
+
+class Item(Record):
+    """One thing the workspace holds that acts only once trusted: ``key`` does ``what``.
+
+    ``hooks.before`` ``runs ./scripts/guard.sh``; ``policy.mode`` ``says
+    full (yours: ask)``; ``skill helper`` ``chooses model …``. ``path`` and
+    ``line`` say where it is written.
+    """
+
+    key: str
+    what: str
+    path: str = ""
+    line: int = 1
+
+    @property
+    def text(self) -> str:
+        return f"{self.key} {self.what}"
+
+
+# -- what trust covers (computed with the registry) -----------------------------------
+
+
+def _files_run(settings: Mapping[str, Any], workspace: Path, unknown: list[str]) -> list[str]:
+    """The files a layer's hooks and MCP servers run (trust is bound to them);
+    commands naming files only known when they run are added to ``unknown``."""
+    files: list[str] = []
+    for entries in _mapping(settings.get("hooks")).values():
+        for entry in entries if isinstance(entries, list) else ():
+            files += named_files(_mapping(entry).get("run"), workspace, workspace, unknown)
+    for entry in _mapping(settings.get("mcp_servers")).values():
+        entry = _mapping(entry)
+        if entry.get("enabled") is False or not entry.get("command"):
+            continue
+        base = (workspace / str(entry["cwd"])) if entry.get("cwd") else workspace
+        words = [str(entry["command"]), *(str(a) for a in entry.get("args") or [])]
+        files += named_files(words, base, workspace, unknown)
+    return files
+
+
+def workspace_facts(
+    layers: Iterable[Any],
+    layer_settings: list[tuple[Any, dict[str, Any], Path]],
+    tools: Mapping[str, Any],
+    skills: Mapping[str, Any],
+    sources: list[dict[str, Any]],
+) -> dict[str, Any] | None:
+    """What trust covers in the workspace of ``layers``, as cached JSON; None when nothing.
+
+    ``layer_settings`` is ``(layer, its settings, agent.yaml path)`` of each
+    layer with a settings file, lowest first; ``tools``, ``skills`` and
+    ``sources`` are the compile's. The result: ``workspace`` (its real path),
+    ``items`` (``[key, what, path, line]``), ``files`` and ``folders`` (real
+    paths trust is bound to) and, when there are items, the untrusted view:
+    ``settings`` (merged with the project's tightened) and ``sources``
+    (without the project's allow rules).
+    """
+    from mdagent.declarations.declarations import merge_settings
+
+    workspace = _workspace_of(layers)
+    if workspace is None:
+        return None
+    items: list[Item] = []
+    files: list[str] = []
+    folders: list[str] = []
+    owns = [(s, p) for layer, s, p in layer_settings if layer.kind in SETTINGS_LAYERS]
+    person = merge_settings(
+        [s for layer, s, _ in reversed(layer_settings) if layer.kind not in SETTINGS_LAYERS]
+    )
+    kept_of: dict[str, dict[str, Any]] = {}
+    project_covered = False
+    unknown: list[str] = []  # hook or server commands naming files only known at run time
+    for settings, path in owns:
+        kept_of[str(path)], found = tighten(settings, person)
+        items += _located(found, path)
+        if tighten(settings, _STRICTEST)[1]:
+            files.append(str(path))
+            project_covered = True
+        files += _files_run(settings, workspace, unknown)
+    project_tools = [t for t in tools.values() if t.layer == "project"]
+    own_code: list[str] = []  # tools that run the folder's own code when a model calls them
+    for tool in project_tools:
+        if tool.security == "safe":
+            what = "is declared security: safe (a model's calls would run unasked)"
+            items.append(Item(f"tool {tool.name}", what, tool.source, tool.line or 1))
+            project_covered = True
+        if tool.kind in ("run", "shell", "handler"):
+            # Its code is the folder's: a person's rules and mode (an allow rule
+            # for a tool of that name in their own layer) do not cover it.
+            what = f"runs this folder's own {tool.kind} code when a model calls it"
+            items.append(Item(f"tool {tool.name}", what, tool.source, tool.line or 1))
+            own_code.append(tool.name)
+            project_covered = True
+    for skill in skills.values():
+        if skill.layer not in WORKSPACE_LAYERS:
+            continue
+        found = list(_skill_items(skill))
+        if found:
+            items += found
+            folders.append(os.path.realpath(skill.dir))
+            project_covered = project_covered or skill.layer == "project"
+    if project_covered:
+        # What an allow rule or a safe tool lets run is the tools' own code.
+        for tool in project_tools:
+            files.append(tool.source)
+            implementation = tool.implementation or {}
+            base = Path(implementation.get("base_dir") or Path(tool.source).parent)
+            if "handler" in implementation:
+                files.append(str(base / str(implementation["handler"]).split(":", 1)[0]))
+            for key in ("run", "shell"):
+                if key in implementation:
+                    files += named_files(implementation[key], workspace, workspace)
+    if not items and not files and not folders:
+        return None
+    from mdagent.core.escapes import visible
+
+    facts: dict[str, Any] = {
+        "workspace": str(workspace),
+        "unknown": sorted(set(unknown)),
+        # The folder's own text, escaped once here: every listing, notice and
+        # question shows it (a `\r\x1b[2K` must not hide what is trusted).
+        "items": [[visible(i.key), visible(i.what), i.path, i.line] for i in items],
+        "files": sorted({os.path.realpath(f) for f in files}),
+        "folders": sorted(set(folders)),
+        "settings": None,
+        "sources": None,
+    }
+    if items:
+        high_first = [
+            kept_of.get(str(path), {}) if layer.kind in SETTINGS_LAYERS else settings
+            for layer, settings, path in reversed(layer_settings)
+        ]
+        facts["settings"] = view = merge_settings(high_first)
+        if own_code:
+            # Until trusted, a model's call of such a tool is asked about in every
+            # mode (refused without a terminal); a person's typed command still runs.
+            policy = dict(view.get("policy") or {})
+            policy["ask"] = [
+                *(policy.get("ask") or []),
+                *({"rule": name, "reason": _OWN_CODE_REASON} for name in own_code),
+            ]
+            view["policy"] = policy
+        facts["sources"] = [
+            s
+            for s in sources
+            if not (s.get("layer") in SETTINGS_LAYERS and s.get("section") == "allow")
+        ]
+    return facts
+
+
+_OWN_CODE_REASON = (
+    "a tool this untrusted folder declares runs the folder's own code (`agent trust` to let it)"
+)
+
+
+def _workspace_of(layers: Iterable[Any]) -> Path | None:
+    """The real path of the folder the workspace's layers belong to, or None (no such layer)."""
+    from mdagent.core.layers import workspace_of
+
+    for layer in layers:
+        root = workspace_of(layer)
+        if root is not None:
+            return Path(os.path.realpath(root))
+    return None
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def tighten(
+    project: Mapping[str, Any], person: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[tuple[str, str, list[Any]]]]:
+    """The part of a project's settings an untrusted workspace keeps, and what it drops.
+
+    ``person`` is the merged settings of every other layer (defaults
+    included). Kept: what only tightens (deny and ask rules, a stricter
+    mode or sandbox, policy tests, timeouts and limits). Dropped, each as
+    ``(key, what, pointer into the file)``: hooks, MCP servers, ``model:``,
+    allow rules, a looser mode, ``inline_eval``, ``policy.paths``,
+    ``policy.env.include``, sandbox widening, ``shell_interpolation`` turned
+    back on, and any key this function does not know (fail closed).
+    """
+    kept: dict[str, Any] = {}
+    dropped: list[tuple[str, str, list[Any]]] = []
+
+    def drop(key: str, what: str, *pointer: Any) -> None:
+        dropped.append((key, what, list(pointer)))
+
+    for section, value in project.items():
+        if section in _KEPT_SECTIONS:
+            kept[section] = value
+        elif section == "policy" and isinstance(value, Mapping):
+            kept[section] = _tighten_policy(value, _mapping(person.get("policy")), drop)
+        elif section == "sandbox" and isinstance(value, Mapping):
+            kept[section] = _tighten_sandbox(value, _mapping(person.get("sandbox")), drop)
+        elif section == "skills" and isinstance(value, Mapping):
+            own = {}
+            for key, setting in value.items():
+                theirs = _mapping(person.get("skills")).get(key, True)
+                if key == "interop" or setting is False or theirs is not False:
+                    own[key] = setting
+                else:
+                    drop(f"skills.{key}", "turns live context back on (yours: false)", section, key)
+            kept[section] = own
+        elif section == "hooks" and isinstance(value, Mapping):
+            for event, entries in value.items():
+                for i, entry in enumerate(entries if isinstance(entries, list) else ()):
+                    drop(f"hooks.{event}", _hook_text(entry), section, event, i)
+        elif section == "mcp_servers" and isinstance(value, Mapping):
+            off = {}
+            for name, entry in value.items():
+                if isinstance(entry, Mapping) and entry.get("enabled") is False:
+                    off[name] = entry  # switching a server off only tightens
+                else:
+                    drop(f"mcp_servers.{name}", _server_text(entry), section, name)
+            if off:
+                kept[section] = off
+        elif section == "model":
+            if value:
+                drop("model", f"chooses {_model_text(value)}", section)
+        else:
+            drop(section, "is set", section)
+    return kept, dropped
+
+
+def _tighten_policy(policy: Mapping[str, Any], theirs: Mapping[str, Any], drop) -> dict[str, Any]:
+    kept: dict[str, Any] = {}
+    for key, value in policy.items():
+        if key in ("deny", "ask", "tests"):
+            kept[key] = value
+        elif key == "mode":
+            mine = str(theirs.get("mode") or "ask")
+            if _MODE_RANK.get(str(value), 0) >= _MODE_RANK.get(mine, 2):
+                kept[key] = value
+            else:
+                drop("policy.mode", f"says {value} (yours: {mine})", "policy", key)
+        elif key == "allow":
+            for i, rule in enumerate(value if isinstance(value, list) else [value]):
+                text = rule.get("rule") if isinstance(rule, Mapping) else rule
+                drop("policy.allow", f"allows {text}", "policy", key, i)
+        elif key == "inline_eval":
+            if value != "allow" or theirs.get("inline_eval") == "allow":
+                kept[key] = value
+            else:
+                drop("policy.inline_eval", "says allow (yours: ask)", "policy", key)
+        elif key == "paths":
+            for i, path in enumerate(value if isinstance(value, list) else [value]):
+                drop("policy.paths", f"adds {path}", "policy", key, i)
+        elif key == "env" and isinstance(value, Mapping):
+            env = {k: v for k, v in value.items() if k == "exclude"}
+            for i, name in enumerate(value.get("include") or []):
+                drop("policy.env.include", f"lets {name} through", "policy", key, "include", i)
+            for other in value:
+                if other not in ("exclude", "include"):
+                    drop(f"policy.env.{other}", "is set", "policy", key, other)
+            kept[key] = env
+        else:
+            drop(f"policy.{key}", "is set", "policy", key)
+    return kept
+
+
+def _tighten_sandbox(sandbox: Mapping[str, Any], theirs: Mapping[str, Any], drop) -> dict[str, Any]:
+    kept: dict[str, Any] = {}
+    for key, value in sandbox.items():
+        if key == "mode":
+            mine = theirs.get("mode", "workspace-write")
+            if _SANDBOX_RANK.get(str(value).lower(), 0) >= _SANDBOX_RANK.get(str(mine).lower(), 1):
+                kept[key] = value
+            else:
+                drop("sandbox.mode", f"says {_word(value)} (yours: {_word(mine)})", "sandbox", key)
+        elif key == "network":
+            on = value in (True, "on")
+            if not on or theirs.get("network", True) in (True, "on"):
+                kept[key] = value
+            else:
+                drop("sandbox.network", "says on (yours: off)", "sandbox", key)
+        elif key == "writable":
+            for i, path in enumerate(value if isinstance(value, list) else [value]):
+                drop("sandbox.writable", f"adds {path}", "sandbox", key, i)
+        elif key == "applies_to":
+            if value == "all" or theirs.get("applies_to", "model") == "model":
+                kept[key] = value
+            else:
+                drop("sandbox.applies_to", "says model (yours: all)", "sandbox", key)
+        elif key == "required":
+            if value is True or not theirs.get("required"):
+                kept[key] = value
+            else:
+                drop("sandbox.required", "says false (yours: true)", "sandbox", key)
+        else:
+            drop(f"sandbox.{key}", "is set", "sandbox", key)
+    return kept
+
+
+def _word(value: Any) -> str:
+    return "off" if value is False else "on" if value is True else str(value)
+
+
+def _hook_text(entry: Any) -> str:
+    entry = _mapping(entry)
+    run = entry.get("run")
+    shown = _shell_words(run) if isinstance(run, list) else str(run)
+    tool = entry.get("tool")
+    return f"runs {shown}" + (f" (for {tool})" if tool and tool != "*" else "")
+
+
+def _server_text(entry: Any) -> str:
+    entry = _mapping(entry)
+    if entry.get("url"):
+        return f"connects to {entry['url']}"
+    words = [str(entry.get("command") or ""), *(str(a) for a in entry.get("args") or [])]
+    return f"starts {_shell_words(words)}"
+
+
+def _shell_words(words: list[Any]) -> str:
+    import shlex
+
+    return shlex.join(str(w) for w in words)
+
+
+def _model_text(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}: {v}" for k, v in value.items() if not isinstance(v, Mapping))
+    return str(value)
+
+
+def _skill_items(skill: Any) -> Iterator[Item]:
+    """What a workspace's prompt skill would do once trusted (a command skill's body is text)."""
+    if skill.dispatch == "tool":
+        return
+    key = f"skill {skill.name}"
+    if skill.allowed_tools:
+        yield Item(key, f"pre-approves {', '.join(skill.allowed_tools)}", skill.path)
+    if skill.model:
+        yield Item(key, f"chooses model {_model_text(skill.model)}", skill.path)
+    if skill.layer == "project":
+        for command in getattr(skill, "live_context", None) or ():
+            yield Item(key, f"runs !`{command}` before its prompt", skill.path)
+
+
+def _located(found: list[tuple[str, str, list[Any]]], path: Path) -> list[Item]:
+    """Items of a settings file at their lines (the file is read again, at compile time only)."""
+    if not found:
+        return []
+    from mdagent.core.yamlsource import position
+    from mdagent.declarations.declarations import read_yaml_file
+
+    if path.suffix not in (".yaml", ".yml"):  # another agent's file: the line naming the key
+        from mdagent.declarations.interop import line_of
+
+        return [Item(key, what, str(path), line_of(path, str(p[-1]))) for key, what, p in found]
+    data, _ = read_yaml_file(path)
+    items = []
+    for key, what, pointer in found:
+        try:
+            line = position(data, pointer)[0] if data is not None else 1
+        except (KeyError, IndexError, TypeError, ValueError):
+            line = 1
+        items.append(Item(key, what, str(path), line or 1))
+    return items
+
+
+# -- the record -------------------------------------------------------------------------
+
+
+def record_path(workspace: str, environ: Mapping[str, str] | None = None) -> Path:
+    """Where the trust record of ``workspace`` (a real path) lives, in the state dir."""
+    import zlib  # hashlib costs more start-up time than this lookup
+
+    from mdagent.core.layers import state_dir
+
+    data = workspace.encode("utf-8", "surrogateescape")
+    key = f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+    return state_dir(os.environ if environ is None else environ) / RECORD_DIR / f"{key}.json"
+
+
+def read_record(workspace: str, environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The record of ``workspace``, or None (none, unreadable, another folder's, another format)."""
+    try:
+        with open(record_path(workspace, environ), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if (
+        not isinstance(data, dict)
+        or data.get("format") != RECORD_FORMAT
+        or data.get("workspace") != workspace
+        or not isinstance(data.get("files"), dict)
+        or not isinstance(data.get("items"), list)
+    ):
+        return None
+    return data
+
+
+def covered_files(facts: Mapping[str, Any]) -> dict[str, str]:
+    """``{shown path: real path}`` of every file trust is bound to, skill folders walked.
+
+    Raises :class:`TrustError` when a skill folder holds more than
+    :data:`MAX_FOLDER_FILES` files (too many to bind: it stays untrusted).
+    """
+    workspace = str(facts["workspace"])
+    unknown = facts.get("unknown") or ()
+    if unknown:
+        from mdagent.core.escapes import visible
+
+        raise TrustError(
+            f"`{visible(unknown[0])}` names files only known when it runs (a variable, a glob, "
+            "a command's output): trust cannot be bound to them; name the script literally "
+            "(`./scripts/guard.sh`; `$PWD`, `$AGENT_WORKSPACE` and `$CLAUDE_PROJECT_DIR` "
+            "may stand for the workspace)"
+        )
+    paths = list(facts.get("files") or ())
+    for folder in facts.get("folders") or ():
+        count = 0
+        seen: set[str] = set()
+        # Links are followed (a skill's scripts may live behind one), each real folder once.
+        for top, dirs, names in os.walk(folder, followlinks=True):
+            real = os.path.realpath(top)
+            if real in seen:
+                dirs[:] = []
+                continue
+            seen.add(real)
+            dirs.sort()
+            for name in sorted(names):
+                count += 1
+                if count > MAX_FOLDER_FILES:
+                    raise TrustError(
+                        f"{_shown(folder, workspace)} holds more than {MAX_FOLDER_FILES} files: "
+                        "too many to bind trust to"
+                    )
+                paths.append(os.path.join(top, name))
+    return {_shown(path, workspace): path for path in sorted(set(paths))}
+
+
+def _shown(path: str, workspace: str) -> str:
+    if path == workspace or path.startswith(workspace.rstrip(os.sep) + os.sep):
+        return os.path.relpath(path, workspace)
+    return path
+
+
+def _stamp(path: str) -> list[int] | None:
+    """``[size, mtime_ns, ctime_ns, inode]``, or None when ``path`` is not a file here.
+
+    The change time cannot be set back by a program: a file whose stamp
+    still matches was not written since it was hashed.
+    """
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _digest(path: str) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    except IsADirectoryError:
+        return "dir"
+    except OSError:
+        return ABSENT
+    return digest.hexdigest()
+
+
+class Snapshot(Record):
+    """The workspace as it is now, as trust binds to it: ready to :meth:`write`."""
+
+    workspace: str
+    items: list[Item]
+    files: dict[str, list[Any]]  # shown path -> [sha256 or "-", size, mtime, ctime, inode]
+
+    def write(self, environ: Mapping[str, str] | None = None) -> Path:
+        """Record this snapshot as trusted (private file, replaced whole); its path.
+
+        :class:`TrustError` when the state dir cannot be written.
+        """
+        import time
+
+        target = record_path(self.workspace, environ)
+        since = time.strftime("%Y-%m-%d %H:%M:%S")
+        before = read_record(self.workspace, environ)
+        if before is not None and _digests(before["files"]) == _digests(self.files):
+            since = str(before.get("trusted_at") or since)  # the same content: trusted since then
+        data = {
+            "format": RECORD_FORMAT,
+            "workspace": self.workspace,
+            "trusted_at": since,
+            "items": [item.text for item in self.items],
+            "files": self.files,
+        }
+        tmp = target.with_name(f".trust-{os.getpid()}-{os.urandom(6).hex()}.tmp")
+        try:
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, indent=1, sort_keys=True)
+            os.replace(tmp, target)
+        except OSError as err:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise TrustError(f"cannot record trust in {target}: {err.strerror or err}") from None
+        return target
+
+
+def _digests(files: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v[0] if isinstance(v, list) and v else None for k, v in files.items()}
+
+
+def snapshot(facts: Mapping[str, Any]) -> Snapshot:
+    """Hash every covered file of ``facts`` now (what ``agent trust`` shows, then records)."""
+    files: dict[str, list[Any]] = {}
+    for shown, path in covered_files(facts).items():
+        stamp = _stamp(path)
+        files[shown] = [ABSENT if stamp is None else _digest(path), *(stamp or [])]
+    items = [Item(*item) for item in facts.get("items") or ()]
+    return Snapshot(str(facts["workspace"]), items, files)
+
+
+def trust_folder(
+    cwd: str | os.PathLike[str],
+    environ: Mapping[str, str] | None = None,
+    *,
+    layers: Iterable[str] = (),
+    no_user: bool = False,
+    confirm: Any = None,
+) -> Snapshot | None:
+    """Trust the workspace of ``cwd`` as it is now: what ``agent trust --yes`` does.
+
+    The layers are found and compiled as ``agent`` would with these options
+    and ``environ`` (default: this process's); the record goes to that
+    environment's state dir. ``confirm(snapshot) -> bool`` may show it and
+    ask (``agent trust`` on a terminal); False records nothing. Returns the
+    snapshot recorded, or None when the workspace holds nothing trust covers
+    (or ``confirm`` said no).
+    """
+    from mdagent.core.layers import find_layers, state_dir
+    from mdagent.registry.registry import load_registry
+
+    environ = os.environ if environ is None else environ
+    found = find_layers(list(layers), no_user=no_user, cwd=Path(cwd), environ=environ)
+    facts = load_registry(found, cache_dir=state_dir(environ)).trust
+    if not facts:
+        return None
+    taken = snapshot(facts)
+    if confirm is not None and not confirm(taken):
+        return None
+    taken.write(environ)
+    return taken
+
+
+def revoke(workspace: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Withdraw trust in ``workspace``; whether there was any to withdraw."""
+    try:
+        os.unlink(record_path(workspace, environ))
+    except FileNotFoundError:
+        return False
+    except OSError as err:
+        raise TrustError(f"cannot withdraw trust: {err.strerror or err}") from None
+    return True
+
+
+# -- the state of one workspace -------------------------------------------------------
+
+
+class TrustState(Record):
+    """Whether the workspace's own layers may act: ``needed`` and ``trusted``.
+
+    ``changes`` says, one phrase each, what changed since the person
+    trusted it (trust lapsed); ``since`` is when they did.
+    """
+
+    workspace: str = ""
+    items: list[Item] = []
+    needed: bool = False
+    trusted: bool = True
+    changes: list[str] = []
+    since: str = ""
+
+    @property
+    def lapsed(self) -> bool:
+        return bool(self.changes)
+
+    @property
+    def word(self) -> str:
+        """``trusted``, ``not trusted``, ``lapsed`` or ``not needed``."""
+        if not self.needed:
+            return "not needed"
+        if self.trusted:
+            return "trusted"
+        return "lapsed" if self.lapsed else "not trusted"
+
+
+#: A workspace with nothing trust covers.
+NOT_NEEDED = TrustState()
+
+
+def evaluate(
+    facts: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None
+) -> TrustState:
+    """The trust state of the workspace ``facts`` describe (see :func:`workspace_facts`).
+
+    Trusted when the record's hash of every covered file still holds (a
+    file whose stat stamp is as recorded is not read again).
+    """
+    if not facts or not facts.get("items"):
+        return NOT_NEEDED
+    workspace = str(facts["workspace"])
+    items = [Item(*item) for item in facts["items"]]
+    record = read_record(workspace, environ)
+    if record is None:
+        return TrustState(workspace, items, True, False)
+    try:
+        current = covered_files(facts)
+    except TrustError as err:
+        return TrustState(workspace, items, True, False, [str(err)], record.get("trusted_at", ""))
+    changes = _changes(record, current, items)
+    return TrustState(
+        workspace, items, True, not changes, changes, str(record.get("trusted_at", ""))
+    )
+
+
+def _changes(record: Mapping[str, Any], current: Mapping[str, str], items: list[Item]) -> list[str]:
+    """What changed since ``record``: the new items when a file changed, else the files."""
+    from mdagent.core.escapes import visible
+
+    recorded = record["files"]
+    files: list[str] = []
+    for name, path in current.items():
+        entry = recorded.get(name)
+        shown = visible(name)  # a file name is the folder's text too
+        stamp = _stamp(path)
+        if not isinstance(entry, list) or not entry:
+            if stamp is not None:
+                files.append(f"{shown} is new")
+            continue
+        if stamp is None:
+            if entry[0] != ABSENT:
+                files.append(f"{shown} was removed")
+            continue
+        if entry[0] == ABSENT:
+            files.append(f"{shown} is new")
+        elif entry[1:] != stamp and _digest(path) != entry[0]:
+            files.append(f"{shown} changed")
+    if not files:
+        return []
+    before = set(record.get("items") or ())
+    added = [f"{item.key} now {item.what}" for item in items if item.text not in before]
+    return added or files
+
+
+# -- telling the person -------------------------------------------------------------------
+
+
+def tell(line: str) -> None:
+    """``agent: line`` on stderr (what :func:`mdagent.ui.approval.tell` does, without its imports:
+    the notice of an untrusted folder is on the ``/name`` path)."""
+    import sys
+
+    events = sys.modules.get("mdagent.ui.events")  # a stream-json run: a notice event
+    if events is not None and events.sink is not None:
+        events.sink(f"agent: {line}")
+        return
+    with contextlib.suppress(OSError, ValueError):  # stderr closed: nothing to show it on
+        print(f"agent: {line}", file=sys.stderr, flush=True)
+
+
+def summary(items: Iterable[Item]) -> str:
+    """What an untrusted workspace loses, in one line: hooks, servers, then the rest."""
+    items = list(items)
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item.key] = counts.get(item.key, 0) + 1
+
+    def names(prefix: str) -> list[str]:
+        return [_counted(k, n) for k, n in counts.items() if k.startswith(prefix)]
+
+    parts = []
+    hooks = names("hooks.")
+    if hooks:
+        parts.append(f"its hooks do not run ({', '.join(hooks)})")
+    servers = [k.split(".", 1)[1] for k in counts if k.startswith("mcp_servers.")]
+    if servers:
+        parts.append(f"its MCP servers do not start ({', '.join(servers)})")
+    own_code = {i.key for i in items if "runs this folder's own" in i.what}
+    if own_code:
+        names = ", ".join(sorted(k.split(" ", 1)[1] for k in own_code))
+        parts.append(
+            f"a model's calls of its tools that run its own code are asked about ({names})"
+        )
+    rest = [
+        _counted(k, n)
+        for k, n in counts.items()
+        if not k.startswith(("hooks.", "mcp_")) and k not in own_code
+    ]
+    if rest:
+        parts.append(f"these are ignored: {', '.join(rest)}")
+    return "; ".join(parts)
+
+
+def _counted(key: str, count: int) -> str:
+    return key if count == 1 else f"{key} ({count})"
+
+
+def notice(state: TrustState) -> str:
+    """The one line an untrusted (or lapsed) workspace gets on stderr, per run."""
+    if state.lapsed:
+        return (
+            f"trust in this folder lapsed: {'; '.join(state.changes)}. Until you trust it "
+            f"again with `agent trust`, {summary(state.items)}"
+        )
+    return (
+        f"this folder is not trusted: {summary(state.items)}. "
+        "`agent trust` lists them and trusts it as it is now"
+    )
+
+
+def question(state: TrustState) -> str:
+    """What a person at a terminal is asked when trust lapsed."""
+    return f"{'; '.join(state.changes)} — trust this folder? [y/N] "
+
+
+def check_problems(state: TrustState) -> list[Problem]:
+    """``agent check``'s lines: the folder is not trusted, and each item it ignores (info)."""
+    if not state.needed or state.trusted:
+        return []
+    head = (
+        f"trust lapsed: {'; '.join(state.changes)}"
+        if state.lapsed
+        else "this folder is not trusted"
+    )
+    found = [
+        Problem(
+            state.workspace,
+            1,
+            1,
+            "info",
+            f"{head}: {len(state.items)} setting(s) below are ignored until you run `agent trust`",
+        )
+    ]
+    for item in state.items:
+        if item.key.startswith("mcp_servers."):
+            message = f"{item.key}: not started: this folder is not trusted (`agent trust`)"
+        elif item.key.startswith("hooks."):
+            message = f"{item.text}: not run: this folder is not trusted (`agent trust`)"
+        else:
+            message = f"{item.text}: ignored: this folder is not trusted (`agent trust`)"
+        found.append(Problem(item.path or state.workspace, item.line, 1, "info", message))
+    return found
+
+
+def untrusted_servers(state: TrustState) -> list[str]:
+    """The names of the MCP servers an untrusted workspace declares (not started)."""
+    if not state.needed or state.trusted:
+        return []
+    return [i.key.split(".", 1)[1] for i in state.items if i.key.startswith("mcp_servers.")]
+
+
+# -- the registry as an untrusted workspace may use it ------------------------------------
+
+
+class UntrustedRegistry:
+    """A compiled registry seen from an untrusted workspace: only what tightens.
+
+    Its settings and rule sources are the untrusted view the compile made
+    (:func:`workspace_facts`); the tools the project declares are
+    ``dangerous`` for a model; the workspace's skills have no ``model:`` and
+    no ``allowed-tools``. Everything else is the compiled registry's.
+    """
+
+    def __init__(self, compiled: Any) -> None:
+        self.compiled = compiled
+        self._tools: tuple[Any, Any] | None = None
+        self._skills: tuple[Any, Any] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.compiled, name)
+
+    def _facts(self) -> Mapping[str, Any]:
+        facts = self.compiled.trust
+        return facts if isinstance(facts, Mapping) else {}
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        view = self._facts().get("settings")
+        return view if isinstance(view, dict) else self.compiled.settings
+
+    @property
+    def sources(self) -> list[dict[str, Any]]:
+        view = self._facts().get("sources")
+        return view if isinstance(view, list) else self.compiled.sources
+
+    @property
+    def tools(self) -> Mapping[str, Any]:
+        tools = self.compiled.tools
+        if self._tools is None or self._tools[0] is not tools:
+            self._tools = (tools, _View(tools, untrusted_tool))
+        return self._tools[1]
+
+    @property
+    def skills(self) -> Mapping[str, Any]:
+        skills = self.compiled.skills
+        if self._skills is None or self._skills[0] is not skills:
+            self._skills = (skills, _View(skills, untrusted_skill))
+        return self._skills[1]
+
+    def tool(self, name: str | None) -> Any:
+        spec = self.compiled.tool(name)
+        return None if spec is None else untrusted_tool(spec)
+
+
+def untrusted_tool(spec: Any) -> Any:
+    """A tool as an untrusted workspace may offer it: the project's are ``dangerous``."""
+    if spec.layer == "project" and spec.security != "dangerous":
+        return spec._replace(security="dangerous")
+    return spec
+
+
+def untrusted_skill(skill: Any) -> Any:
+    """A skill as an untrusted workspace may use it: the workspace's lose ``model:`` and ``allowed-tools``."""
+    if skill.layer in WORKSPACE_LAYERS and (skill.model or skill.allowed_tools):
+        return skill._replace(model=None, allowed_tools=[])
+    return skill
+
+
+class _View(Mapping):  # of str to a record
+    """``records`` with each value passed through ``change`` (built once per key)."""
+
+    def __init__(self, records: Mapping[str, Any], change: Any) -> None:
+        self._records = records
+        self._change = change
+        self._built: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._built:
+            self._built[key] = self._change(self._records[key])
+        return self._built[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._records
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self._records else default
+
+
+# -- keys go where the person sent them ------------------------------------------------------
+
+
+def key_withheld(config: Any, person: Any, key_hosts: Mapping[str, Any] | None) -> bool:
+    """Whether ``config``'s API key must not be sent: its endpoint is not one it was given to.
+
+    A key variable may go to its provider's own default host (its default
+    variable there), to the endpoint of the person's own model configuration
+    ``person`` (the settings they trust and the command line, no skill) with
+    that configuration's variable, or to a host ``key_hosts`` (the user
+    layer's ``key_hosts:``) pairs with the variable. Hosts compare with
+    scheme and port.
+    """
+    from mdagent.providers.base import DEFAULTS
+
+    defaults = DEFAULTS.get(config.provider)
+    if defaults is None:  # the fake provider: no key, no host
+        return False
+    variable = config.api_key_env or defaults["api_key_env"]
+    target = origin(config.base_url or defaults["base_url"])
+    if target is None:
+        return True
+    if variable == defaults["api_key_env"] and target == origin(defaults["base_url"]):
+        return False
+    theirs = DEFAULTS.get(getattr(person, "provider", ""))
+    if theirs is not None:
+        own_variable = person.api_key_env or theirs["api_key_env"]
+        if variable == own_variable and target == origin(person.base_url or theirs["base_url"]):
+            return False
+    for entry in (key_hosts or {}).get(variable) or ():
+        if host_matches(str(entry), target):
+            return False
+    return True
+
+
+def origin(url: str) -> tuple[str, str, int] | None:
+    """``(scheme, host, port)`` of an http(s) URL (host lower case, no trailing dot), or None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(str(url).strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").rstrip(".")
+    if scheme not in ("http", "https") or not host:
+        return None
+    return scheme, host, port or (443 if scheme == "https" else 80)
+
+
+def host_matches(entry: str, target: tuple[str, str, int]) -> bool:
+    """Whether a ``key_hosts`` entry (``host``, ``host:port`` or a URL) names ``target``.
+
+    A bare host matches it on any port and scheme; a port or a scheme given
+    must match too.
+    """
+    from urllib.parse import urlsplit
+
+    text = entry.strip()
+    try:
+        parts = urlsplit(text if "://" in text else f"//{text}")
+        port = parts.port
+    except ValueError:
+        return False
+    host = (parts.hostname or "").rstrip(".")
+    if not host or host != target[1]:
+        return False
+    if parts.scheme and parts.scheme.lower() != target[0]:
+        return False
+    return port is None or port == target[2]

@@ -1,0 +1,1 @@
+"""The boundary: the policy and what the kernel holds; imports core only."""

@@ -1,0 +1,1 @@
+"""The shell model: what a command line runs, read without running it."""

@@ -1,0 +1,1 @@
+"""`agent mcp serve`: mdagent as an MCP server."""

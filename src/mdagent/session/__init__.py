@@ -1,0 +1,1 @@
+"""The interactive edge: the session's loop, line input, its commands."""

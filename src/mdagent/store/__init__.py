@@ -1,0 +1,1 @@
+"""The SQLite store of sessions and the audit log."""

@@ -1,0 +1,1 @@
+"""Running one tool call: the toolbox, dispatch, templates, processes, hooks."""

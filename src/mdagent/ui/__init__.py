@@ -1,0 +1,1 @@
+"""Terminal text: imported only by the edges, the agent and the runtime."""
