@@ -116,6 +116,21 @@ def audit(run_agent) -> list[dict]:
     return json.loads(done.stdout)
 
 
+def stopped(proc: subprocess.Popen, sig: int) -> tuple[str, str]:
+    """Send ``sig`` to a server started in its own session; its output once it ended.
+
+    A server that does not end within 30 s is killed with its whole group and
+    the test fails: no test leaves a process behind, even when it fails.
+    """
+    proc.send_signal(sig)
+    try:
+        return proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+
+
 def test_stdio_tools_prompts_and_resources_under_the_policy(project, run_agent):
     async def body(session):
         found = {}
@@ -326,8 +341,7 @@ def test_streamable_http_on_127_0_0_1(project, run_agent):
 
         tools, greet, exec_, prompts, skill = anyio.run(main)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
+        out, err = stopped(proc, signal.SIGTERM)
     assert {"greet", "exec"} <= tools
     assert text(greet).strip() == "hello Di"
     assert exec_.is_error and "policy.allow" in text(exec_)
@@ -559,8 +573,7 @@ def test_every_loopback_spelling_checks_host_and_origin(project, spelling):
 
         tools = anyio.run(main)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
+        out, err = stopped(proc, signal.SIGTERM)
     assert "greet" in tools  # the official client, at the address printed, is served
     assert statuses == {
         "plain": 200,
@@ -657,8 +670,7 @@ def test_stopping_the_http_server_with_a_signal_ends_in_its_status_not_a_traceba
     try:
         read_line(proc.stderr, r"serving MCP on http://127\.0\.0\.1:\d+/mcp")
     finally:
-        proc.send_signal(stop)
-        _, err = proc.communicate(timeout=30)
+        _, err = stopped(proc, stop)
     assert proc.returncode == 128 + stop, err
     assert "Traceback" not in err and "ExceptionGroup" not in err, err
     assert len(err.strip().splitlines()) <= 1, err
