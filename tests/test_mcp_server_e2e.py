@@ -116,6 +116,18 @@ def audit(run_agent) -> list[dict]:
     return json.loads(done.stdout)
 
 
+def serve_http(project: Path, address: str) -> subprocess.Popen:
+    """``agent mcp serve --http ADDRESS`` in ``project``, in its own session (see :func:`stopped`)."""
+    return subprocess.Popen(
+        [agent_executable(), "mcp", "serve", "--http", address],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
 def stopped(proc: subprocess.Popen, sig: int) -> tuple[str, str]:
     """Send ``sig`` to a server started in its own session; its output once it ended.
 
@@ -315,14 +327,7 @@ def test_streamable_http_on_127_0_0_1(project, run_agent):
     from mcp.client.streamable_http import streamable_http_client
 
     trust_as_is(project)
-    proc = subprocess.Popen(
-        [agent_executable(), "mcp", "serve", "--http", "127.0.0.1:0"],
-        cwd=project,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    proc = serve_http(project, "127.0.0.1:0")
     try:
         url = read_line(proc.stderr, r"serving MCP on (http://127\.0\.0\.1:\d+/mcp)").group(1)
 
@@ -529,14 +534,7 @@ def test_every_loopback_spelling_checks_host_and_origin(project, spelling):
     import httpx
     from mcp.client.streamable_http import streamable_http_client
 
-    proc = subprocess.Popen(
-        [agent_executable(), "mcp", "serve", "--http", f"{spelling}:0"],
-        cwd=project,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    proc = serve_http(project, f"{spelling}:0")
     try:
         url = read_line(proc.stderr, r"serving MCP on (http://\S+/mcp)").group(1)
         port = int(url.rsplit(":", 1)[1].split("/")[0])
@@ -659,14 +657,7 @@ def test_yes_never_runs_an_untrusted_workspaces_own_skill_for_an_mcp_client(work
 def test_stopping_the_http_server_with_a_signal_ends_in_its_status_not_a_traceback(project, stop):
     """Red team 19: SIGTERM printed a multi-screen BaseExceptionGroup traceback."""
     trust_as_is(project)
-    proc = subprocess.Popen(
-        [agent_executable(), "mcp", "serve", "--http", "127.0.0.1:0"],
-        cwd=project,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    proc = serve_http(project, "127.0.0.1:0")
     try:
         read_line(proc.stderr, r"serving MCP on http://127\.0\.0\.1:\d+/mcp")
     finally:
