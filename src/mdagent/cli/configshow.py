@@ -254,7 +254,9 @@ def install_kind() -> str:
 
 def probe(url: str, timeout: float = 2.0) -> str | None:
     """None when something answers HTTP at ``url`` within ``timeout`` seconds, else why not."""
-    import httpx
+    from mdagent.core.httpclient import load
+
+    httpx = load()  # without its command line
 
     try:
         httpx.get(url, timeout=timeout)

@@ -513,9 +513,9 @@ def _url_host(url: str) -> str | None:
     deny rule still sees the host a more lenient client would connect to.
     """
     try:
-        import httpx
+        from mdagent.core.httpclient import load  # httpx without its command line
 
-        host = httpx.URL(url).raw_host.decode("ascii")
+        host = load().URL(url).raw_host.decode("ascii")
     except Exception:
         from urllib.parse import urlsplit
 
