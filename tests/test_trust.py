@@ -525,6 +525,10 @@ def test_named_files_reads_variables_modules_and_files_to_come(tmp_path, run, co
         ". ./env.sh; $RUNNER check",
         "python3 `ls *.py`",
         ["sh", "-c", "sh $D/x.sh"],
+        # every shell the lexicon knows, not the five first written here
+        "mksh $SCRIPT",
+        "fish scripts/gu*.fish",
+        ["mksh", "-c", "tcsh $D/x.csh"],
     ],
 )
 def test_a_command_naming_files_at_run_time_cannot_be_bound(tmp_path, run):

@@ -57,7 +57,7 @@ def memory_paths(
     environ: Mapping[str, str] = os.environ,
 ) -> list[tuple[Path, str]]:
     """``(file, scope)`` of every memory file to read, in order (see the module docstring)."""
-    from mdagent.declarations.interop import codex_home, enabled
+    from mdagent.core.foreignpaths import codex_home, enabled
 
     home = Path(environ.get("HOME") or Path.home())
     found: list[tuple[Path, str]] = []

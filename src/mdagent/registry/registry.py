@@ -826,7 +826,7 @@ class _Compiler:
             elif own[layer]:
                 self._add_settings(layer, *own[layer])
         settings = merge_settings(list(reversed(self.settings_by_layer)))
-        from mdagent.declarations.interop import LAYER_SOURCES, enabled
+        from mdagent.core.foreignpaths import LAYER_SOURCES, enabled
 
         pending_checks: list[tuple[ToolSpec, Path]] = []
         for layer in reversed(self.layers):

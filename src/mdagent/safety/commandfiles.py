@@ -12,6 +12,8 @@ import os
 import re
 from pathlib import Path
 
+from mdagent.safety.shell.lexicon import SHELLS
+
 TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
@@ -78,7 +80,7 @@ def _shell_text(run: Any) -> list[str]:
     if isinstance(run, str):
         return [run]
     words = [str(w) for w in run] if isinstance(run, list) else []
-    if words and os.path.basename(words[0]) in ("sh", "bash", "dash", "zsh", "ksh"):
+    if words and os.path.basename(words[0]) in SHELLS:
         return [
             w
             for i, w in enumerate(words[1:], 1)
@@ -94,8 +96,9 @@ def _quoted_text_removed(word: str) -> str:
 
 # Programs whose first operand is a file they run.
 _RUNNERS = re.compile(
-    r"(sh|bash|dash|zsh|ksh|source|\.|exec|env|python[\d.]*|pypy[\d.]*|node|deno|bun|ruby"
-    r"|perl|php|lua|Rscript|tclsh|awk|make|npx|uv|poetry)"
+    "|".join(re.escape(shell) for shell in sorted(SHELLS))
+    + r"|source|\.|exec|env|python[\d.]*|pypy[\d.]*|node|deno|bun|ruby"
+    r"|perl|php|lua|Rscript|tclsh|awk|make|npx|uv|poetry"
 )
 _GLOB_WORDS = {"[", "]", "[[", "]]", "{", "}"}
 # A file name a script has (`guard.sh`): bound even while absent, as a path with a `/` is.

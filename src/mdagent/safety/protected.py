@@ -1008,12 +1008,13 @@ def _other_agents_files(
     """Other agents' skill folders, settings and commands that mdagent reads as its own."""
     # Other agents' skill folders are layers once they exist (mdagent.core.layers):
     # one the model creates would be read as a layer on the next run.
-    from mdagent.core.foreignpaths import LAYER_SOURCES, enabled, foreign_paths
+    from mdagent.core.foreignpaths import LAYER_SOURCES, OFF_BY_DEFAULT, enabled, foreign_paths
     from mdagent.core.layers import INTEROP_KINDS, interop_paths
 
     folder(os.path.join(root, ".claude", "skills"), "a skill folder read as a layer")
     for kind, path in interop_paths(Path(root), environ, existing_only=False):
-        if kind != "project-openclaw" or enabled(settings, LAYER_SOURCES[kind]):
+        source = LAYER_SOURCES.get(kind)
+        if source not in OFF_BY_DEFAULT or enabled(settings, source):
             folder(path, f"a skill folder read as a layer ({INTEROP_KINDS[kind]})")
     # Other agents' settings and commands are read as settings and commands
     # (mdagent.declarations.interop): one the model writes would act on the next run.
