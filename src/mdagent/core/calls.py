@@ -6,7 +6,8 @@ the policy answers with a :class:`Decision`, a before hook may return a
 from the toolbox that runs calls, so the policy and the hooks can speak of
 calls without importing what runs them. Their annotations resolve at run
 time (``typing.get_type_hints(mdagent.Result)`` works) without importing
-:mod:`typing`, which ``agent /name`` never loads.
+:mod:`typing`, which a warm ``agent /name`` never loads (a cold compile does,
+through the policy's dataclasses).
 """
 
 from __future__ import annotations

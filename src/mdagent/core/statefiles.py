@@ -51,3 +51,15 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
             raise
     except OSError:
         pass  # a read-only state dir costs speed, never correctness
+
+
+def key(text: str) -> str:
+    """A short name for ``text`` in the state dir: CRC-32 and Adler-32, hex.
+
+    Not a digest of anything secret: a name to find a file by (``hashlib``
+    costs more start-up time than the whole lookup it serves).
+    """
+    import zlib
+
+    data = text.encode("utf-8", "surrogateescape")
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"

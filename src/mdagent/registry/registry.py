@@ -597,11 +597,10 @@ class _CheckedRecords(LazyRecords):
 
 
 def _layers_key(layers: list[Layer]) -> str:
-    import zlib  # hashlib would cost more start-up time than the whole lookup
+    from mdagent.core.statefiles import key
 
     # The root too: two folders whose `.agents` link to one place are two workspaces.
-    text = "\n".join(f"{layer.kind}={layer.path}@{layer.root or ''}" for layer in layers)
-    return f"{zlib.crc32(text.encode()):08x}{zlib.adler32(text.encode()):08x}"
+    return key("\n".join(f"{layer.kind}={layer.path}@{layer.root or ''}" for layer in layers))
 
 
 def _read_cache(path: Path) -> dict[str, Any] | None:

@@ -464,13 +464,11 @@ def _located(found: list[tuple[str, str, list[Any]]], path: Path) -> list[Item]:
 
 def record_path(workspace: str, environ: Mapping[str, str] | None = None) -> Path:
     """Where the trust record of ``workspace`` (a real path) lives, in the state dir."""
-    import zlib  # hashlib costs more start-up time than this lookup
-
     from mdagent.core.layers import state_dir
+    from mdagent.core.statefiles import key
 
-    data = workspace.encode("utf-8", "surrogateescape")
-    key = f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
-    return state_dir(os.environ if environ is None else environ) / RECORD_DIR / f"{key}.json"
+    folder = state_dir(os.environ if environ is None else environ) / RECORD_DIR
+    return folder / f"{key(workspace)}.json"
 
 
 def read_record(workspace: str, environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
