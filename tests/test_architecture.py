@@ -28,7 +28,6 @@ KNOWN_LONG = {
     "providers/base.py",
     "registry/registry.py",
     "safety/shell/shellparse.py",
-    "store/store.py",
     "tools/templates.py",
     "runtime/trust.py",
 }
