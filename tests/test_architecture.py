@@ -25,7 +25,6 @@ KNOWN_LONG = {
     "rewind/checkpointstore.py",
     "safety/policy.py",
     "safety/protected.py",
-    "providers/base.py",
     "registry/registry.py",
     "safety/shell/shellparse.py",
     "tools/templates.py",
