@@ -22,7 +22,6 @@ KNOWN_CYCLES = [
 ]
 KNOWN_LONG = {
     "cli/app.py",
-    "rewind/checkpointstore.py",
     "safety/policy.py",
     "safety/protected.py",
     "registry/registry.py",
