@@ -324,7 +324,7 @@ class ProviderClient:
     model = ""
 
     def __init__(self, base_url, stream=True, environ=None, **config):
-        from mdagent.providers.base import ProviderConfig
+        from mdagent.providers.config import ProviderConfig
 
         self.sleeps = []
         self.deltas = []

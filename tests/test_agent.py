@@ -20,7 +20,7 @@ from mdagent.agent.loop import Agent
 from mdagent.agent.prompts import find_agents_md, model_tools, skill_index, system_prompt
 from mdagent.core.calls import Decision
 from mdagent.core.errors import Interrupted, ProviderError, UsageError
-from mdagent.providers.base import Reply, ToolCall
+from mdagent.providers.reply import Reply, ToolCall
 from mdagent.runtime.runtime import Options, Runtime
 from mdagent.tools.toolbox import Toolbox
 from mdagent.ui.display import Display, short_arguments

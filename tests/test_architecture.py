@@ -22,13 +22,10 @@ KNOWN_CYCLES = [
 ]
 KNOWN_LONG = {
     "cli/app.py",
-    "rewind/checkpointstore.py",
     "safety/policy.py",
     "safety/protected.py",
-    "providers/base.py",
     "registry/registry.py",
     "safety/shell/shellparse.py",
-    "store/store.py",
     "tools/templates.py",
     "runtime/trust.py",
 }

@@ -12,7 +12,7 @@ from mdagent.core.defaults import (
     settings_path,
 )
 from mdagent.declarations.mcpconfig import ServerConfig
-from mdagent.providers.base import ProviderConfig
+from mdagent.providers.config import ProviderConfig
 from mdagent.rewind.checkpoints import CheckpointSettings
 from mdagent.safety.sandbox import SandboxSettings
 

@@ -9,7 +9,8 @@ import pytest
 from conftest import EXEC_TOOL, ProviderClient
 from mdagent.core.errors import ProviderError
 from mdagent.providers.anthropic import AnthropicProvider, to_anthropic_messages
-from mdagent.providers.base import ProviderConfig, ToolCall
+from mdagent.providers.config import ProviderConfig
+from mdagent.providers.reply import ToolCall
 from model_server import unused_port
 
 

@@ -5,16 +5,10 @@ from __future__ import annotations
 import pytest
 
 from mdagent.core.errors import ProviderError
-from mdagent.providers.base import (
-    ProviderConfig,
-    Reply,
-    ToolCall,
-    echoes_reasoning,
-    is_html,
-    one_line,
-    page_title,
-)
+from mdagent.providers.config import ProviderConfig
 from mdagent.providers.openai import OpenAIProvider
+from mdagent.providers.reply import Reply, ToolCall, echoes_reasoning
+from mdagent.providers.wire import is_html, one_line, page_title
 
 # -- a proxy's page: its title, never its HTML ----------------------------------------------
 

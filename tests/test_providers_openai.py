@@ -8,15 +8,10 @@ import pytest
 
 from conftest import EXEC_TOOL, ProviderClient
 from mdagent.core.errors import ProviderError
-from mdagent.providers.base import (
-    ProviderConfig,
-    Reply,
-    ToolCall,
-    retry_after_seconds,
-    retry_wait,
-    should_retry,
-)
+from mdagent.providers.config import ProviderConfig
 from mdagent.providers.openai import OpenAIProvider
+from mdagent.providers.reply import Reply, ToolCall
+from mdagent.providers.wire import retry_after_seconds, retry_wait, should_retry
 from model_server import unused_port
 
 #: How a stream that breaks off is reported: the endpoint and the provider named.

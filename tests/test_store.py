@@ -11,7 +11,10 @@ import pytest
 
 from mdagent.core.calls import ToolContext
 from mdagent.core.errors import UsageError
-from mdagent.store.store import MIGRATIONS, REDACTED, AuditLog, Store
+from mdagent.store.audit import AuditLog
+from mdagent.store.redact import REDACTED
+from mdagent.store.schema import MIGRATIONS
+from mdagent.store.store import Store
 from mdagent.tools.toolbox import Toolbox
 
 
@@ -234,7 +237,7 @@ def test_a_new_migration_upgrades_an_existing_database(store, monkeypatch):
     def add_tags(db):
         db.execute("ALTER TABLE sessions ADD COLUMN tags TEXT NOT NULL DEFAULT ''")
 
-    monkeypatch.setattr("mdagent.store.store.MIGRATIONS", [*MIGRATIONS, add_tags])
+    monkeypatch.setattr("mdagent.store.schema.MIGRATIONS", [*MIGRATIONS, add_tags])
     upgraded = Store(store.path)
     db = upgraded._connection()
     assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) + 1

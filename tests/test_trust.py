@@ -14,7 +14,7 @@ import pytest
 from conftest import settings, write
 from mdagent.core.layers import find_layers
 from mdagent.declarations.declarations import DEFAULT_SETTINGS, merge_settings
-from mdagent.providers.base import ProviderConfig
+from mdagent.providers.config import ProviderConfig
 from mdagent.registry.registry import load_registry
 from mdagent.runtime import trust
 from mdagent.safety import commandfiles

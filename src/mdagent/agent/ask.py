@@ -28,7 +28,7 @@ from mdagent.ui.display import Display
 if TYPE_CHECKING:
     from mdagent.core.calls import ToolContext
     from mdagent.core.specs import CommandSpec, Skill
-    from mdagent.providers.base import Provider, ProviderConfig
+    from mdagent.providers.config import Provider, ProviderConfig
     from mdagent.runtime.runtime import Runtime
     from mdagent.tools.toolbox import Toolbox
 
@@ -60,7 +60,7 @@ def _bound_key(runtime: Runtime, config: ProviderConfig, given: dict[str, str]) 
     from dataclasses import replace
 
     from mdagent.providers import ProviderConfig
-    from mdagent.providers.base import DEFAULTS
+    from mdagent.providers.config import DEFAULTS
     from mdagent.runtime.trust import key_withheld
 
     person = ProviderConfig.from_settings(runtime.settings, given, os.environ)

@@ -44,7 +44,8 @@ from mdagent.tools.toolbox import Toolbox, UnknownTool
 
 if TYPE_CHECKING:
     from mdagent.agent.checkpointing import TurnCheckpoints
-    from mdagent.providers.base import Provider, Reply, ToolCall
+    from mdagent.providers.config import Provider
+    from mdagent.providers.reply import Reply, ToolCall
     from mdagent.tools.hooks import SessionHooks
 
 #: The same call this many times in a row is answered with a notice instead.
@@ -114,7 +115,7 @@ class CutShort(AgentStop):
     """The model's answer stopped short: token limit, refusal, content filter.
 
     ``answer`` is the text that did arrive (kept, and shown), ``reason`` the
-    neutral word (see :attr:`Reply.cut_short <mdagent.providers.base.Reply.cut_short>`).
+    neutral word (see :attr:`Reply.cut_short <mdagent.providers.reply.Reply.cut_short>`).
     """
 
     def __init__(self, message: str, answer: str, reason: str) -> None:

@@ -91,7 +91,7 @@ def other_agents(runtime: Runtime) -> list[dict[str, str]]:
 def model_summary(runtime: Runtime) -> dict[str, Any]:
     """The model ``agent ask`` would use, and whether its key variable is set."""
     from mdagent.core.errors import MdagentError
-    from mdagent.providers.base import DEFAULTS, ProviderConfig
+    from mdagent.providers.config import DEFAULTS, ProviderConfig
     from mdagent.runtime.init import missing_key
 
     given = {k: v for k, v in runtime.options.model_overrides.items() if v is not None}

@@ -24,7 +24,7 @@ PROJECT_DIR = ".agents"
 SETTINGS_FILE = "agent.yaml"
 
 DEFAULT_SETTINGS: dict[str, Any] = {
-    # What mdagent.providers.base.ProviderConfig reads; its field defaults match these.
+    # What mdagent.providers.config.ProviderConfig reads; its field defaults match these.
     # timeout is the idle limit between data events; request_timeout (None: off)
     # bounds a whole request, retries included.
     "model": {

@@ -14,7 +14,8 @@ from typing import Any
 
 from mdagent.core.errors import ProviderError
 from mdagent.core.lazy import load
-from mdagent.providers.base import Provider, ProviderConfig, Reply, ToolCall
+from mdagent.providers.config import Provider, ProviderConfig
+from mdagent.providers.reply import Reply, ToolCall
 
 #: Provider name -> "module:Class"; the module is imported on first use.
 PROVIDERS: dict[str, str] = {

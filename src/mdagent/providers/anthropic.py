@@ -5,7 +5,7 @@ Content blocks this backend has no neutral form for — a server tool's
 which carry encrypted content), added by the API or by a proxy — are kept:
 the reply's whole content goes back as it came (the neutral ``blocks``), and
 a ``pause_turn`` is continued by sending it back (see :attr:`Reply.paused
-<mdagent.providers.base.Reply.paused>`).
+<mdagent.providers.reply.Reply.paused>`).
 """
 
 from __future__ import annotations
@@ -15,14 +15,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from mdagent.core.errors import ProviderError
-from mdagent.providers.base import (
-    HTTPProvider,
-    Reply,
-    ToolCall,
-    cut_off,
-    error_text,
-    usage,
-)
+from mdagent.providers.base import HTTPProvider, cut_off
+from mdagent.providers.reply import Reply, ToolCall, usage
+from mdagent.providers.wire import error_text
 
 API_VERSION = "2023-06-01"
 

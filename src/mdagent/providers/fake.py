@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from mdagent.core.errors import ConfigError, ProviderError
-from mdagent.providers.base import ProviderConfig, Reply, ToolCall, usage
+from mdagent.providers.config import ProviderConfig
+from mdagent.providers.reply import Reply, ToolCall, usage
 
 REPLY_KEYS = {"text", "tool_calls", "usage", "stop_reason", "error"}
 

@@ -6,7 +6,7 @@ pieces with no ``index`` and an empty ``id`` (Gemini behind a proxy), per-call
 opaque fields such as Gemini's ``extra_content.google.thought_signature``
 (sent back unchanged), ``content`` as a list of typed parts (Mistral's
 reasoning models), and reasoning in ``reasoning_content`` or ``reasoning``
-(sent back as :func:`~mdagent.providers.base.echoes_reasoning` decides).
+(sent back as :func:`~mdagent.providers.reply.echoes_reasoning` decides).
 """
 
 from __future__ import annotations
@@ -16,16 +16,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from mdagent.core.errors import ProviderError
-from mdagent.providers.base import (
-    HTTPProvider,
-    Reply,
-    ToolCall,
-    cut_off,
-    echoes_reasoning,
-    error_text,
-    is_error_object,
-    usage,
-)
+from mdagent.providers.base import HTTPProvider, cut_off
+from mdagent.providers.reply import Reply, ToolCall, echoes_reasoning, usage
+from mdagent.providers.wire import error_text, is_error_object
 
 #: The fields of a delta (or message) this backend reads; others are noted so
 #: that an answer made only of them is reported, not taken for an empty one.
@@ -352,7 +345,7 @@ def to_openai_messages(messages: Iterable[dict], reasoning: str | None = None) -
     """Neutral messages in Chat Completions form.
 
     ``reasoning`` is ``model.reasoning`` (see
-    :func:`~mdagent.providers.base.echoes_reasoning`). A call that came as a
+    :func:`~mdagent.providers.reply.echoes_reasoning`). A call that came as a
     legacy ``function_call`` goes back as one, and its result as a
     ``function`` message: a server that answers in that form reads it.
     """

@@ -46,17 +46,14 @@ from mdagent.rewind.checkpointstore import (
     CheckpointError,
     CheckpointsUnavailable,
     GitStore,
-    Modes,
-    NotCovered,
-    ProjectRefs,
     RawChange,
-    Snapshot,
-    read_project_refs,
     remove_folder,
     store_root,
     workspace_key,
     write_json,
 )
+from mdagent.rewind.projectrefs import ProjectRefs, read_project_refs
+from mdagent.rewind.snapshot import Modes, NotCovered, Snapshot, take_snapshot
 
 TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
@@ -321,8 +318,8 @@ class Checkpoints:
         """The workspace's files now, in the store (the caller holds :meth:`GitStore.locked`)."""
         self.store.ensure()
         try:
-            return self.store.snapshot(
-                self.settings.max_file_bytes, self.settings.max_files, self._exclude
+            return take_snapshot(
+                self.store, self.settings.max_file_bytes, self.settings.max_files, self._exclude
             )
         except CheckpointsUnavailable as exc:
             self._unavailable = exc

@@ -38,7 +38,8 @@ from pathlib import Path
 from mdagent.core.errors import MdagentError, UsageError
 from mdagent.core.records import Record
 from mdagent.rewind.checkpoints import Change, Checkpoint, Checkpoints, Point
-from mdagent.rewind.checkpointstore import CheckpointError, Entry, NotCovered
+from mdagent.rewind.checkpointstore import CheckpointError, Entry
+from mdagent.rewind.snapshot import NotCovered
 from mdagent.safety.workspace import open_entry, open_parent
 
 TYPE_CHECKING = False  # not typing's: see mdagent.core.records

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from mdagent.core.defaults import settings_path
 
 if TYPE_CHECKING:
-    from mdagent.providers.base import ProviderConfig
+    from mdagent.providers.config import ProviderConfig
 
 #: Choice name -> (what it is, the ``model:`` section). The README's "Models" snippets.
 MODEL_CHOICES: dict[str, tuple[str, str]] = {
@@ -59,7 +59,7 @@ def missing_key(config: ProviderConfig, environ: Mapping[str, str]) -> str | Non
     like); a local server at another URL needs none. Checked before any
     request, so a new user is told at once instead of after a connection.
     """
-    from mdagent.providers.base import DEFAULTS
+    from mdagent.providers.config import DEFAULTS
 
     defaults = DEFAULTS.get(config.provider)
     if defaults is None:  # the fake provider, or an unknown one get_provider reports

@@ -409,7 +409,7 @@ class Runtime:
         it on first use (:class:`mdagent.mcp.mcptools.McpToolbox`); ``mcp=False``
         leaves them out (``agent mcp serve`` serves only this registry's own).
         """
-        from mdagent.store.store import AuditLog
+        from mdagent.store.audit import AuditLog
         from mdagent.tools.builtins import register_builtins
 
         if mcp and self.settings.get("mcp_servers"):

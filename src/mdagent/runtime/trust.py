@@ -962,7 +962,7 @@ def key_withheld(config: Any, person: Any, key_hosts: Mapping[str, Any] | None) 
     layer's ``key_hosts:``) pairs with the variable. Hosts compare with
     scheme and port.
     """
-    from mdagent.providers.base import DEFAULTS
+    from mdagent.providers.config import DEFAULTS
 
     defaults = DEFAULTS.get(config.provider)
     if defaults is None:  # the fake provider: no key, no host

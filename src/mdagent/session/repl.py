@@ -29,7 +29,7 @@ from mdagent.ui.console import is_terminal
 
 if TYPE_CHECKING:
     from mdagent.agent.conversation import Conversation
-    from mdagent.providers.base import Provider, ProviderConfig
+    from mdagent.providers.config import Provider, ProviderConfig
     from mdagent.ui.display import Display
 
 BANNER = "mdagent — /help for commands, /exit to leave"
@@ -185,7 +185,7 @@ class Repl:
         a local or other server may need no key, and is asked on the first turn.
         """
         from mdagent.core.errors import ConfigError
-        from mdagent.providers.base import DEFAULTS
+        from mdagent.providers.config import DEFAULTS
         from mdagent.runtime.init import missing_key
 
         try:

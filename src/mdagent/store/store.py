@@ -9,8 +9,9 @@ committed at once: a crash loses at most the write in flight.
 Nothing touches the disk until the first query: building a :class:`Store` is
 free, so the ``agent /name`` fast path pays only when it records something.
 
-Schema changes go in :data:`MIGRATIONS` (append a function; never edit one
-that shipped); ``PRAGMA user_version`` counts the ones applied.
+Schema changes go in :data:`mdagent.store.schema.MIGRATIONS` (append a
+function; never edit one that shipped); ``PRAGMA user_version`` counts the
+ones applied.
 
 What it promises about the data at rest:
 
@@ -19,7 +20,7 @@ What it promises about the data at rest:
   or reported once when they cannot be.
 * Secrets are redacted before anything is written (messages, titles, audit
   arguments and errors): keys named like a secret variable and the values of
-  secret environment variables (:func:`redact`). Provider-signed blocks
+  secret environment variables (:func:`mdagent.store.redact.redact`). Provider-signed blocks
   (Anthropic ``thinking`` with a ``signature``, ``redacted_thinking``) and a
   tool call's opaque provider fields (Gemini's thought signature) are stored
   as they came: the provider checks them byte for byte.
@@ -28,7 +29,7 @@ What it promises about the data at rest:
   said once on stderr. Every other failure to read or write is a
   :class:`~mdagent.core.errors.StateError` naming the file and what to do, never
   skipped quietly: a tool call whose audit row cannot be written does not run
-  (:class:`AuditLog`, ``Toolbox.run``).
+  (:class:`mdagent.store.audit.AuditLog`, ``Toolbox.run``).
 
 Sessions, for the agent loop::
 
@@ -50,6 +51,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from mdagent.core.errors import StateError, UsageError
+from mdagent.store import schema
+from mdagent.store.redact import redact, secret_values
 
 TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
@@ -57,84 +60,6 @@ if TYPE_CHECKING:
 
 DB_NAME = "mdagent.db"
 BUSY_TIMEOUT_S = 10.0
-REDACTED = "[REDACTED]"
-# Shorter secret values are not redacted: "1234" would blank out half the log.
-MIN_SECRET_LENGTH = 4
-
-MIGRATIONS: list[Callable[[Any], None]] = []
-migration = MIGRATIONS.append
-
-
-@migration
-def _initial_schema(db: Any) -> None:
-    db.execute(
-        """CREATE TABLE sessions (
-            id TEXT PRIMARY KEY,
-            created TEXT NOT NULL,
-            updated TEXT NOT NULL,
-            title TEXT NOT NULL DEFAULT '',
-            cwd TEXT NOT NULL DEFAULT '',
-            model TEXT NOT NULL DEFAULT ''
-        )"""
-    )
-    db.execute("CREATE INDEX sessions_updated ON sessions (updated)")
-    db.execute(
-        """CREATE TABLE messages (
-            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-            seq INTEGER NOT NULL,
-            role TEXT NOT NULL,
-            content TEXT NOT NULL,
-            created TEXT NOT NULL,
-            PRIMARY KEY (session_id, seq)
-        )"""
-    )
-    db.execute(
-        """CREATE TABLE audit (
-            id INTEGER PRIMARY KEY,
-            time TEXT NOT NULL,
-            caller TEXT,
-            tool TEXT NOT NULL,
-            args TEXT,
-            ok INTEGER NOT NULL,
-            error TEXT,
-            code TEXT,
-            duration_ms INTEGER,
-            approved_by TEXT,
-            session_id TEXT
-        )"""
-    )
-    db.execute("CREATE INDEX audit_tool ON audit (tool, id)")
-    db.execute("CREATE TABLE rate_calls (tool TEXT NOT NULL, ts_ms INTEGER NOT NULL)")
-    db.execute("CREATE INDEX rate_calls_tool ON rate_calls (tool, ts_ms)")
-
-
-@migration
-def _audit_status(db: Any) -> None:
-    # A call's row is written before it runs ("started") and completed after
-    # ("done", or "interrupted"); a row left "started" is a call whose process
-    # ended before its outcome could be written.
-    db.execute("ALTER TABLE audit ADD COLUMN status TEXT NOT NULL DEFAULT 'done'")
-
-
-@migration
-def _session_parent(db: Any) -> None:
-    # A forked skill run (`context: fork`) is a session of its own, linked to
-    # the session whose turn started it.
-    db.execute("ALTER TABLE sessions ADD COLUMN parent TEXT")
-
-
-@migration
-def _audit_workspace(db: Any) -> None:
-    # The workspace a call ran for: `agent logs` shows this workspace's calls
-    # (rows from before this column have none: only `agent logs --all` shows them).
-    db.execute("ALTER TABLE audit ADD COLUMN workspace TEXT")
-
-
-@migration
-def _audit_wait(db: Any) -> None:
-    # How long a call waited for a person's answer, apart from its run time
-    # (duration_ms): the time spent reading a question is not the command's.
-    db.execute("ALTER TABLE audit ADD COLUMN wait_ms INTEGER")
 
 
 def default_path() -> Path:
@@ -308,15 +233,16 @@ class Store:
         return aside
 
     def _migrate(self, db: Any) -> None:
-        if db.execute("PRAGMA user_version").fetchone()[0] >= len(MIGRATIONS):
+        migrations = schema.MIGRATIONS
+        if db.execute("PRAGMA user_version").fetchone()[0] >= len(migrations):
             return
         db.execute("BEGIN IMMEDIATE")
         try:
             # Another process may have migrated while this one waited for the lock.
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            for step in MIGRATIONS[version:]:
+            for step in migrations[version:]:
                 step(db)
-            db.execute(f"PRAGMA user_version = {max(version, len(MIGRATIONS))}")
+            db.execute(f"PRAGMA user_version = {max(version, len(migrations))}")
         except BaseException:
             db.execute("ROLLBACK")
             raise
@@ -739,146 +665,3 @@ def _describe_failure(path: Path, exc: BaseException) -> str:
     advice = _ADVICE.get(code & 0xFF if isinstance(code, int) else -1)
     advice = advice or "set AGENT_STATE_DIR to another folder if it persists"
     return f"state database {path}: {exc}; {advice}"
-
-
-# -- the audit log, as a toolbox sees it ---------------------------------------------------------
-
-
-class AuditLog:
-    """The :attr:`Toolbox.audit <mdagent.tools.toolbox.Toolbox.audit>` of a runtime.
-
-    :meth:`start` writes a call's row before it runs and raises
-    :class:`StateError` when it cannot (the toolbox then refuses the call);
-    :meth:`finish` adds the outcome, or writes the whole row of a call that
-    never ran (invalid, denied). Rows carry the caller (``ctx.caller``), tool,
-    arguments, outcome, code, run time (``duration_s``, without the wait), the
-    time waited for a person's answer (``decision.waited_s``) and
-    ``decision.approved_by``, under ``session_id`` (default:
-    ``ctx.conversation_id``), redacted by the store.
-    """
-
-    def __init__(self, store: Store, session_id: str | None = None) -> None:
-        self.store = store
-        self.session_id = session_id
-
-    def start(self, tool_name: str, args: Mapping[str, Any], decision: Any, ctx: Any) -> int:
-        """Put the call on the record before it runs; the row's id."""
-        return self.store.start_call(
-            caller=getattr(ctx, "caller", None),
-            tool=tool_name,
-            args=args,
-            approved_by=_approved_by(decision, ctx),
-            session_id=self.session_id or getattr(ctx, "conversation_id", None),
-            workspace=getattr(ctx, "workdir", None),
-            wait_ms=_wait_ms(decision),
-        )
-
-    def finish(
-        self,
-        row: int | None,
-        tool_name: str,
-        args: Mapping[str, Any],
-        result: Any,
-        decision: Any,
-        duration_s: float,
-        ctx: Any,
-    ) -> None:
-        """The call's outcome: completes row ``row``, or writes a whole row when None."""
-        data = getattr(result, "data", {}) or {}
-        ok = bool(getattr(result, "ok", False))
-        error = getattr(result, "error", None)
-        code = data.get("code") if isinstance(data.get("code"), str) else None
-        duration_ms = int(round(duration_s * 1000))
-        if row is not None:
-            self.store.finish_call(
-                row, ok, error, code, duration_ms, interrupted=bool(data.get("interrupted"))
-            )
-            return
-        self.store.record_call(
-            caller=getattr(ctx, "caller", None),
-            tool=tool_name,
-            args=args,
-            ok=ok,
-            error=error,
-            code=code,
-            duration_ms=duration_ms,
-            approved_by=_approved_by(decision, ctx),
-            session_id=self.session_id or getattr(ctx, "conversation_id", None),
-            workspace=getattr(ctx, "workdir", None),
-            wait_ms=_wait_ms(decision),
-        )
-
-
-def _wait_ms(decision: Any) -> int | None:
-    """How long the call waited for a person's answer, in ms (None: nobody was asked)."""
-    waited = getattr(decision, "waited_s", 0.0) or 0.0
-    return int(round(waited * 1000)) if waited else None
-
-
-def _approved_by(decision: Any, ctx: Any) -> str | None:
-    # No policy at all (a typed command with nothing to refuse it): the
-    # person who typed it is who approved it.
-    if getattr(decision, "approved_by", None):
-        return decision.approved_by
-    person = getattr(ctx, "caller", None) == "person"
-    return "person" if person and getattr(decision, "allowed", True) else None
-
-
-# -- redaction --------------------------------------------------------------------------------
-
-
-def secret_values(
-    settings: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None
-) -> list[str]:
-    """Values of environment variables with secret names, longest first."""
-    from mdagent.safety.environment import is_secret_name
-
-    environ = os.environ if environ is None else environ
-    found = {
-        value
-        for name, value in environ.items()
-        if len(value) >= MIN_SECRET_LENGTH and is_secret_name(name, settings)
-    }
-    # Longest first, so a secret containing another is replaced whole.
-    return sorted(found, key=len, reverse=True)
-
-
-def redact(value: Any, settings: Mapping[str, Any] | None, values: list[str]) -> Any:
-    """``value`` with secret-named keys and secret values replaced by ``[REDACTED]``.
-
-    A value also goes in its JSON-escaped spelling (a tool result is stored
-    as JSON text). Provider-signed blocks are returned untouched: Anthropic
-    rejects a ``thinking`` block whose text differs from what it signed. So
-    are the ``extra`` fields of an assistant message's tool calls: a
-    provider's opaque per-call data (Gemini rejects a changed thought signature).
-    """
-    from mdagent.safety.environment import is_secret_name
-
-    if isinstance(value, str):
-        for secret in values:
-            for spelling in {secret, json.dumps(secret, ensure_ascii=False)[1:-1]}:
-                if spelling in value:
-                    value = value.replace(spelling, REDACTED)
-        return value
-    if isinstance(value, Mapping):
-        if is_signed_block(value):
-            return value
-        redacted = {
-            k: REDACTED if is_secret_name(str(k), settings) else redact(v, settings, values)
-            for k, v in value.items()
-        }
-        calls, kept = value.get("tool_calls"), redacted.get("tool_calls")
-        if value.get("role") == "assistant" and isinstance(calls, list) and isinstance(kept, list):
-            for call, copy in zip(calls, kept, strict=True):
-                if isinstance(call, Mapping) and isinstance(copy, dict) and "extra" in call:
-                    copy["extra"] = call["extra"]
-        return redacted
-    if isinstance(value, (list, tuple)):
-        return [redact(v, settings, values) for v in value]
-    return value
-
-
-def is_signed_block(block: Mapping[str, Any]) -> bool:
-    """Whether ``block`` is a content block the provider signed (sent back byte-exact)."""
-    kind = block.get("type")
-    return kind == "redacted_thinking" or (kind == "thinking" and "signature" in block)
