@@ -1,4 +1,7 @@
-"""Workspace trust (mdagent.runtime.trust): what an untrusted folder keeps, the record, key binding.
+"""Workspace trust: what an untrusted folder keeps, the record, key binding.
+
+mdagent.registry.trustfacts computes what trust covers (with the registry);
+mdagent.runtime.trust decides, records and tells.
 
 The end-to-end story (a cloned repository before and after ``agent trust``)
 is tests/test_trust_e2e.py; these tests pin the pieces it is made of.
@@ -15,6 +18,7 @@ from conftest import settings, write
 from mdagent.core.layers import find_layers
 from mdagent.declarations.declarations import DEFAULT_SETTINGS, merge_settings
 from mdagent.providers.base import ProviderConfig
+from mdagent.registry import trustfacts
 from mdagent.registry.registry import load_registry
 from mdagent.runtime import trust
 from mdagent.safety import commandfiles
@@ -24,7 +28,7 @@ PERSON = merge_settings([])  # the defaults: policy.mode ask, the sandbox on
 
 def dropped(project, person=PERSON):
     """The keys ``tighten`` drops from ``project``, and what it keeps."""
-    kept, gone = trust.tighten(project, person)
+    kept, gone = trustfacts.tighten(project, person)
     return kept, [(key, what) for key, what, _ in gone]
 
 
@@ -188,7 +192,7 @@ def test_every_settings_section_is_either_kept_or_judged():
     # checkpoints: a project could turn rewind's safety net off; it waits for trust.
     judged = {"policy", "sandbox", "skills", "hooks", "mcp_servers", "model", "key_hosts"}
     judged |= {"checkpoints"}
-    assert sections == set(trust._KEPT_SECTIONS) | judged
+    assert sections == set(trustfacts.KEPT_SECTIONS) | judged
     assert set(DEFAULT_SETTINGS) <= sections
 
 
@@ -247,7 +251,7 @@ def test_facts_name_the_files_hooks_servers_tools_and_skills_use(workspace):
         ".claude/skills/helper/scripts/x.sh",
         ".agents/skills/live/SKILL.md",
     }
-    texts = [trust.Item(*i).text for i in facts["items"]]
+    texts = [trustfacts.Item(*i).text for i in facts["items"]]
     assert "hooks.before runs sh scripts/guard.sh && ./scripts/later.sh" in texts
     assert "mcp_servers.s starts python3 server.py --flag" in texts
     assert "policy.allow allows lines" in texts
@@ -578,7 +582,7 @@ def test_a_project_tool_running_its_own_code_needs_trust_and_is_asked_about(work
         f"{key} {what}" for key, what, _, _ in facts["items"]
     ]
     asks = facts["settings"]["policy"]["ask"]
-    assert {"rule": "greet", "reason": trust._OWN_CODE_REASON} in asks
+    assert {"rule": "greet", "reason": trustfacts.OWN_CODE_REASON} in asks
     assert os.path.realpath(workspace / ".agents" / "config" / "tools.yaml") in facts["files"]
 
 

@@ -101,7 +101,7 @@ COMPILER_MODULES = (
     "safety/shell/lexicon.py",  # what templates refuse
     "tools/dispatch.py",  # the usage words of /help's cached rows
     "ui/console.py",  # and their descriptions' first lines
-    "runtime/trust.py",  # what trust covers, and the untrusted view of the settings
+    "registry/trustfacts.py",  # what trust covers, and the untrusted view of the settings
     "declarations/schemas/declarations.json",
     "declarations/schemas/settings.json",
     "declarations/schemas/skill.json",
@@ -137,7 +137,7 @@ class Registry:
         #: (see :func:`mdagent.declarations.declarations.read_settings`).
         self.sources = sources or []
         #: What workspace trust covers here and the untrusted view of the
-        #: settings (:func:`mdagent.runtime.trust.workspace_facts`); None: nothing.
+        #: settings (:func:`mdagent.registry.trustfacts.workspace_facts`); None: nothing.
         self.trust = trust
         self._aliases: dict[str, str] | None = None
         self._settings_errors: list[Problem] | None = None
@@ -839,7 +839,7 @@ class _Compiler:
         self.problems.sort(key=lambda p: (p.path, p.line, p.col))
         trust = None
         if any(layer.scope == "project" for layer in self.layers):
-            from mdagent.runtime.trust import workspace_facts
+            from mdagent.registry.trustfacts import workspace_facts
 
             trust = workspace_facts(
                 self.layers, self.layer_settings, self.tools, self.skills, self.sources
