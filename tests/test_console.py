@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from mdagent.core import text
 from mdagent.core.errors import (
     ConfigError,
     MdagentError,
@@ -100,10 +101,10 @@ def test_described_uses_the_first_line_whole_and_fits_the_width():
 
 
 def test_shorten():
-    assert console.shorten("short", 10) == "short"
-    assert console.shorten("two words", 6) == "two…"
-    assert console.shorten("abcdef", 4) == "abc…"
-    assert console.shorten("abc", 1) == "…"
+    assert text.shorten("short", 10) == "short"
+    assert text.shorten("two words", 6) == "two…"
+    assert text.shorten("abcdef", 4) == "abc…"
+    assert text.shorten("abc", 1) == "…"
 
 
 def test_paint_colours_a_terminal_only(colour_env, monkeypatch):
@@ -197,7 +198,7 @@ def test_costs_show_two_significant_digits():
 
 
 def test_wide_characters_are_cut_by_the_columns_they_take():
-    from mdagent.ui.console import display_width, shorten
+    from mdagent.core.text import display_width, shorten
 
     wide = "把暂存的更改总结成一段简短的提交说明"
     assert display_width(wide) == 2 * len(wide)

@@ -22,8 +22,9 @@ from mdagent.core.errors import (
     UsageError,
     unknown_tool,
 )
+from mdagent.core.text import first_line
 from mdagent.runtime.runtime import Options, Runtime
-from mdagent.ui.console import first_line, say_error, table
+from mdagent.ui.console import say_error, table
 
 
 def _click_module(name: str):

@@ -100,7 +100,7 @@ COMPILER_MODULES = (
     "tools/templates.py",
     "safety/shell/lexicon.py",  # what templates refuse
     "tools/dispatch.py",  # the usage words of /help's cached rows
-    "ui/console.py",  # and their descriptions' first lines
+    "core/text.py",  # their descriptions' first lines, and the table
     "registry/trustfacts.py",  # what trust covers, and the untrusted view of the settings
     "declarations/schemas/declarations.json",
     "declarations/schemas/settings.json",
@@ -191,8 +191,8 @@ class Registry:
         warm ``/help`` builds no command record.
         """
         if self._listing_rows is None:
+            from mdagent.core.text import first_line
             from mdagent.tools.dispatch import arguments_usage
-            from mdagent.ui.console import first_line
 
             tools: dict[str | None, ToolSpec | None] = {}  # one lookup per tool, not per command
             rows = []
@@ -216,7 +216,7 @@ class Registry:
         Cached too: ``agent /help | grep`` with 10,000 skills formats nothing.
         """
         if self._listing_text is None:
-            from mdagent.ui.console import table
+            from mdagent.core.text import table
 
             self._listing_text = table(self.listing_rows())
         return self._listing_text
