@@ -25,7 +25,6 @@ KNOWN_LONG = {
     "safety/policy.py",
     "safety/protected.py",
     "providers/base.py",
-    "registry/registry.py",
     "safety/shell/shellparse.py",
     "store/store.py",
     "tools/templates.py",
