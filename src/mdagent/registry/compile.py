@@ -73,7 +73,7 @@ COMPILER_MODULES = (
     "tools/implementations.py",
     "tools/templates.py",
     "safety/shell/lexicon.py",  # what templates refuse
-    "tools/dispatch.py",  # the usage words of /help's cached rows
+    "declarations/commandargs.py",  # command-with checks, the usage words of /help's rows
     "core/text.py",  # their descriptions' first lines, and the table
     "registry/trustfacts.py",  # what trust covers, and the untrusted view of the settings
     "safety/commandfiles.py",  # the files a hook or a server runs: trust is bound to them
@@ -496,7 +496,7 @@ class Compiler:
 
     def _with_fits(self, command: CommandSpec, key: str, tool: ToolSpec) -> bool:
         """Whether a skill's ``command-with`` templates fit ``tool`` (else: errors, now)."""
-        from mdagent.tools.dispatch import check_command_with
+        from mdagent.declarations.commandargs import check_command_with
 
         skill = self.skills.get(command.skill or "")
         lines = skill.lines if skill is not None else {}

@@ -101,7 +101,7 @@ class Registry:
         """
         if self._listing_rows is None:
             from mdagent.core.text import first_line
-            from mdagent.tools.dispatch import arguments_usage
+            from mdagent.declarations.commandargs import arguments_usage
 
             tools: dict[str | None, ToolSpec | None] = {}  # one lookup per tool, not per command
             rows = []
