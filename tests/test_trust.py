@@ -1,7 +1,8 @@
 """Workspace trust: what an untrusted folder keeps, the record, key binding.
 
 mdagent.registry.trustfacts computes what trust covers (with the registry);
-mdagent.runtime.trust decides, records and tells.
+mdagent.runtime.trust decides, records and tells; mdagent.runtime.keybinding
+keeps a key to the hosts the person sent it to.
 
 The end-to-end story (a cloned repository before and after ``agent trust``)
 is tests/test_trust_e2e.py; these tests pin the pieces it is made of.
@@ -20,7 +21,7 @@ from mdagent.declarations.declarations import DEFAULT_SETTINGS, merge_settings
 from mdagent.providers.base import ProviderConfig
 from mdagent.registry import trustfacts
 from mdagent.registry.registry import load_registry
-from mdagent.runtime import trust
+from mdagent.runtime import keybinding, trust
 from mdagent.safety import commandfiles
 
 PERSON = merge_settings([])  # the defaults: policy.mode ask, the sandbox on
@@ -430,20 +431,23 @@ def config(**values):
 )
 def test_a_key_goes_only_to_its_providers_host_or_the_persons_endpoint(skill, withheld):
     person = config(base_url="http://127.0.0.1:9000/v1")
-    assert trust.key_withheld(skill, person, {}) is withheld
+    assert keybinding.key_withheld(skill, person, {}) is withheld
 
 
 def test_the_user_layer_pairs_a_host_with_a_key():
     person = config()
     skill = config(base_url="http://127.0.0.1:9001/v1")
-    assert trust.key_withheld(skill, person, {"OPENAI_API_KEY": ["127.0.0.1"]}) is False
-    assert trust.key_withheld(skill, person, {"OPENAI_API_KEY": ["127.0.0.1:9001"]}) is False
-    assert trust.key_withheld(skill, person, {"OPENAI_API_KEY": ["http://127.0.0.1:9001"]}) is False
-    assert trust.key_withheld(skill, person, {"OPENAI_API_KEY": ["https://127.0.0.1:9001"]})
-    assert trust.key_withheld(skill, person, {"OPENAI_API_KEY": ["127.0.0.1:9002"]})
-    assert trust.key_withheld(skill, person, {"OTHER_KEY": ["127.0.0.1"]})
-    assert trust.key_withheld(skill, person, {"OPENAI_API_KEY": ["127.0.0.10"]})
-    assert trust.key_withheld(config(provider="fake"), person, {}) is False  # no key at all
+    assert keybinding.key_withheld(skill, person, {"OPENAI_API_KEY": ["127.0.0.1"]}) is False
+    assert keybinding.key_withheld(skill, person, {"OPENAI_API_KEY": ["127.0.0.1:9001"]}) is False
+    assert (
+        keybinding.key_withheld(skill, person, {"OPENAI_API_KEY": ["http://127.0.0.1:9001"]})
+        is False
+    )
+    assert keybinding.key_withheld(skill, person, {"OPENAI_API_KEY": ["https://127.0.0.1:9001"]})
+    assert keybinding.key_withheld(skill, person, {"OPENAI_API_KEY": ["127.0.0.1:9002"]})
+    assert keybinding.key_withheld(skill, person, {"OTHER_KEY": ["127.0.0.1"]})
+    assert keybinding.key_withheld(skill, person, {"OPENAI_API_KEY": ["127.0.0.10"]})
+    assert keybinding.key_withheld(config(provider="fake"), person, {}) is False  # no key at all
 
 
 def test_a_project_cannot_pair_keys_with_hosts(workspace):

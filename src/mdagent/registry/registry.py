@@ -144,16 +144,16 @@ def _compile_and_write(layers: list[Layer], files: _CacheFiles) -> Registry:
     # Everything else first: a reader that finds the new index finds them too
     # (and one that finds a file of another compile compiles again).
     for number, part in enumerate(parts):
-        _write_cache(files.shard(number), part)
+        write_json(files.shard(number), part)
     listing = {"format": CACHE_FORMAT, "token": token, "commands": commands, "stamps": every}
-    _write_cache(files.listing, listing)
+    write_json(files.listing, listing)
     rows = {"format": CACHE_FORMAT, "token": token, "rows": registry.listing_rows()}
-    _write_cache(files.help_rows, rows)
+    write_json(files.help_rows, rows)
     text = registry.listing_text()
     help_text = {"format": CACHE_FORMAT, "token": token, "text": text}
-    _write_cache(files.help, {**help_text, "groups": _stamp_groups(every)})
+    write_json(files.help, {**help_text, "groups": _stamp_groups(every)})
     problems = [list(p) for p in registry.problems]
-    _write_cache(files.rest, {"format": CACHE_FORMAT, "token": token, "problems": problems})
+    write_json(files.rest, {"format": CACHE_FORMAT, "token": token, "problems": problems})
     index = {
         "format": CACHE_FORMAT,
         "token": token,
@@ -167,7 +167,7 @@ def _compile_and_write(layers: list[Layer], files: _CacheFiles) -> Registry:
             "trust": registry.trust,
         },
     }
-    _write_cache(files.index, index)
+    write_json(files.index, index)
     _remove_shards_from(files, shards)
     return registry
 
@@ -418,11 +418,8 @@ def _layers_key(layers: list[Layer]) -> str:
 
 
 def _read_cache(path: Path) -> dict[str, Any] | None:
+    # Written by mdagent.core.statefiles.write_json (atomic; shared with the MCP tool lists).
     return read_json(path, CACHE_FORMAT)
-
-
-# The atomic write of every cache file (mdagent.core.statefiles, shared with the MCP tool lists).
-_write_cache = write_json
 
 
 def _stamps(value: Any) -> bool:
