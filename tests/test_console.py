@@ -99,13 +99,6 @@ def test_described_uses_the_first_line_whole_and_fits_the_width():
     assert console.described(pairs, width=16) == "a  first line…"
 
 
-def test_shorten():
-    assert console.shorten("short", 10) == "short"
-    assert console.shorten("two words", 6) == "two…"
-    assert console.shorten("abcdef", 4) == "abc…"
-    assert console.shorten("abc", 1) == "…"
-
-
 def test_paint_colours_a_terminal_only(colour_env, monkeypatch):
     assert console.paint("x", "red", Tty()) == "\x1b[31mx\x1b[0m"
     assert console.paint("x", "red", io.StringIO()) == "x"
@@ -194,14 +187,3 @@ def test_costs_show_two_significant_digits():
 
     shown = [format_cost(c) for c in (0, 0.0062, 0.00999, 1.234, 12345.678, 0.0000001)]
     assert shown == ["$0.00", "$0.0062", "$0.010", "$1.23", "$12,345.68", "< $0.0001"]
-
-
-def test_wide_characters_are_cut_by_the_columns_they_take():
-    from mdagent.ui.console import display_width, shorten
-
-    wide = "把暂存的更改总结成一段简短的提交说明"
-    assert display_width(wide) == 2 * len(wide)
-    assert display_width("e\u0301") == 1  # a combining accent takes no column
-    assert shorten(wide, 11) == "把暂存的更…"  # 10 columns of text and the ellipsis
-    assert shorten(wide, 10) == "把暂存的…"  # a wide character never straddles the edge
-    assert shorten(wide, 36) == wide

@@ -16,7 +16,7 @@ from mdagent.cli.declaredtests import (
     select,
 )
 from mdagent.core.layers import Layer
-from mdagent.registry.registry import compile_registry
+from mdagent.registry.compile import compile_registry
 
 TOOLS = """\
 tools:

@@ -2,9 +2,9 @@ import pytest
 
 from mdagent.core.errors import UsageError
 from mdagent.core.specs import CommandSpec, ToolSpec
+from mdagent.declarations.commandargs import check_command_with
 from mdagent.tools.dispatch import (
     build_call,
-    check_command_with,
     help_text,
     parse_words,
     template_arguments,

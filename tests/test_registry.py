@@ -9,7 +9,8 @@ import pytest
 
 from conftest import write
 from mdagent.core.layers import Layer, find_layers
-from mdagent.registry.registry import COMPILER_MODULES, compile_registry, load_registry
+from mdagent.registry.compile import COMPILER_MODULES, compile_registry
+from mdagent.registry.registry import load_registry
 
 
 def skill(layer: Path, name: str, extra: str = "", folder: str | None = None) -> Path:

@@ -1,4 +1,8 @@
-"""Workspace trust (mdagent.runtime.trust): what an untrusted folder keeps, the record, key binding.
+"""Workspace trust: what an untrusted folder keeps, the record, key binding.
+
+mdagent.registry.trustfacts computes what trust covers (with the registry);
+mdagent.runtime.trust decides, records and tells; mdagent.runtime.keybinding
+keeps a key to the hosts the person sent it to.
 
 The end-to-end story (a cloned repository before and after ``agent trust``)
 is tests/test_trust_e2e.py; these tests pin the pieces it is made of.
@@ -15,8 +19,9 @@ from conftest import settings, write
 from mdagent.core.layers import find_layers
 from mdagent.declarations.declarations import DEFAULT_SETTINGS, merge_settings
 from mdagent.providers.config import ProviderConfig
+from mdagent.registry import trustfacts
 from mdagent.registry.registry import load_registry
-from mdagent.runtime import trust
+from mdagent.runtime import keybinding, trust
 from mdagent.safety import commandfiles
 
 PERSON = merge_settings([])  # the defaults: policy.mode ask, the sandbox on
@@ -24,7 +29,7 @@ PERSON = merge_settings([])  # the defaults: policy.mode ask, the sandbox on
 
 def dropped(project, person=PERSON):
     """The keys ``tighten`` drops from ``project``, and what it keeps."""
-    kept, gone = trust.tighten(project, person)
+    kept, gone = trustfacts.tighten(project, person)
     return kept, [(key, what) for key, what, _ in gone]
 
 
@@ -188,7 +193,7 @@ def test_every_settings_section_is_either_kept_or_judged():
     # checkpoints: a project could turn rewind's safety net off; it waits for trust.
     judged = {"policy", "sandbox", "skills", "hooks", "mcp_servers", "model", "key_hosts"}
     judged |= {"checkpoints"}
-    assert sections == set(trust._KEPT_SECTIONS) | judged
+    assert sections == set(trustfacts.KEPT_SECTIONS) | judged
     assert set(DEFAULT_SETTINGS) <= sections
 
 
@@ -247,7 +252,7 @@ def test_facts_name_the_files_hooks_servers_tools_and_skills_use(workspace):
         ".claude/skills/helper/scripts/x.sh",
         ".agents/skills/live/SKILL.md",
     }
-    texts = [trust.Item(*i).text for i in facts["items"]]
+    texts = [trustfacts.Item(*i).text for i in facts["items"]]
     assert "hooks.before runs sh scripts/guard.sh && ./scripts/later.sh" in texts
     assert "mcp_servers.s starts python3 server.py --flag" in texts
     assert "policy.allow allows lines" in texts
@@ -426,20 +431,23 @@ def config(**values):
 )
 def test_a_key_goes_only_to_its_providers_host_or_the_persons_endpoint(skill, withheld):
     person = config(base_url="http://127.0.0.1:9000/v1")
-    assert trust.key_withheld(skill, person, {}) is withheld
+    assert keybinding.key_withheld(skill, person, {}) is withheld
 
 
 def test_the_user_layer_pairs_a_host_with_a_key():
     person = config()
     skill = config(base_url="http://127.0.0.1:9001/v1")
-    assert trust.key_withheld(skill, person, {"OPENAI_API_KEY": ["127.0.0.1"]}) is False
-    assert trust.key_withheld(skill, person, {"OPENAI_API_KEY": ["127.0.0.1:9001"]}) is False
-    assert trust.key_withheld(skill, person, {"OPENAI_API_KEY": ["http://127.0.0.1:9001"]}) is False
-    assert trust.key_withheld(skill, person, {"OPENAI_API_KEY": ["https://127.0.0.1:9001"]})
-    assert trust.key_withheld(skill, person, {"OPENAI_API_KEY": ["127.0.0.1:9002"]})
-    assert trust.key_withheld(skill, person, {"OTHER_KEY": ["127.0.0.1"]})
-    assert trust.key_withheld(skill, person, {"OPENAI_API_KEY": ["127.0.0.10"]})
-    assert trust.key_withheld(config(provider="fake"), person, {}) is False  # no key at all
+    assert keybinding.key_withheld(skill, person, {"OPENAI_API_KEY": ["127.0.0.1"]}) is False
+    assert keybinding.key_withheld(skill, person, {"OPENAI_API_KEY": ["127.0.0.1:9001"]}) is False
+    assert (
+        keybinding.key_withheld(skill, person, {"OPENAI_API_KEY": ["http://127.0.0.1:9001"]})
+        is False
+    )
+    assert keybinding.key_withheld(skill, person, {"OPENAI_API_KEY": ["https://127.0.0.1:9001"]})
+    assert keybinding.key_withheld(skill, person, {"OPENAI_API_KEY": ["127.0.0.1:9002"]})
+    assert keybinding.key_withheld(skill, person, {"OTHER_KEY": ["127.0.0.1"]})
+    assert keybinding.key_withheld(skill, person, {"OPENAI_API_KEY": ["127.0.0.10"]})
+    assert keybinding.key_withheld(config(provider="fake"), person, {}) is False  # no key at all
 
 
 def test_a_project_cannot_pair_keys_with_hosts(workspace):
@@ -578,7 +586,7 @@ def test_a_project_tool_running_its_own_code_needs_trust_and_is_asked_about(work
         f"{key} {what}" for key, what, _, _ in facts["items"]
     ]
     asks = facts["settings"]["policy"]["ask"]
-    assert {"rule": "greet", "reason": trust._OWN_CODE_REASON} in asks
+    assert {"rule": "greet", "reason": trustfacts.OWN_CODE_REASON} in asks
     assert os.path.realpath(workspace / ".agents" / "config" / "tools.yaml") in facts["files"]
 
 

@@ -210,7 +210,7 @@ def test_a_compile_is_the_same_with_or_without_the_fast_reader(tmp_path, monkeyp
     import mdagent.core.yamlfast
     from mdagent.core.layers import Layer
     from mdagent.core.specs import compact
-    from mdagent.registry.registry import compile_registry
+    from mdagent.registry.compile import compile_registry
 
     root = Path(__file__).resolve().parents[1]
     layer = tmp_path / ".agents"

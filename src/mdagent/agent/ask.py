@@ -41,7 +41,7 @@ def make_provider(
     ``model`` is a prompt skill's ``model:`` (``{provider, model, base_url}``):
     it beats agent.yaml and the environment, and yields to what the person
     gave on the command line. The API key goes only where the person sent
-    it (:func:`mdagent.runtime.trust.key_withheld`): to an endpoint only the skill
+    it (:func:`mdagent.runtime.keybinding.key_withheld`): to an endpoint only the skill
     names the request goes without it, and the person is told once.
     """
     from mdagent.providers import ProviderConfig, get_provider
@@ -61,7 +61,7 @@ def _bound_key(runtime: Runtime, config: ProviderConfig, given: dict[str, str]) 
 
     from mdagent.providers import ProviderConfig
     from mdagent.providers.config import DEFAULTS
-    from mdagent.runtime.trust import key_withheld
+    from mdagent.runtime.keybinding import key_withheld
 
     person = ProviderConfig.from_settings(runtime.settings, given, os.environ)
     if not key_withheld(config, person, runtime.settings.get("key_hosts")):

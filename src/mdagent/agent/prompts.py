@@ -17,7 +17,7 @@ from mdagent.core.defaults import PROJECT_DIR, setting
 from mdagent.core.specs import TIERS, unmet_requirement
 
 if TYPE_CHECKING:
-    from mdagent.registry.registry import Registry
+    from mdagent.registry.model import Registry
     from mdagent.tools.toolbox import Tool, Toolbox
 
 BASE_INSTRUCTIONS = """\

@@ -92,7 +92,7 @@ def _stat_figure(change: Any) -> str:
 
 def turn_heading(turn: Turn) -> str:
     """One turn's first line: its checkpoint number, time, session and prompt."""
-    from mdagent.ui.console import first_line
+    from mdagent.core.text import first_line
 
     before = turn.before
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(before.time))
@@ -163,7 +163,7 @@ def plan_text(plan: RewindPlan) -> str:
 
 
 def _before_what(target: Checkpoint) -> str:
-    from mdagent.ui.console import first_line
+    from mdagent.core.text import first_line
 
     if target.kind == "rewind":
         where = "before" if target.phase == "before" else "after"

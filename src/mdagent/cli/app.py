@@ -22,8 +22,9 @@ from mdagent.core.errors import (
     UsageError,
     unknown_tool,
 )
+from mdagent.core.text import first_line
 from mdagent.runtime.runtime import Options, Runtime
-from mdagent.ui.console import first_line, say_error, table
+from mdagent.ui.console import say_error, table
 
 
 def _click_module(name: str):
@@ -689,7 +690,7 @@ def skills_remove(
 def _refuse_new_name(name: str, problem: str | None, arg_mode: str | None) -> None:
     """UsageError for a new command's bad name (``problem``), a built-in name or a bad mode."""
     from mdagent.core.specs import ARG_MODES, command_key
-    from mdagent.registry.registry import RESERVED_NAMES
+    from mdagent.registry.compile import RESERVED_NAMES
 
     if problem:
         raise UsageError(problem)

@@ -119,7 +119,7 @@ def config_report(runtime: Runtime) -> dict[str, Any]:
     layers = layer_settings(runtime)
     if not runtime.trusted:  # the project's settings count for what an untrusted folder keeps
         from mdagent.declarations.declarations import merge_settings
-        from mdagent.runtime.trust import tighten
+        from mdagent.registry.trustfacts import tighten
 
         workspace = ("project", FOREIGN_KINDS["project-foreign"])
         person = merge_settings([own for label, _, own in layers if label not in workspace])

@@ -296,7 +296,7 @@ class _WorkingFolder:
 
 def _copy_workspace(runtime: Any, tmp: Path) -> Any:
     """A Runtime like ``runtime`` whose workspace is a fresh copy under ``tmp``."""
-    from mdagent.registry.registry import compile_registry
+    from mdagent.registry.compile import compile_registry
     from mdagent.runtime.approvers import RefusingApprover
     from mdagent.runtime.runtime import Runtime
 

@@ -487,7 +487,7 @@ def rename_skill(skill_file: Path, name: str) -> None:
 
 def _check_staged(stage: Path, layers: list[Layer]) -> None:
     """``agent check`` on the staged skills, above every layer: an error refuses them all."""
-    from mdagent.registry.registry import compile_registry
+    from mdagent.registry.compile import compile_registry
 
     registry, _ = compile_registry([Layer(stage.resolve(), "option"), *layers])
     root = str(stage.resolve())

@@ -11,8 +11,8 @@ Each source has a name (:data:`SOURCES`); ``skills.interop`` in
 ``agent.yaml`` turns one off by name (``{claude-commands: false}``) or all
 of them (``false``). What the workspace holds comes with the folder, so it
 is read as the project's settings are: under workspace trust
-(:mod:`mdagent.runtime.trust` tightens it like an untrusted ``agent.yaml``). What
-the person's home holds is theirs.
+(:func:`mdagent.registry.trustfacts.tighten` tightens it like an untrusted
+``agent.yaml``). What the person's home holds is theirs.
 """
 
 from __future__ import annotations

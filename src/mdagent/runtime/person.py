@@ -182,7 +182,7 @@ def command_help(runtime: Runtime, name: str) -> str:
 def command_listing(registry) -> str:
     """``/name usage  description`` for every user-invocable command.
 
-    The rows are :meth:`mdagent.registry.registry.Registry.listing_rows`, cached with
+    The rows are :meth:`mdagent.registry.model.Registry.listing_rows`, cached with
     the registry: a warm ``/help`` with 10,000 skills builds no record, and
     to a pipe or a file (nothing to fit) prints the cached table as it is.
     """

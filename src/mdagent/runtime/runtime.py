@@ -21,7 +21,8 @@ from mdagent.core.calls import ToolContext
 from mdagent.core.errors import ConfigError, Problem
 from mdagent.core.layers import find_layers, project_layer, project_root
 from mdagent.core.specs import ToolSpec, unmet_requirement
-from mdagent.registry.registry import Registry, load_registry
+from mdagent.registry.model import Registry
+from mdagent.registry.registry import load_registry
 from mdagent.tools.toolbox import Toolbox
 
 TYPE_CHECKING = False  # not typing's: see mdagent.core.records

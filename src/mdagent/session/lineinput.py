@@ -89,7 +89,7 @@ class SessionCompleter(Completer):
 
 
 def first_line(text: str | None) -> str:
-    from mdagent.ui.console import first_line as first
+    from mdagent.core.text import first_line as first
 
     return first(text, 60)
 
@@ -261,7 +261,7 @@ def status_parts(repl: Repl) -> list[list[str]]:
     The one place the bar is composed: a new part is one more list here.
     An empty form drops the part when the terminal is narrow.
     """
-    from mdagent.ui.console import shorten
+    from mdagent.core.text import shorten
 
     try:
         model = repl.config().model or "(no model)"
@@ -297,7 +297,7 @@ def status_bar(parts: list[list[str]], width: int, shrink: tuple[int, ...] = ())
     """``parts`` joined with `` · `` in ``width`` columns: parts step to shorter forms,
     one step at a time in the order ``shrink`` gives (else the rightmost part first),
     until the line fits; never cut by the terminal."""
-    from mdagent.ui.console import display_width, shorten
+    from mdagent.core.text import display_width, shorten
 
     chosen = [0] * len(parts)
 

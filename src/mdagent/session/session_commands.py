@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mdagent.core.errors import UsageError
-from mdagent.ui.console import described, first_line, table
+from mdagent.core.text import first_line
+from mdagent.ui.console import described, table
 
 if TYPE_CHECKING:
     from mdagent.session.repl import Repl

@@ -10,12 +10,18 @@ typed words instead (:func:`template_arguments`).
 from __future__ import annotations
 
 import json
-import re
 import shlex
 
 from mdagent.core.errors import UsageError
 from mdagent.core.records import Record
 from mdagent.core.specs import CommandSpec, ToolSpec
+from mdagent.declarations.commandargs import (
+    ALL_WORDS,
+    arguments_usage,
+    positional_names,
+    schema_type,
+    word_slots,
+)
 
 TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
@@ -97,77 +103,6 @@ def raw_arguments(command: CommandSpec, argv: list[str] | None, text: str | None
 
 # -- command-with: templates over the typed words -----------------------------------
 
-ALL_WORDS = "ARGUMENTS"
-_POSITIONAL = re.compile(r"\{\{|\}\}|\{(\d+)\}")
-
-
-def _positional_names(template: Any) -> Any:
-    """``template`` with ``{0}``, ``{1}``... spelled ``{_0}``, ``{_1}``: template names
-    cannot start with a digit, and these cannot collide with ``arguments:`` names."""
-    if isinstance(template, str):
-        return _POSITIONAL.sub(
-            lambda m: f"{{_{m.group(1)}}}" if m.group(1) else m.group(0), template
-        )
-    if isinstance(template, dict):
-        return {k: _positional_names(v) for k, v in template.items()}
-    if isinstance(template, list):
-        return [_positional_names(v) for v in template]
-    return template
-
-
-def _word_slots(command: CommandSpec) -> tuple[set[str], int, bool]:
-    """``(placeholders, words needed, takes every word)`` of a command's templates."""
-    from mdagent.tools.templates import placeholders
-
-    used = placeholders(_positional_names(command.command_with))
-    positions = [int(n[1:]) for n in used if re.fullmatch(r"_\d+", n)]
-    positions += [i for i, n in enumerate(command.arguments) if n in used]
-    return used, max(positions, default=-1) + 1, ALL_WORDS in used
-
-
-def check_command_with(command: CommandSpec, tool: ToolSpec) -> list[tuple[str, str]]:
-    """``(key, message)`` for each way a skill's ``command-with`` cannot fill ``tool``'s call.
-
-    Checked when the registry compiles, so ``agent check`` finds them: keys
-    the tool has no parameter for, parameters it requires and is not given,
-    placeholders that are no typed word, and templates for ``exec``'s
-    ``command`` that would put a word where the shell reads code.
-    """
-    from mdagent.core.names import did_you_mean
-    from mdagent.tools.implementations import shell_argument
-    from mdagent.tools.templates import check_shell, placeholders
-
-    with_ = command.command_with or {}
-    problems: list[tuple[str, str]] = []
-    names = {ALL_WORDS, *command.arguments}
-    for key, template in with_.items():
-        if tool.params and key not in tool.params:
-            hint = did_you_mean(key, tool.params)
-            problems.append((key, f"command-with: {tool.name!r} has no parameter {key!r}{hint}"))
-            continue
-        try:
-            used = placeholders(_positional_names(template))
-            if key == "command" and shell_argument(tool.name, with_) is not None:
-                check_shell(_positional_names(template))
-        except ValueError as exc:
-            problems.append((key, f"command-with.{key}: {exc}"))
-            continue
-        for name in sorted(used - names):
-            if not re.fullmatch(r"_\d+", name):
-                problems.append(
-                    (
-                        key,
-                        f"command-with.{key}: {{{name}}} is not a typed word: use {{ARGUMENTS}}, "
-                        "{0}, {1}... or a name from `arguments:`",
-                    )
-                )
-    missing = [r for r in tool.required if r not in with_]
-    if missing:
-        problems.append(
-            ("", f"command-with gives {tool.name!r} no {', '.join(missing)}, which it requires")
-        )
-    return problems
-
 
 def template_arguments(
     command: CommandSpec, tool: ToolSpec, argv: list[str] | None, text: str | None
@@ -184,7 +119,7 @@ def template_arguments(
     from mdagent.tools.implementations import shell_argument
 
     words = list(argv) if argv is not None else _split(text or "", command, tool)
-    used, needed, takes_all = _word_slots(command)
+    used, needed, takes_all = word_slots(command)
     if len(words) < needed:
         raise UsageError(
             f"/{command.name}: needs {needed} argument{'s' if needed > 1 else ''}, "
@@ -197,7 +132,7 @@ def template_arguments(
     values.update({f"_{i}": word for i, word in enumerate(words)})
     values.update({name: words[i] for i, name in enumerate(command.arguments) if i < len(words)})
     params = {name: {} for name in values}
-    with_ = _positional_names(command.command_with or {})
+    with_ = positional_names(command.command_with or {})
     inner = templates.expand_value(with_, values, params)
     shell = shell_argument(tool.name, with_)
     if shell is not None:
@@ -259,7 +194,7 @@ def parse_words(words: list[str], tool: ToolSpec, command: CommandSpec) -> dict[
             name = _param_name(key, params)
             if name is None and key.startswith("no-") and has_value == "":
                 negated = _param_name(key[3:], params)
-                if negated is not None and _type(params[negated]) == "boolean":
+                if negated is not None and schema_type(params[negated]) == "boolean":
                     named[negated] = False
                     continue
             if name is None:
@@ -270,7 +205,7 @@ def parse_words(words: list[str], tool: ToolSpec, command: CommandSpec) -> dict[
                 )
                 raise fail(f"unknown option --{key}{hint}")
             if not has_value:
-                if _type(params[name]) == "boolean":
+                if schema_type(params[name]) == "boolean":
                     named[name] = True
                     continue
                 if index >= len(words):
@@ -291,7 +226,7 @@ def parse_words(words: list[str], tool: ToolSpec, command: CommandSpec) -> dict[
         if not positional:
             break
         schema = params[name]
-        if _type(schema) == "array" and i == len(free) - 1:
+        if schema_type(schema) == "array" and i == len(free) - 1:
             named[name] = [_coerce(w, schema.get("items", {}), fail) for w in positional]
             positional = []
             break
@@ -311,22 +246,15 @@ def _param_name(key: str, params: dict[str, Any]) -> str | None:
     return alt if alt in params else None
 
 
-def _type(schema: dict[str, Any]) -> str | None:
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), None)
-    return kind
-
-
 def _set(named: dict[str, Any], name: str, value: str, schema: dict[str, Any], fail) -> None:
-    if _type(schema) == "array" and not value.startswith("["):
+    if schema_type(schema) == "array" and not value.startswith("["):
         named.setdefault(name, []).append(_coerce(value, schema.get("items", {}), fail))
     else:
         named[name] = _coerce(value, schema, fail)
 
 
 def _coerce(value: str, schema: dict[str, Any], fail) -> Any:
-    kind = _type(schema)
+    kind = schema_type(schema)
     try:
         if kind == "integer":
             return int(value)
@@ -356,86 +284,21 @@ def usage(command: CommandSpec, tool: ToolSpec | None) -> str:
     return f"usage: {f'/{command.name} {arguments_usage(command, tool)}'.rstrip()}"
 
 
-def arguments_usage(command: CommandSpec, tool: ToolSpec | None) -> str:
-    """The arguments part of the usage line (``<name> [--times N] [--loud]``), or ``""``.
-
-    Written as a person types them: ``<x>`` must be given, ``[...]`` may be,
-    ``--flag VALUE`` names an option, ``...`` takes several words. The
-    ``argument-hint`` an author wrote wins over what is generated.
-    """
-    if command.argument_hint:
-        return command.argument_hint
-    if command.kind == "prompt" or tool is None:
-        return "[text...]"
-    if command.command_with is not None:
-        _, needed, takes_all = _word_slots(command)
-        words = [
-            f"<{command.arguments[i] if i < len(command.arguments) else i}>" for i in range(needed)
-        ]
-        return " ".join([*words, *(["[args...]"] if takes_all else [])])
-    if command.arg_mode == "raw":
-        return "<text...>"
-    if command.arg_mode == "json":
-        return "'<json object>'"
-    return _parsed_usage(tool)
-
-
-def _parsed_usage(tool: ToolSpec) -> str:
-    parts = []
-    required = set(tool.required)
-    names = list(tool.params)
-    # Words fill the parameters in declared order: a required parameter is
-    # shown as a bare word only while every one before it is required too.
-    positional = True
-    for i, param in enumerate(names):
-        schema = tool.params[param]
-        kind = _type(schema)
-        if kind == "boolean":
-            if param in required:
-                parts.append(f"--{param}|--no-{param}")
-            elif schema.get("default") is True:
-                parts.append(f"[--no-{param}]")
-            else:
-                parts.append(f"[--{param}]")
-            continue
-        value = _placeholder(param, schema)
-        if kind == "array" and i == len(names) - 1:
-            parts.append(f"<{param}...>" if param in required else f"[{param}...]")
-        elif param in required:
-            parts.append(f"<{param}>" if positional else f"--{param} {value}")
-        else:
-            parts.append(f"[--{param} {value}]")
-        positional = positional and param in required
-    return " ".join(parts)
-
-
-def _placeholder(param: str, schema: dict[str, Any]) -> str:
-    """The value word after ``--param``: ``N``, ``a|b`` for an enum, else the name in capitals."""
-    kind = _type(schema)
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return "|".join(str(v) for v in schema["enum"])
-    fixed = {"integer": "N", "number": "X", "object": "JSON"}.get(kind or "")
-    if fixed:
-        return fixed
-    word = param.upper().replace("-", "_")
-    return f"{word}..." if kind == "array" else word
-
-
 def _kind_word(schema: dict[str, Any]) -> str:
     """A parameter's type as a person reads it: ``integer``, ``list of strings``, ``one of a, b``."""
     if isinstance(schema.get("enum"), list) and schema["enum"]:
         return "one of " + ", ".join(str(v) for v in schema["enum"])
-    kind = _type(schema) or "any"
+    kind = schema_type(schema) or "any"
     if kind == "array":
         items = schema.get("items")
-        item = _type(items) if isinstance(items, dict) else None
+        item = schema_type(items) if isinstance(items, dict) else None
         return f"list of {item}s" if item else "list"
     return kind
 
 
 def _default_note(schema: dict[str, Any]) -> str:
     """`` (default: 10)``; nothing for a flag that is off unless given."""
-    if "default" not in schema or (_type(schema) == "boolean" and schema["default"] is False):
+    if "default" not in schema or (schema_type(schema) == "boolean" and schema["default"] is False):
         return ""
     value = schema["default"]
     shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

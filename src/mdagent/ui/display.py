@@ -127,7 +127,7 @@ class Display:
             return line
         import shutil
 
-        from mdagent.ui.console import shorten
+        from mdagent.core.text import shorten
 
         return shorten(line, shutil.get_terminal_size().columns)
 
@@ -238,7 +238,7 @@ class Display:
                 return f"\r{mark} {text}\033[K"
             import shutil
 
-            from mdagent.ui.console import shorten
+            from mdagent.core.text import shorten
 
             width = shutil.get_terminal_size().columns
             shown = "".join(f"\n  {shorten(line, max(width - 3, 1))}" for line in lines)
