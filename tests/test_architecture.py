@@ -21,7 +21,6 @@ KNOWN_CYCLES = [
     {"mdagent.registry.registry", "mdagent.runtime.trust"},
 ]
 KNOWN_LONG = {
-    "cli/app.py",
     "rewind/checkpointstore.py",
     "safety/policy.py",
     "safety/protected.py",
