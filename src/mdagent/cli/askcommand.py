@@ -1,6 +1,6 @@
 """``agent ask`` at the command line: its options onto the run's, then one turn.
 
-Both ways in call it: typer's ``ask`` subcommand (:mod:`mdagent.cli.app`) and
+Both ways in call it: typer's ``ask`` subcommand (:mod:`mdagent.cli.cmd_sessions`) and
 the fast path that skips typer (:func:`mdagent.cli.cli.ask_words`). It sits at
 the edge, above :mod:`mdagent.agent.ask`, which runs turns for every caller.
 """

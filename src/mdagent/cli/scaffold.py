@@ -1,11 +1,13 @@
-"""The declarations ``agent new tool`` and ``agent new command`` write, and how they are added.
+"""The declarations ``agent new`` writes, and how they are added.
 
-An entry is appended to a YAML file as text — under the file's ``tools:``
-(or ``commands:``) mapping, or as a new such section at the end — so what
-the file held before stays byte for byte, comments included. Every edit is
-checked by parsing the result: the old declarations plus the new entry,
-nothing else; a layout where no such edit is possible (``tools: {…}`` in
-flow style) is refused with the entry to add by hand.
+``agent new skill`` writes a whole new SKILL.md (:func:`skill_skeleton`).
+For ``agent new tool`` and ``agent new command`` an entry is appended to a
+YAML file as text — under the file's ``tools:`` (or ``commands:``) mapping,
+or as a new such section at the end — so what the file held before stays
+byte for byte, comments included. Every edit is checked by parsing the
+result: the old declarations plus the new entry, nothing else; a layout
+where no such edit is possible (``tools: {…}`` in flow style) is refused
+with the entry to add by hand.
 """
 
 from __future__ import annotations
@@ -109,6 +111,81 @@ def command_entry(name: str, tool: str, arg_mode: str) -> Entry:
         f"  arg-mode: {arg_mode}\n"
     )
     return Entry("commands", name, data, text)
+
+
+def run_template(run: str) -> str:
+    """The ``command-with`` template for ``agent new skill --run COMMAND``.
+
+    The command is kept as written (braces escaped) and the typed words
+    follow it, each quoted on its own; a command the template checks refuse
+    (a word where the shell reads code) is a usage error, before anything
+    is written.
+    """
+    from mdagent.tools.templates import TemplateError, check_shell
+
+    if not run.strip():
+        raise UsageError("--run needs a command, e.g. --run 'du -sh'")
+    template = run.strip().replace("{", "{{").replace("}", "}}") + " {ARGUMENTS}"
+    try:
+        check_shell(template)
+    except TemplateError as exc:
+        raise UsageError(f"--run: {exc}") from None
+    return template
+
+
+def _example_test(tool: str, arg_mode: str) -> str:
+    """One example test for a new command skill: a real one where its outcome is known."""
+    if tool in ("exec", "bash", "sh", "shell", "execute") and arg_mode == "raw":
+        return (
+            "tests:                 # `agent test` runs these in a copy of the workspace\n"
+            "  - name: echoes\n"
+            "    approve: true\n"
+            "    argv: echo hello\n"
+            "    expect: {ok: true, contains: hello}\n"
+        )
+    return (
+        "# `agent test` runs these; an example to adapt:\n"
+        "# tests:\n"
+        "#   - {name: works, approve: true, argv: 'ARGS', expect: {ok: true}}\n"
+    )
+
+
+def skill_skeleton(name: str, tool: str | None, arg_mode: str, run: str | None = None) -> str:
+    """The text of a new SKILL.md."""
+    if run is not None:
+        template = run_template(run)
+        return (
+            f"---\nname: {name}\n"
+            f"description: Describe what /{name} does and when to use it\n"
+            f"command-dispatch: tool\ncommand-tool: exec\n"
+            f"command-with: {{command: {json.dumps(template)}}}\n"
+            f"argument-hint: '[args...]'\n"
+            "# `agent test` runs these; an example to adapt:\n"
+            "# tests:\n"
+            "#   - {name: runs, approve: true, argv: 'ARGS', expect: {ok: true}}\n"
+            "---\n"
+            f"`agent /{name} ARGS` runs `{run.strip()}` with ARGS, each one quoted.\n"
+        )
+    if tool:
+        return (
+            f"---\nname: {name}\n"
+            f"description: Describe what /{name} does and when to use it\n"
+            f"command-dispatch: tool\ncommand-tool: {tool}\ncommand-arg-mode: {arg_mode}\n"
+            + _example_test(tool, arg_mode)
+            + "---\n"
+            f"`agent /{name} ARGS` runs the `{tool}` tool with ARGS ({arg_mode} arguments).\n"
+        )
+    return (
+        f"---\nname: {name}\n"
+        f"description: Describe what this skill does and when a model should use it\n"
+        f"argument-hint: <what to pass>\n"
+        "tests:                 # `agent test` runs the turn against this scripted model\n"
+        "  - argv: an example\n"
+        "    model: {script: [Done.]}\n"
+        "    expect: {contains: Done., prompt_contains: an example}\n"
+        "---\n"
+        f"# {name}\n\nInstructions for the model go here.\n\nThe user asked for: $ARGUMENTS\n"
+    )
 
 
 def add_entry(path: str | Path, entry: Entry) -> Added:
