@@ -23,7 +23,6 @@ KNOWN_CYCLES = [
 KNOWN_LONG = {
     "cli/app.py",
     "rewind/checkpointstore.py",
-    "safety/policy.py",
     "safety/protected.py",
     "providers/base.py",
     "registry/registry.py",
