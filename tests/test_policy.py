@@ -1072,7 +1072,7 @@ def test_keyed_argument_rules_match_any_value_type(root, box):
 
 
 def test_explain_says_why_for_each_segment(root, box):
-    from mdagent.safety.policy import SegmentVerdict
+    from mdagent.safety.verdicts import SegmentVerdict
 
     rules = {
         "allow": ["exec(git status*)", "exec(ls)"],

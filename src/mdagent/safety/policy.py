@@ -41,7 +41,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -63,61 +63,23 @@ from mdagent.safety.rules import (
     rule_sources,
     tool_names,
 )
+from mdagent.safety.verdicts import (
+    ALLOW,
+    ASK,
+    DENY,
+    SCOPED_ASKS,
+    SegmentVerdict,
+    Verdict,
+    asked_extra,
+    declined,
+    denial,
+    question_note,
+    refusal,
+    unanswered,
+)
 from mdagent.safety.views import exec_view, segment_candidates
 
-ALLOW, ASK, DENY = "allow", "ask", "deny"
 INLINE_EVAL = ("ask", "allow")
-
-
-@dataclass(frozen=True)
-class SegmentVerdict:
-    """What the rules say about one segment of an ``exec`` command on its own."""
-
-    text: str
-    decision: str
-    why: str
-    rule: Rule | None = None
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What the rules say about one call, before anyone is asked (:meth:`Policy.evaluate`).
-
-    ``decision`` is ``allow``, ``ask`` or ``deny``; ``why`` says what decided
-    in a few words; ``rules`` are the rules that decided (none: a mode, the
-    tool's security level, a hook). For ``ask``, ``asks`` says what wants the
-    question: ``rule`` (``policy.ask``), ``hook``, ``protected`` (the agent's
-    own configuration: only a person at a terminal may answer), ``approval``
-    (declared ``approval: true``) or ``unmatched`` (no allow rule covers the
-    call). ``matched`` is what a deny or ask rule matched (a segment, a
-    path); ``suggestion`` the allow rule that would cover exactly this call;
-    ``segments`` each segment's own verdict (``exec``, see
-    :meth:`Policy.explain`).
-    """
-
-    decision: str
-    why: str
-    rules: tuple[Rule, ...] = ()
-    asks: str | None = None
-    matched: str = ""
-    suggestion: str | None = None
-    protected: str | None = None
-    hook: Any = None
-    approved_by: str | None = None
-    segments: tuple[SegmentVerdict, ...] = ()
-    by_mode: bool = False  # refused by the permission mode itself (plan)
-
-    @property
-    def rule(self) -> Rule | None:
-        """The (first) rule that decided, if a rule did."""
-        return self.rules[0] if self.rules else None
-
-    @property
-    def reason(self) -> str | None:
-        """The deciding rule's or hook's reason, shown to the person and the model."""
-        if self.hook is not None:
-            return getattr(self.hook, "reason", None) or None
-        return self.rule.reason if self.rule is not None else None
 
 
 class Policy:
@@ -196,9 +158,9 @@ class Policy:
         view = self._view(tool.name, args, ctx)
         denied = first_match(self.deny, tool_names(tool), tool.name, args, self._workdir(ctx), view)
         if denied is not None:
-            return self._denial(*denied)
+            return denial(*denied)
         if self.mode == "plan" and plan_refusal(tool):
-            return self._refusal(tool, self._plan_verdict(tool))
+            return refusal(tool, self._plan_verdict(tool), self.mode, self._settings_file())
         return None
 
     def check(
@@ -214,7 +176,7 @@ class Policy:
         """
         verdict = self.evaluate(tool, args, ctx, hook=hook)
         if verdict.decision == DENY:
-            decision = self._refusal(tool, verdict)
+            decision = refusal(tool, verdict, self.mode, self._settings_file())
         elif verdict.decision == ALLOW:
             decision = Decision(True, approved_by=verdict.approved_by)
         else:
@@ -406,37 +368,6 @@ class Policy:
 
     # -- acting on it ------------------------------------------------------------
 
-    def _denial(self, rule: Rule, what: str) -> Decision:
-        shown = f" ({_shorten(what)})" if what else ""
-        reason = f": {rule.reason}" if rule.reason else ""
-        extra = {"rule": rule.text, **({"reason": rule.reason} if rule.reason else {})}
-        return Decision(
-            False, f"denied by policy rule `{rule}`{shown}{reason}", code="DENIED", extra=extra
-        )
-
-    def _refusal(self, tool: Any, verdict: Verdict) -> Decision:
-        if verdict.by_mode:
-            return Decision(False, verdict.why, code="DENIED", extra={"mode": self.mode})
-        if verdict.protected is not None:  # a write the sandbox would refuse anyway
-            return Decision(
-                False,
-                f"{tool.name} would change {verdict.protected}, part of the agent's own "
-                "configuration, which the sandbox keeps read-only for a model's commands "
-                "(write_file and edit_file can change it, with a person's approval at a terminal)",
-                code="DENIED",
-                extra={"protected": verdict.protected},
-            )
-        if verdict.rule is not None:
-            return self._denial(verdict.rule, verdict.matched)
-        return Decision(
-            False,
-            f"{tool.name} is not allowed: policy.mode is {self.mode} and no rule in "
-            f"policy.allow covers this call; add `{verdict.suggestion}` to policy.allow in "
-            f"{self._settings_file()}",
-            code="DENIED",
-            extra={"allow_rule": verdict.suggestion},
-        )
-
     def _put_question(
         self, tool: Any, args: dict[str, Any], ctx: Any, verdict: Verdict
     ) -> Decision:
@@ -450,7 +381,10 @@ class Policy:
         if self.approve_all or getattr(ctx, "approve_all", False):
             return Decision(True, approved_by="--yes")
         refused = Decision(
-            False, self._no_terminal(tool, verdict), code="DENIED", extra=self._asked_extra(verdict)
+            False,
+            unanswered(tool, verdict, self._settings_file()),
+            code="DENIED",
+            extra=asked_extra(verdict),
         )
         if not self.approver.interactive:
             return refused
@@ -471,7 +405,7 @@ class Policy:
                 always=scoped and bool(rules),
                 session=scoped,
                 rules=rules,
-                note=self._note(verdict),
+                note=question_note(verdict),
             )
             answer = self._answer(question, refused)
             if isinstance(answer, Answer):
@@ -503,50 +437,7 @@ class Policy:
                 code="DENIED",
                 extra={"user_reason": reason},
             )
-        return _declined(tool_name)
-
-    def _no_terminal(self, tool: Any, verdict: Verdict) -> str:
-        """Why the call is refused when nobody can be asked, and how to allow it."""
-        reason = f": {verdict.reason}" if verdict.reason else ""
-        if verdict.asks == "rule":
-            return (
-                f"{tool.name} needs approval: policy rule `{verdict.rule}` asks for it{reason}; "
-                "no terminal to ask on; rerun with --yes (allow rules do not cover a call an "
-                "ask rule matches)"
-            )
-        if verdict.asks == "hook":
-            return (
-                f"{tool.name} needs approval: hook {verdict.hook.hook} asks for it{reason}; "
-                "no terminal to ask on; rerun with --yes"
-            )
-        if verdict.asks == "approval":
-            how = "rerun with --yes (it is declared `approval: true`, so allow rules do not skip the question)"
-        else:
-            how = f"rerun with --yes or add `{verdict.suggestion}` to policy.allow in {self._settings_file()}"
-        blocker = verdict.why.partition(": ")[2] if verdict.asks == "unmatched" else ""
-        detail = f" ({blocker})" if blocker else ""
-        return f"{tool.name} needs approval{detail}: no terminal to ask on; {how}"
-
-    @staticmethod
-    def _asked_extra(verdict: Verdict) -> dict[str, Any]:
-        extra: dict[str, Any] = {"needs_approval": True}
-        if verdict.asks in ("unmatched", "approval"):
-            extra["allow_rule"] = verdict.suggestion
-        if verdict.asks == "rule" and verdict.rule is not None:
-            extra["rule"] = verdict.rule.text
-        if verdict.reason:
-            extra["reason"] = verdict.reason
-        return extra
-
-    @staticmethod
-    def _note(verdict: Verdict) -> str | None:
-        """The line under the question saying why it is asked (None: the usual question)."""
-        reason = f": {verdict.reason}" if verdict.reason else ""
-        if verdict.asks == "rule":
-            return f"Asked because of policy rule `{verdict.rule}`{reason}"
-        if verdict.asks == "hook":
-            return f"Asked because hook {verdict.hook.hook} asks{reason}"
-        return None
+        return declined(tool_name)
 
     def _ask_protected(self, tool: Any, args: dict[str, Any], ctx: Any, target: str) -> Decision:
         """A model's call that would change ``target``, a file of the agent's own policy.
@@ -753,21 +644,6 @@ class Policy:
     @staticmethod
     def _call_key(tool_name: str, args: Mapping[str, Any]) -> str:
         return tool_name + "\x00" + render_args(args)
-
-
-#: What asks for a person where "yes for this session" and "always" are offered:
-#: no allow rule covers the call, or its tool is declared ``approval: true``.
-SCOPED_ASKS = ("unmatched", "approval")
-
-
-def _declined(tool_name: str) -> Decision:
-    return Decision(
-        False, f"the user declined this {tool_name} call; do not retry it", code="DENIED"
-    )
-
-
-def _shorten(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def withheld(settings: Mapping[str, Any]) -> Callable[[Any], bool]:
