@@ -99,6 +99,7 @@ COMPILER_MODULES = (
     "tools/implementations.py",
     "tools/templates.py",
     "safety/shell/lexicon.py",  # what templates refuse
+    "safety/rules.py",  # Rule.parse: the policy rules and allowed-tools a compile refuses
     "tools/dispatch.py",  # the usage words of /help's cached rows
     "ui/console.py",  # and their descriptions' first lines
     "runtime/trust.py",  # what trust covers, and the untrusted view of the settings
