@@ -392,6 +392,10 @@ def scripted(root, answers, **kw):
         ("ls -1 && git status --short", ["exec(ls:*)"], ("exec(git status:*)",)),
         ("git status && git status -s", [], ("exec(git status:*)",)),  # once
         ("./build.sh --fast", [], ("exec(./build.sh:*)",)),
+        ("/usr/bin/git status --short", [], ("exec(/usr/bin/git status:*)",)),
+        # A folder of the program's path that is not a plain name: the part as written.
+        ("/@x/bin/tool run", [], ("exec(/@x/bin/tool run)",)),
+        ("/opt/@x/tool run", [], ("exec(/opt/@x/tool run)",)),
         ("make", [], ("exec(make:*)",)),
         ("FOO=1 make lint", [], ("exec(FOO=1 make lint)",)),  # no prefix fits: the part as written
         ("cat 'a b' | wc -l", [], ("exec(cat:*)", "exec(wc:*)")),
