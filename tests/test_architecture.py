@@ -20,7 +20,6 @@ KNOWN_CYCLES = [
     {"mdagent.safety.namespaces", "mdagent.safety.sandbox"},
 ]
 KNOWN_LONG = {
-    "safety/policy.py",
     "safety/protected.py",
     "safety/shell/shellparse.py",
     "tools/templates.py",

@@ -290,6 +290,6 @@ def test_an_allow_rule_for_an_address_covers_its_other_spellings(tmp_path, serve
     ],
 )
 def test_domain_rules_match_names_and_addresses(domain, host, matches):
-    from mdagent.safety.policy import _domain_matches, _url_host
+    from mdagent.safety.views import domain_matches, url_host
 
-    assert _domain_matches(domain, _url_host(f"http://{host}/")) is matches
+    assert domain_matches(domain, url_host(f"http://{host}/")) is matches

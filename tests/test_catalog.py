@@ -13,7 +13,7 @@ from mdagent.core.catalog import (
     WRITE_TOOLS,
     real_name,
 )
-from mdagent.safety.policy import names_for
+from mdagent.safety.rules import names_for
 from mdagent.tools.builtins import HANDLERS
 
 

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from mdagent.core.globs import gitignore_regex
-from mdagent.safety.policy import _path_regex
+from mdagent.safety.views import path_regex
 from mdagent.tools.builtins.search import glob_regex, parse_gitignore
 
 
@@ -54,6 +54,6 @@ def test_gitignore_regex(pattern, path, expected):
 def test_glob_tool_gitignore_and_path_rules_agree(pattern, path):
     """A pattern with a slash means the same in `glob`, in a .gitignore and in a policy rule."""
     by_glob = glob_regex(pattern).fullmatch(path) is not None
-    by_rule = _path_regex(pattern, False).fullmatch(path) is not None
+    by_rule = path_regex(pattern, False).fullmatch(path) is not None
     by_gitignore = parse_gitignore(pattern)[0].matches(path, False)
     assert by_glob == by_rule == by_gitignore == matches(pattern, path)

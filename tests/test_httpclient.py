@@ -27,8 +27,8 @@ def test_a_client_imports_neither_httpx_s_command_line_nor_the_certificates():
 def test_the_policy_reading_a_fetch_host_imports_no_command_line_either():
     # The policy judges a fetch before the web tool runs: its URL parse came first.
     code = (
-        "import sys; from mdagent.safety.policy import _url_host; "
-        "print(_url_host('https://Example.org/x')); "
+        "import sys; from mdagent.safety.views import url_host; "
+        "print(url_host('https://Example.org/x')); "
         "print(sorted(m for m in ('click', 'rich', 'pygments') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -13,7 +13,8 @@ import yaml
 from mdagent.core.calls import Decision, ToolContext
 from mdagent.core.errors import ConfigError
 from mdagent.runtime.approvers import TerminalApprover
-from mdagent.safety.policy import Policy, Rule
+from mdagent.safety.policy import Policy
+from mdagent.safety.rules import Rule, rule_for
 from mdagent.safety.shell.shellparse import try_parse
 from mdagent.tools.toolbox import Toolbox
 
@@ -272,7 +273,7 @@ def test_allow_patterns_cover_only_literal_commands(root, box, command):
     assert check(bare, box, "exec", cmd(command)).allowed
     # The exact command, as "always" saves it, is the person's own approval of
     # that text; `${x@P}` is not even parsed, so only a bare rule allows it.
-    exact_rule = policy.rule_for(box.tool_for("exec"), cmd(command))
+    exact_rule = rule_for(box.tool_for("exec"), cmd(command), str(root))
     exact = make_policy(root, {"mode": "allowlist", "allow": [exact_rule]})
     assert check(exact, box, "exec", cmd(command)).allowed == (try_parse(command) is not None)
 
@@ -574,7 +575,7 @@ def test_policy_paths_have_one_reader(root):
 
 
 def test_names_for_and_names_match():
-    from mdagent.safety.policy import names_for, names_match
+    from mdagent.safety.rules import names_for, names_match
 
     assert names_for("exec") == ("exec", "bash", "sh", "shell", "execute")
     assert names_for("wc", ["count"]) == ("wc", "count")
@@ -1071,7 +1072,7 @@ def test_keyed_argument_rules_match_any_value_type(root, box):
 
 
 def test_explain_says_why_for_each_segment(root, box):
-    from mdagent.safety.policy import SegmentVerdict
+    from mdagent.safety.verdicts import SegmentVerdict
 
     rules = {
         "allow": ["exec(git status*)", "exec(ls)"],
@@ -1396,25 +1397,25 @@ def test_what_the_registry_declares_is_protected_from_a_models_writes(root, box,
 def test_the_rule_always_would_save_names_exactly_this_call(root, box, tmp_path):
     (root / "real").mkdir()
     (root / "link").symlink_to(root / "real")
-    policy = make_policy(root)
-    rule_for = policy.rule_for
-    assert rule_for(box.tool_for("exec"), cmd("  ls *.py  ")) == "exec(ls [*].py)"
-    assert rule_for(box.tool_for("exec"), {}) == "exec()"
-    assert (
-        rule_for(box.tool_for("write_file"), {"path": "a/b[1].txt"}) == r"write_file(./a/b\[1].txt)"
-    )
-    assert rule_for(box.tool_for("write_file"), {"path": "."}) == "write_file(.)"
-    assert rule_for(box.tool_for("write_file"), {"path": "/etc/x"}) == "write_file(/etc/x)"
+
+    def exact(tool, args, workdir=str(root)):
+        return rule_for(tool, args, workdir)
+
+    assert exact(box.tool_for("exec"), cmd("  ls *.py  ")) == "exec(ls [*].py)"
+    assert exact(box.tool_for("exec"), {}) == "exec()"
+    assert exact(box.tool_for("write_file"), {"path": "a/b[1].txt"}) == r"write_file(./a/b\[1].txt)"
+    assert exact(box.tool_for("write_file"), {"path": "."}) == "write_file(.)"
+    assert exact(box.tool_for("write_file"), {"path": "/etc/x"}) == "write_file(/etc/x)"
     # The path as written (through the link), relative to the call's own folder.
-    assert rule_for(box.tool_for("read_file"), {"path": "link/f"}) == "read_file(./link/f)"
+    assert exact(box.tool_for("read_file"), {"path": "link/f"}) == "read_file(./link/f)"
     other = tmp_path / "other"
-    assert rule_for(box.tool_for("read_file"), {"path": "f"}, str(other)) == "read_file(./f)"
-    assert rule_for(box.tool_for("read_file"), {}) == "read_file"
-    assert rule_for(box.tool_for("weather"), {"path": "x"}) == "weather"
-    assert rule_for(box.tool_for("fetch"), {"url": "https://A.example.org/x"}) == (
+    assert exact(box.tool_for("read_file"), {"path": "f"}, str(other)) == "read_file(./f)"
+    assert exact(box.tool_for("read_file"), {}) == "read_file"
+    assert exact(box.tool_for("weather"), {"path": "x"}) == "weather"
+    assert exact(box.tool_for("fetch"), {"url": "https://A.example.org/x"}) == (
         "fetch(domain:a.example.org)"
     )
-    assert rule_for(box.tool_for("fetch"), {"url": ""}) == "fetch"
+    assert exact(box.tool_for("fetch"), {"url": ""}) == "fetch"
 
 
 def test_an_allowlist_refusal_says_which_rule_would_allow_it(root, box):
@@ -1590,9 +1591,9 @@ def test_an_exact_deny_rule_meets_the_program_named_alone_by_path(root, box, com
 def test_deny_candidates_are_trimmed_command_strings(command):
     # A rule is matched against each candidate as a whole: a leading or
     # trailing blank would make `exec(rm)` miss and `exec(?rm *)` hit.
-    from mdagent.safety.policy import _exec_view
+    from mdagent.safety.views import exec_view
 
-    candidates = _exec_view(command).deny_candidates()
+    candidates = exec_view(command).deny_candidates()
     assert candidates and all(c == c.strip() for c in candidates), candidates
 
 
@@ -1685,7 +1686,7 @@ def test_policy_check_places_git_from_where_a_person_typed(git_root, box):
 
 
 def test_effective_mode_is_the_request_then_the_settings_then_ask():
-    from mdagent.safety.policy import effective_mode
+    from mdagent.safety.modes import effective_mode
 
     assert effective_mode({}) == ("ask", "default")
     assert effective_mode({"policy": {"mode": "full"}}) == ("full", "policy.mode")
@@ -1714,7 +1715,7 @@ def test_plan_refuses_before_the_hooks_run(root, box):
 
 
 def test_a_declared_run_tool_stays_in_plan_and_a_handler_tool_does_not(root):
-    from mdagent.safety.policy import plan_refusal
+    from mdagent.safety.modes import plan_refusal
 
     box = Toolbox()
     box.add("lint", description="l", handler=dict, kind="run")
@@ -1745,7 +1746,7 @@ def test_accept_edits_never_lifts_deny_rules_or_protected_files(root, box):
 
 
 def test_run_settings_add_rules_in_memory_and_plan_requires_the_read_only_sandbox():
-    from mdagent.safety.policy import run_settings
+    from mdagent.safety.modes import run_settings
 
     base = {"policy": {"allow": "read_file", "deny": ["fetch"]}, "sandbox": {"mode": "off"}}
     got = run_settings(base, mode="plan", allow=["exec(git *)"], deny=["exec(rm *)"])

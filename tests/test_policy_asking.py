@@ -15,7 +15,8 @@ import pytest
 
 from mdagent.core.calls import Decision, ToolContext
 from mdagent.core.errors import ConfigError
-from mdagent.safety.policy import Policy, Source, rule_sources
+from mdagent.safety.policy import Policy
+from mdagent.safety.rules import Source, rule_for, rule_sources
 from mdagent.tools.toolbox import Toolbox
 from test_policy import MODEL, PERSON, check, cmd, make_policy
 
@@ -391,6 +392,10 @@ def scripted(root, answers, **kw):
         ("ls -1 && git status --short", ["exec(ls:*)"], ("exec(git status:*)",)),
         ("git status && git status -s", [], ("exec(git status:*)",)),  # once
         ("./build.sh --fast", [], ("exec(./build.sh:*)",)),
+        ("/usr/bin/git status --short", [], ("exec(/usr/bin/git status:*)",)),
+        # A folder of the program's path that is not a plain name: the part as written.
+        ("/@x/bin/tool run", [], ("exec(/@x/bin/tool run)",)),
+        ("/opt/@x/tool run", [], ("exec(/opt/@x/tool run)",)),
         ("make", [], ("exec(make:*)",)),
         ("FOO=1 make lint", [], ("exec(FOO=1 make lint)",)),  # no prefix fits: the part as written
         ("cat 'a b' | wc -l", [], ("exec(cat:*)", "exec(wc:*)")),
@@ -425,7 +430,7 @@ def test_other_tools_suggest_the_policys_own_rule(root, box):
     policy = make_policy(root)
     tool = box.tool_for("write_file")
     args = {"path": "src/a.py"}
-    assert policy.suggest_rules(tool, args, str(root)) == (policy.rule_for(tool, args, str(root)),)
+    assert policy.suggest_rules(tool, args, str(root)) == (rule_for(tool, args, str(root)),)
 
 
 def test_yes_for_this_session_is_the_exact_call_and_ends_with_the_session(root, box):
@@ -475,7 +480,7 @@ def test_session_and_always_are_not_offered_for_the_agents_own_files(root, box):
 
 
 def test_tell_gives_the_model_the_persons_reason(root, box):
-    from mdagent.safety.policy import Answer
+    from mdagent.safety.questions import Answer
 
     _, policy = scripted(root, [Answer("tell", reason="  use\n make lint  "), "t"])
     decision = check(policy, box, "exec", cmd("make"))
@@ -492,7 +497,7 @@ def test_tell_gives_the_model_the_persons_reason(root, box):
 
 def test_always_saves_the_persons_edited_rule_in_the_layer_they_chose(root, box, tmp_path):
     from mdagent.runtime.approvers import ScriptedApprover
-    from mdagent.safety.policy import Answer
+    from mdagent.safety.questions import Answer
 
     user = tmp_path / "user-layer"
     told = []

@@ -14,7 +14,7 @@ import pytest
 from mdagent.cli.policycheck import verdict_dict
 from mdagent.core.calls import Decision, HookDecision, ToolContext
 from mdagent.core.errors import ConfigError
-from mdagent.safety.policy import Rule
+from mdagent.safety.rules import Rule, rule_for
 from test_policy import MODEL, PERSON, cmd, make_policy
 
 PROTECTED = ".agents/config/agent.yaml (the project layer)"
@@ -311,9 +311,8 @@ def test_a_call_without_its_main_argument(root, box, settings, tool, decision, w
 
 
 def test_the_suggestion_for_a_call_without_a_url_is_the_tool(root, box):
-    policy = make_policy(root, {})
-    assert policy.rule_for(box.tool_for("fetch"), {}) == "fetch"
-    assert policy.rule_for(box.tool_for("fetch"), {"url": "https://a.example/x"}) == (
+    assert rule_for(box.tool_for("fetch"), {}, str(root)) == "fetch"
+    assert rule_for(box.tool_for("fetch"), {"url": "https://a.example/x"}, str(root)) == (
         "fetch(domain:a.example)"
     )
 
@@ -371,9 +370,9 @@ def test_rules_and_suggestions_are_judged_from_the_calls_folder(root, box, elsew
     tool = box.tool_for("write_file")
     inside = {"path": str(elsewhere / "a.txt")}
     ctx = context(elsewhere)
-    assert policy.rule_for(tool, inside, str(elsewhere)) == "write_file(./a.txt)"
-    assert policy.rule_for(tool, {"path": str(root / "b.txt")}) == "write_file(./b.txt)"
-    assert policy.rule_for(tool, inside) == f"write_file({(elsewhere / 'a.txt').as_posix()})"
+    assert rule_for(tool, inside, str(elsewhere)) == "write_file(./a.txt)"
+    assert rule_for(tool, {"path": str(root / "b.txt")}, str(root)) == "write_file(./b.txt)"
+    assert rule_for(tool, inside, str(root)) == f"write_file({(elsewhere / 'a.txt').as_posix()})"
     assert policy.evaluate(tool, inside, ctx).suggestion == "write_file(./a.txt)"
     assert policy.explain(tool, inside, ctx).suggestion == "write_file(./a.txt)"
     refused = policy.check(tool, inside, ctx)
@@ -436,7 +435,7 @@ def test_a_rule_may_name_a_tool_by_its_declared_alias(root):
 
 
 def test_a_lone_rule_string_is_a_one_item_list():
-    from mdagent.safety.policy import parse_rules
+    from mdagent.safety.rules import parse_rules
 
     assert [str(r) for r in parse_rules("exec(ls *)", "policy.allow")] == ["exec(ls *)"]
 
@@ -444,7 +443,7 @@ def test_a_lone_rule_string_is_a_one_item_list():
 def test_an_entry_holding_a_date_still_has_a_key():
     import datetime
 
-    from mdagent.safety.policy import entry_key
+    from mdagent.safety.rules import entry_key
 
     # YAML reads `reason: 2024-01-01` as a date: looking up where it was written must not crash.
     key = entry_key({"rule": "exec(rm *)", "reason": datetime.date(2024, 1, 1)})
@@ -454,6 +453,6 @@ def test_an_entry_holding_a_date_still_has_a_key():
 def test_a_tool_without_aliases_is_named_by_its_name_alone():
     from types import SimpleNamespace
 
-    from mdagent.safety.policy import tool_names
+    from mdagent.safety.rules import tool_names
 
     assert tool_names(SimpleNamespace(name="forecast")) == ("forecast",)

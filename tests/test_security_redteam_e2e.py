@@ -279,21 +279,22 @@ def test_always_saves_a_rule_for_exactly_that_path(workspace):
 def test_the_rule_always_saves_covers_nothing_below_the_path(
     workspace, path, rule, covers, not_covers
 ):
-    from mdagent.safety.policy import Policy, _path_matches, _path_views
+    from mdagent.safety.rules import rule_for
+    from mdagent.safety.views import path_matches, path_views
 
     (workspace / "src").mkdir()
-    saved = Policy({}, workdir=workspace).rule_for(write_file_tool(), {"path": path})
+    saved = rule_for(write_file_tool(), {"path": path}, str(workspace))
     assert saved == rule
 
     def allowed(pattern: str, target: str) -> bool:
-        views = _path_views(target, str(workspace))
-        return all(_path_matches(pattern, v, deny=False) for v in views)
+        views = path_views(target, str(workspace))
+        return all(path_matches(pattern, v, deny=False) for v in views)
 
     pattern = rule[len("write_file(") : -1]
     assert allowed(pattern, covers) and not allowed(pattern, not_covers)
     # A folder's files need a rule that says so; deny rules always cover them.
     assert allowed("./src/", "src/a.py") and allowed("./src/**", "src/a.py")
-    assert all(_path_matches("./src", v, deny=True) for v in _path_views("src/a", str(workspace)))
+    assert all(path_matches("./src", v, deny=True) for v in path_views("src/a", str(workspace)))
 
 
 def write_file_tool():

@@ -36,9 +36,9 @@ def plan_mode_in_force(runtime: Runtime) -> bool:
 
     Asked when a checkpoint would be taken, not once per run: ``/mode`` and
     Shift+Tab change the mode during a session. The mode itself is decided
-    by :func:`mdagent.safety.policy.effective_mode` alone.
+    by :func:`mdagent.safety.modes.effective_mode` alone.
     """
-    from mdagent.safety.policy import effective_mode
+    from mdagent.safety.modes import effective_mode
 
     options = runtime.options
     requested = getattr(options, "mode", None)

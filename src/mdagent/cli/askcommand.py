@@ -85,7 +85,7 @@ def _check_rules(rules: list[str], option: str) -> None:
     if not rules:
         return
     from mdagent.core.errors import ConfigError
-    from mdagent.safety.policy import parse_rules
+    from mdagent.safety.rules import parse_rules
 
     try:
         parse_rules(rules, option)

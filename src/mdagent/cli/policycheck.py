@@ -33,7 +33,9 @@ from typing import Any
 
 from mdagent.core.catalog import EXEC_TOOLS, FILE_TOOLS, URL_TOOLS
 from mdagent.core.errors import ConfigError, Problem, UsageError, unknown_tool
-from mdagent.safety.policy import Policy, Rule, Source, Verdict
+from mdagent.safety.policy import Policy
+from mdagent.safety.rules import Rule, Source
+from mdagent.safety.verdicts import Verdict
 
 _CALL = re.compile(r"\s*([^()\s]+)\s*(?:\((.*)\))?\s*", re.S)
 

@@ -2,7 +2,7 @@
 
 One translation for every place a path glob is matched: ``glob`` and
 ``grep`` (their patterns and ``.gitignore`` lines) and the policy's path
-rules, which add their own anchoring on top (see :mod:`mdagent.safety.policy`).
+rules, which add their own anchoring on top (see :mod:`mdagent.safety.views`).
 """
 
 from __future__ import annotations

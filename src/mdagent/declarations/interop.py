@@ -237,7 +237,7 @@ def claude_rules(entry: str, section: str) -> list[str]:
     ``srv__tool``. A deny or ask rule for a bare file name (``Read(.env)``)
     covers it in every folder, as Claude Code's gitignore-style patterns do.
     """
-    from mdagent.safety.policy import Rule
+    from mdagent.safety.rules import Rule
 
     match = re.fullmatch(r"([^()\s]+)(?:\((.*)\))?", entry.strip(), re.S)
     if not match:

@@ -652,7 +652,7 @@ def allowed_tool_rules(entry: str) -> list[str]:
     ``exec(git diff)`` plus ``exec(git diff *)``: the command alone or with
     arguments, never anything else.
     """
-    from mdagent.safety.policy import Rule
+    from mdagent.safety.rules import Rule
 
     match = re.fullmatch(r"([^()\s]+)(?:\((.*)\))?", entry.strip(), re.S)
     if not match:

@@ -76,6 +76,7 @@ COMPILER_MODULES = (
     "declarations/commandargs.py",  # command-with checks, the usage words of /help's rows
     "core/text.py",  # their descriptions' first lines, and the table
     "registry/trustfacts.py",  # what trust covers, and the untrusted view of the settings
+    "safety/rules.py",  # Rule.parse checks every rule a layer gives
     "safety/commandfiles.py",  # the files a hook or a server runs: trust is bound to them
     "declarations/schemas/declarations.json",
     "declarations/schemas/settings.json",

@@ -2,7 +2,7 @@
 
 The policy (:mod:`mdagent.safety.policy`) decides and hands each question it may
 not answer alone to the approver the runtime gave it
-(:class:`mdagent.safety.policy.Approver`):
+(:class:`mdagent.safety.questions.Approver`):
 
 - :class:`TerminalApprover` asks a person on the terminal (the command line
   and the interactive session, when a terminal is there);
@@ -24,7 +24,8 @@ from pathlib import Path
 
 from mdagent.core.defaults import PROJECT_DIR, settings_path
 from mdagent.core.errors import ConfigError, logger
-from mdagent.safety.policy import Answer, Nobody, Question, Rule
+from mdagent.safety.questions import Answer, Nobody, Question
+from mdagent.safety.rules import Rule
 
 TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ log = logger("mdagent.runtime.approvers")
 class RefusingApprover(Nobody):
     """Nobody to ask: the policy refuses every question, saying how to allow the call.
 
-    The policy's own default (:class:`mdagent.safety.policy.Nobody`), named for the
+    The policy's own default (:class:`mdagent.safety.questions.Nobody`), named for the
     runtime to hand in where nobody can answer.
     """
 

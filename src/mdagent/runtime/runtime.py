@@ -61,7 +61,7 @@ class Options:
         #: ``text``, ``json`` (also ``--json``) or ``stream-json`` (:mod:`mdagent.ui.events`).
         self.output_format = "json" if json and output_format == "text" else output_format
         #: The permission mode asked for on the command line or by ``/mode``
-        #: (None: the settings' ``policy.mode``); see :func:`mdagent.safety.policy.effective_mode`.
+        #: (None: the settings' ``policy.mode``); see :func:`mdagent.safety.modes.effective_mode`.
         self.mode = mode
         self.mode_source = "--mode" if mode else None
         #: This run's own rules and limits (``agent ask``): never written to a file.
@@ -116,7 +116,7 @@ def check_run_options(options: Options) -> Options:
             f"--output-format: {options.output_format!r} is not one of {', '.join(OUTPUT_FORMATS)}"
         )
     if options.mode is not None:
-        from mdagent.safety.policy import MODES
+        from mdagent.safety.modes import MODES
 
         if options.mode not in MODES:
             raise UsageError(f"--mode: {options.mode!r} is not one of {', '.join(MODES)}")
@@ -282,7 +282,7 @@ class Runtime:
         """The settings calls are judged by: the registry's, with this run's mode and rules.
 
         ``--mode``, ``/mode``, ``--allow`` and ``--deny`` live here, in memory
-        only (:func:`mdagent.safety.policy.run_settings`); plan mode, wherever it
+        only (:func:`mdagent.safety.modes.run_settings`); plan mode, wherever it
         came from, also puts every command in the read-only sandbox.
         """
         base = self.registry.settings
@@ -295,7 +295,7 @@ class Runtime:
         cached = self.__dict__.get("_run_settings")
         if cached is not None and cached[0] is base and cached[1] == key:
             return cached[2]
-        from mdagent.safety.policy import run_settings
+        from mdagent.safety.modes import run_settings
 
         value = run_settings(base, mode=options.mode, allow=options.allow, deny=options.deny)
         self.__dict__["_run_settings"] = (base, key, value)
@@ -303,8 +303,8 @@ class Runtime:
 
     @property
     def mode(self):
-        """The permission mode in force and what chose it (:func:`mdagent.safety.policy.effective_mode`)."""
-        from mdagent.safety.policy import effective_mode
+        """The permission mode in force and what chose it (:func:`mdagent.safety.modes.effective_mode`)."""
+        from mdagent.safety.modes import effective_mode
 
         options = self.options
         return effective_mode(self.registry.settings, options.mode, options.mode_source)

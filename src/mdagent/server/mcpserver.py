@@ -500,11 +500,11 @@ def is_loopback(host: str) -> bool:
 
     Every address of 127.0.0.0/8 however written (``127.1``, ``0x7f.1``,
     ``127.0.0.2``, ``[::ffff:127.0.0.1]``), ``::1`` and ``localhost``
-    (:func:`mdagent.safety.policy.normal_host` reads the spellings).
+    (:func:`mdagent.safety.views.normal_host` reads the spellings).
     """
     import ipaddress
 
-    from mdagent.safety.policy import normal_host
+    from mdagent.safety.views import normal_host
 
     name = normal_host(host)
     if name == "localhost":

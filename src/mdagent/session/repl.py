@@ -263,10 +263,10 @@ class Repl:
         """Switch the permission mode for the rest of the session (``/mode``, Shift+Tab).
 
         The toolboxes are built anew: their policy reads the mode when made
-        (:func:`mdagent.safety.policy.effective_mode`). A word that is not a mode is a
+        (:func:`mdagent.safety.modes.effective_mode`). A word that is not a mode is a
         :class:`UsageError`.
         """
-        from mdagent.safety.policy import MODES
+        from mdagent.safety.modes import MODES
 
         if mode not in MODES:
             raise UsageError(f"/mode: {mode!r} is not one of {', '.join(MODES)}")
@@ -275,8 +275,8 @@ class Repl:
         self._person_box = self._model_box = None
 
     def cycle_mode(self) -> str:
-        """The next mode of :data:`mdagent.safety.policy.CYCLE` (Shift+Tab); returns it."""
-        from mdagent.safety.policy import CYCLE
+        """The next mode of :data:`mdagent.safety.modes.CYCLE` (Shift+Tab); returns it."""
+        from mdagent.safety.modes import CYCLE
 
         current = self.runtime.mode.mode
         following = CYCLE[(CYCLE.index(current) + 1) % len(CYCLE)] if current in CYCLE else CYCLE[0]

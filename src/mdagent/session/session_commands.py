@@ -124,7 +124,7 @@ def register_builtins(repl: Repl) -> None:  # noqa: C901
         say(f"{config.provider} {config.model}{where}")
 
     def modes() -> list[str]:
-        from mdagent.safety.policy import MODES
+        from mdagent.safety.modes import MODES
 
         return list(MODES)
 

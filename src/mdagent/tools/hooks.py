@@ -67,7 +67,7 @@ from mdagent.core import notices
 from mdagent.core.calls import HookDecision
 from mdagent.core.defaults import HOOK_TIMEOUT
 from mdagent.core.errors import ConfigError, PolicyDenied, logger
-from mdagent.safety.policy import names_for, names_match
+from mdagent.safety.rules import names_for, names_match
 
 log = logger("mdagent.tools.hooks")
 
@@ -116,7 +116,7 @@ class CommandHook:
         """Whether this hook runs for the tool whose real name is ``tool_name``.
 
         The filter matches like a policy rule's tool: any of the tool's names
-        (:func:`mdagent.safety.policy.names_for`), ignoring case.
+        (:func:`mdagent.safety.rules.names_for`), ignoring case.
         """
         if self.tool is None:
             return True

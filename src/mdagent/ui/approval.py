@@ -193,7 +193,7 @@ def ask_terminal(
     """Ask on the terminal whether to run the call; the person's answer.
 
     ``"yes"``, ``"session"`` (yes for this session), ``"no"`` or
-    ``"always"``, or the fields of a :class:`mdagent.safety.policy.Answer` as a
+    ``"always"``, or the fields of a :class:`mdagent.safety.questions.Answer` as a
     dict: ``tell`` with the reason typed for the model, or ``always`` with
     the rules to save and the layer, when ``rules`` are suggested.
 
@@ -337,7 +337,7 @@ _RULES_APART = re.compile(r"(?<=\)),\s*")
 
 
 def _answer(kind: str, **fields: Any) -> dict[str, Any]:
-    # The fields of mdagent.safety.policy.Answer, which this module (below the policy) does not import.
+    # The fields of mdagent.safety.questions.Answer, which this module (below the policy) does not import.
     return {"kind": kind, **fields}
 
 
