@@ -196,8 +196,14 @@ def _warm_up_pattern(module: str) -> list[str]:
     return [f"{_dotted(module)}.x_{f.name}__mutmut_*" for f in functions]
 
 
-def _draw(work: Path, modules: list[str], size: int, seed: int, jobs: int) -> list[str] | None:
-    """Generate every mutant of ``modules`` and draw ``size`` of each; None if mutmut failed."""
+def _draw(
+    work: Path, modules: list[str], size: int, seed: int, jobs: int, pooled: bool = False
+) -> list[str] | None:
+    """Generate every mutant of ``modules`` and draw ``size`` of each; None if mutmut failed.
+
+    ``pooled``: draw ``size`` from all of them together (the parts of a module
+    that was split are scored as the one module they were).
+    """
     import random
 
     for module in modules:
@@ -209,8 +215,9 @@ def _draw(work: Path, modules: list[str], size: int, seed: int, jobs: int) -> li
                 return None
     drawn: list[str] = []
     generator = random.Random(seed)
-    for module in modules:
-        names = sorted(_statuses(work, module))
+    pools = [modules] if pooled else [[module] for module in modules]
+    for pool in pools:
+        names = sorted(name for module in pool for name in _statuses(work, module))
         drawn += generator.sample(names, min(size, len(names)))
     (work / "sample.json").write_text(json.dumps(drawn, indent=0))
     return drawn
@@ -232,6 +239,44 @@ def _diff(work: Path, name: str) -> str:
     return shown.stdout.strip()
 
 
+def _report(work: Path, chosen: list[str], show: bool) -> None:
+    """Print each module's score (and the selection's together), then the unexplained survivors."""
+    equivalent = _equivalents()
+    # "other" counts survivors not listed as equivalent, and mutants not run yet.
+    print(f"\n{'module':<16}{'killed':>8}{'total':>8}{'score':>8}{'equiv':>7}{'other':>7}")
+    unexplained: list[str] = []
+    sampled = _sampled(work)
+    if sampled is not None:
+        print(f"(a sample: {len(sampled)} mutants drawn, scored alone)")
+    together = [0, 0]  # killed, total: the selection as one module (a split one's parts)
+    for module in chosen:
+        statuses = _statuses(work, module)
+        if sampled is not None:
+            statuses = {n: s for n, s in statuses.items() if n in sampled}
+        total = len(statuses)
+        killed = sum(status in DETECTED for status in statuses.values())
+        missed = sorted(n for n, status in statuses.items() if status not in DETECTED)
+        equiv = [n for n in missed if _is_listed(n, equivalent)]
+        others = [n for n in missed if not _is_listed(n, equivalent)]
+        unexplained += [f"{n} ({statuses[n]})" for n in others]
+        score = f"{100 * killed / total:.1f}%" if total else "-"
+        print(f"{module:<16}{killed:>8}{total:>8}{score:>8}{len(equiv):>7}{len(others):>7}")
+        together[0] += killed
+        together[1] += total
+    if len(chosen) > 1 and together[1]:
+        print(
+            f"{'together':<16}{together[0]:>8}{together[1]:>8}{100 * together[0] / together[1]:>7.1f}%"
+        )
+    if unexplained:
+        print(
+            f"\n{len(unexplained)} mutant(s) not killed and not listed as equivalent in docs/mutation.md:"
+        )
+        for line in unexplained:
+            print(f"  {line}")
+            if show:
+                print(_diff(work, line.split()[0]), "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     known = _modules()
     parser = argparse.ArgumentParser(
@@ -251,6 +296,11 @@ def main(argv: list[str] | None = None) -> int:
         "--sample", type=int, metavar="N", help="run N mutants of each module, drawn at random"
     )
     parser.add_argument("--seed", type=int, default=30, help="the draw of --sample")
+    parser.add_argument(
+        "--pooled",
+        action="store_true",
+        help="with --sample: draw N from the modules together (a split module's parts)",
+    )
     args = parser.parse_args(argv)
 
     chosen = []
@@ -294,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         _snapshot(work, chosen)
         names = [f"{_dotted(m)}.*" for m in chosen]
         if args.sample:
-            drawn = _draw(work, chosen, args.sample, args.seed, args.jobs)
+            drawn = _draw(work, chosen, args.sample, args.seed, args.jobs, args.pooled)
             if drawn is None:
                 print(f"mutmut failed: see {work / 'mutmut.log'}", file=sys.stderr)
                 return 1
@@ -314,33 +364,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"mutmut failed: see {work / 'mutmut.log'}", file=sys.stderr)
             return 1
 
-    equivalent = _equivalents()
-    # "other" counts survivors not listed as equivalent, and mutants not run yet.
-    print(f"\n{'module':<16}{'killed':>8}{'total':>8}{'score':>8}{'equiv':>7}{'other':>7}")
-    unexplained: list[str] = []
-    sampled = _sampled(work)
-    if sampled is not None:
-        print(f"(a sample: {len(sampled)} mutants drawn, scored alone)")
-    for module in chosen:
-        statuses = _statuses(work, module)
-        if sampled is not None:
-            statuses = {n: s for n, s in statuses.items() if n in sampled}
-        total = len(statuses)
-        killed = sum(status in DETECTED for status in statuses.values())
-        missed = sorted(n for n, status in statuses.items() if status not in DETECTED)
-        equiv = [n for n in missed if _is_listed(n, equivalent)]
-        others = [n for n in missed if not _is_listed(n, equivalent)]
-        unexplained += [f"{n} ({statuses[n]})" for n in others]
-        score = f"{100 * killed / total:.1f}%" if total else "-"
-        print(f"{module:<16}{killed:>8}{total:>8}{score:>8}{len(equiv):>7}{len(others):>7}")
-    if unexplained:
-        print(
-            f"\n{len(unexplained)} mutant(s) not killed and not listed as equivalent in docs/mutation.md:"
-        )
-        for line in unexplained:
-            print(f"  {line}")
-            if args.show:
-                print(_diff(work, line.split()[0]), "\n")
+    _report(work, chosen, args.show)
     return 0
 
 
