@@ -92,6 +92,7 @@ COMPILER_MODULES = (
     "declarations/skills.py",
     "declarations/skillbody.py",  # a body as the registry's /help text reads it
     "declarations/declarations.py",
+    "declarations/hookspec.py",  # what a hooks: entry may say
     "core/defaults.py",
     "core/fastcheck.py",
     "core/specs.py",
