@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from mdagent.agent.conversation import Conversation
 from mdagent.agent.loop import Agent, Outcome
 from mdagent.agent.prompts import model_tools, system_prompt
+from mdagent.agent.skillrunner import SkillRunner
 from mdagent.core.defaults import setting
 from mdagent.core.errors import ToolFailed, UsageError
 from mdagent.core.specs import unmet_requirement
@@ -179,6 +180,7 @@ def build_agent(
 
     shown = display or _default_display(runtime)
     live = getattr(shown, "live_output", None)
+    skills = SkillRunner()  # the skills the model loads: rendered, or run forked, here
 
     def context(call_id: str | None) -> ToolContext:
         return runtime.context(
@@ -188,6 +190,7 @@ def build_agent(
             tool_call_id=call_id,
             # On a terminal a command's last lines show under the spinner as it runs.
             output=live() if callable(live) else None,
+            skill_runner=skills,
         )
 
     _register_fork(runtime, conversation, enabled=fork)

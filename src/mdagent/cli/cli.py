@@ -285,7 +285,11 @@ def run_slash(options: Options, name: str, argv: list[str]) -> int:
         from mdagent.agent.ask import run_prompt_skill
 
         return run_prompt_skill(runtime, command, argv)
-    return run_tool_command(runtime, command, tool_spec, argv=argv, as_json=options.json)
+    from mdagent.agent.skillrunner import SkillRunner
+
+    return run_tool_command(
+        runtime, command, tool_spec, argv=argv, as_json=options.json, skill_runner=SkillRunner()
+    )
 
 
 __all__ = [

@@ -499,7 +499,16 @@ class Repl:
             ctx = self.runtime.context(self.person_box(), caller="person")
             self.chat(skill_message(skill, rest, ctx), **skill_turn(skill))
             return
-        run_tool_command(self.runtime, command, tool_spec, text=rest, box=self.person_box())
+        from mdagent.agent.skillrunner import SkillRunner
+
+        run_tool_command(
+            self.runtime,
+            command,
+            tool_spec,
+            text=rest,
+            box=self.person_box(),
+            skill_runner=SkillRunner(),
+        )
 
     # -- the loop -----------------------------------------------------------------
 
