@@ -1,4 +1,4 @@
-"""Entry points of an agent turn: ``agent ask``, a prompt skill, an MCP server's prompt, and their wiring.
+"""Entry points of an agent turn (``agent ask``, a prompt skill, an MCP prompt) and their wiring.
 
 These are the edge between a :class:`~mdagent.runtime.runtime.Runtime` and the loop:
 they pick the provider, open the session, build the :class:`~mdagent.agent.loop.Agent`

@@ -18,7 +18,7 @@ from mdagent.core.yamlsource import (
     position,
     read_capped,
 )
-from mdagent.tools.implementations import IMPLEMENTATION_KEYS
+from mdagent.declarations.kinds import IMPLEMENTATION_KEYS
 
 TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
