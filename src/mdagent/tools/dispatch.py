@@ -134,7 +134,7 @@ def check_command_with(command: CommandSpec, tool: ToolSpec) -> list[tuple[str, 
     ``command`` that would put a word where the shell reads code.
     """
     from mdagent.core.names import did_you_mean
-    from mdagent.tools.implementations import shell_argument
+    from mdagent.declarations.kinds import shell_argument
     from mdagent.tools.templates import check_shell, placeholders
 
     with_ = command.command_with or {}
@@ -180,8 +180,8 @@ def template_arguments(
     ``tool`` + ``with`` declaration expands them: into ``exec``'s ``command``
     each word is shell-quoted on its own, so what was typed stays literal.
     """
+    from mdagent.declarations.kinds import shell_argument
     from mdagent.tools import templates
-    from mdagent.tools.implementations import shell_argument
 
     words = list(argv) if argv is not None else _split(text or "", command, tool)
     used, needed, takes_all = _word_slots(command)

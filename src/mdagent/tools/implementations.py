@@ -28,7 +28,12 @@ from collections.abc import Callable, Container, Iterable, Mapping
 from pathlib import Path
 
 from mdagent.core.calls import ToolContext
-from mdagent.declarations.kinds import HTTP_KEYS, HTTP_METHODS, IMPLEMENTATION_KEYS
+from mdagent.declarations.kinds import (
+    HTTP_KEYS,
+    HTTP_METHODS,
+    IMPLEMENTATION_KEYS,
+    shell_argument,
+)
 from mdagent.tools import templates
 from mdagent.tools.toolbox import accepts_context
 
@@ -129,23 +134,6 @@ def check_implementation(  # noqa: C901
             else:
                 errors.append("with: must be a mapping of arguments")
     return errors
-
-
-def shell_argument(target: Any, with_: Mapping[str, Any]) -> str | None:
-    """The ``command`` template of a composition that calls ``exec``, if any.
-
-    exec's ``command`` is shell code, so its template is expanded like a
-    ``shell:`` one (every value quoted), never pasted in as raw text.
-    """
-    from mdagent.core.catalog import real_name
-
-    command = with_.get("command")
-    if not isinstance(target, str) or not isinstance(command, str):
-        return None
-    try:
-        return command if real_name(target) == "exec" else None
-    except KeyError:  # a declared tool, not a built-in
-        return None
 
 
 def _is_number(value: Any) -> bool:
