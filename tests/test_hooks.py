@@ -9,12 +9,12 @@ import pytest
 
 from mdagent.core.calls import HookDecision, ToolContext
 from mdagent.core.errors import ConfigError
+from mdagent.declarations.hookspec import check_hook
 from mdagent.runtime.approvers import ScriptedApprover
 from mdagent.safety.environment import child_env
 from mdagent.safety.policy import Policy
 from mdagent.tools.hooks import (
     HookBlocked,
-    check_hook,
     hooks_from_settings,
     install_hooks,
     session_hooks,

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mdagent import Toolbox, ToolContext
-from mdagent.tools.implementations import IMPLEMENTATION_KEYS, check_implementation, make_handler
+from mdagent.declarations.kinds import IMPLEMENTATION_KEYS
+from mdagent.tools.implementations import check_implementation, make_handler
 
 PY = sys.executable
 
@@ -723,7 +724,7 @@ def test_check_implementation_refuses_positions_read_again(spec, message):
 
 
 def test_check_messages_point_at_the_line_of_their_key():
-    from mdagent.tools.implementations import message_line
+    from mdagent.declarations.kinds import message_line
 
     lines = {"shell": 7, "with": 9, "with.command": 10}
     assert message_line("shell: placeholder {x} cannot be used", lines, 3) == 7

@@ -1,4 +1,4 @@
-"""Entry points of an agent turn: ``agent ask``, a prompt skill, and their wiring.
+"""Entry points of an agent turn (``agent ask``, a prompt skill, an MCP prompt) and their wiring.
 
 These are the edge between a :class:`~mdagent.runtime.runtime.Runtime` and the loop:
 they pick the provider, open the session, build the :class:`~mdagent.agent.loop.Agent`
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from mdagent.agent.conversation import Conversation
 from mdagent.agent.loop import Agent, Outcome
 from mdagent.agent.prompts import model_tools, system_prompt
+from mdagent.agent.skillrunner import SkillRunner
 from mdagent.core.defaults import setting
 from mdagent.core.errors import ToolFailed, UsageError
 from mdagent.core.specs import unmet_requirement
@@ -179,6 +180,7 @@ def build_agent(
 
     shown = display or _default_display(runtime)
     live = getattr(shown, "live_output", None)
+    skills = SkillRunner()  # the skills the model loads: rendered, or run forked, here
 
     def context(call_id: str | None) -> ToolContext:
         return runtime.context(
@@ -188,6 +190,7 @@ def build_agent(
             tool_call_id=call_id,
             # On a terminal a command's last lines show under the spinner as it runs.
             output=live() if callable(live) else None,
+            skill_runner=skills,
         )
 
     _register_fork(runtime, conversation, enabled=fork)
@@ -443,6 +446,55 @@ def _run_prompt_skill(runtime: Runtime, command: CommandSpec, argv: list[str]) -
         agent = build_agent(runtime, provider, conversation, **skill_turn(skill))
         start_events(runtime, conversation, config)
         return finish(runtime, agent.run(message))
+    finally:
+        close_provider(provider)
+
+
+def run_server_prompt(runtime: Runtime, server: str, prompt_name: str, argv: list[str]) -> int:
+    """``agent /server:prompt ARGS``: the server renders the prompt, a model turn answers it.
+
+    The turn is ``agent ask``'s: the same tools, policy and session log; the
+    prompt's messages open the conversation. The prompt itself (its
+    arguments, its messages) comes from :class:`mdagent.mcp.mcptools.McpTools`.
+    """
+    from mdagent.mcp.mcptools import prompt_spec
+    from mdagent.tools.dispatch import help_text, parse_words, usage
+    from mdagent.tools.toolbox import Tool
+
+    mcp = runtime.mcp
+    prompt = mcp.prompt(server, prompt_name)
+    command, stand_in = prompt_spec(server, prompt)
+    if argv == ["--help"]:
+        print(help_text(command, stand_in))
+        return 0
+    arguments = parse_words(list(argv), stand_in, command)
+    check = Tool(stand_in.name, "", dict, stand_in.params, tuple(stand_in.required))
+    problems = check.validate(arguments)
+    if problems:
+        raise UsageError(f"/{command.name}: {', '.join(problems)}\n{usage(command, stand_in)}")
+    runtime.check_settings()
+    messages = mcp.clients().get_prompt(server, str(prompt["name"]), arguments)
+    if not messages:
+        raise ToolFailed(f"mcp server {server}: prompt {prompt_name} gave no messages")
+    return _server_prompt_turn(runtime, command, messages)
+
+
+def _server_prompt_turn(
+    runtime: Runtime, command: CommandSpec, messages: list[dict[str, str]]
+) -> int:
+    provider, config = make_provider(runtime)
+    try:
+        conversation = Conversation.start(
+            runtime.store, cwd=str(runtime.workdir), model=config.model, title=f"/{command.name}"
+        )
+        *before, last = messages
+        for message in before:
+            conversation.add(dict(message))
+        if last["role"] != "user":  # a prompt that ends with the assistant's words
+            conversation.add(dict(last))
+            last = {"role": "user", "content": "Continue."}
+        agent = build_agent(runtime, provider, conversation)
+        return finish(runtime, agent.run(dict(last)))
     finally:
         close_provider(provider)
 

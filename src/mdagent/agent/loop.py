@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mdagent.agent.conversation import Conversation, tool_message
+from mdagent.agent.skillrunner import SkillRunner
 from mdagent.core.calls import Result, ToolContext
 from mdagent.core.defaults import DEFAULT_SETTINGS
 from mdagent.core.errors import (
@@ -257,6 +258,7 @@ class Agent:
             caller="model",
             conversation_id=self.conversation.session_id,
             tool_call_id=call_id,
+            skill_runner=SkillRunner(),
         )
 
     # -- run -> step -> query -> execute --

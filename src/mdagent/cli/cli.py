@@ -270,11 +270,12 @@ def run_slash(options: Options, name: str, argv: list[str]) -> int:
         return 0
     wants_help = argv in HELP_WORDS
     if ":" in name and registry.settings.get("mcp_servers"):
-        from mdagent.mcp.mcptools import prompt_target, run_prompt
+        from mdagent.agent.ask import run_server_prompt
+        from mdagent.mcp.mcptools import prompt_target
 
         target = prompt_target(runtime, name)  # `/server:prompt` of a declared MCP server
         if target is not None:
-            return run_prompt(runtime, *target, ["--help"] if wants_help else argv)
+            return run_server_prompt(runtime, *target, ["--help"] if wants_help else argv)
     command, tool_spec = resolve_command(runtime, name)
     if wants_help:
         print(help_text(command, tool_spec))
@@ -284,7 +285,11 @@ def run_slash(options: Options, name: str, argv: list[str]) -> int:
         from mdagent.agent.ask import run_prompt_skill
 
         return run_prompt_skill(runtime, command, argv)
-    return run_tool_command(runtime, command, tool_spec, argv=argv, as_json=options.json)
+    from mdagent.agent.skillrunner import SkillRunner
+
+    return run_tool_command(
+        runtime, command, tool_spec, argv=argv, as_json=options.json, skill_runner=SkillRunner()
+    )
 
 
 __all__ = [

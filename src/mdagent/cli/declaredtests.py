@@ -371,7 +371,10 @@ def _call(runtime: Any, test: DeclaredTest) -> tuple[dict[str, Any], int]:
     )
     box = runtime.toolbox(policy=policy)
     box.audit = None  # the calls touched a throwaway copy: nothing to account for
-    ctx = runtime.context(box, caller="test").replace(approve_all=approve)
+    from mdagent.agent.skillrunner import SkillRunner
+
+    ctx = runtime.context(box, caller="test", skill_runner=SkillRunner())
+    ctx = ctx.replace(approve_all=approve)
     tool_name, args = _arguments(runtime, test)
     usage = bool(box.tool_for(tool_name).validate(args))
     result = box.run(tool_name, args, ctx)

@@ -38,6 +38,10 @@ class ToolContext:
     calls always start at the root. ``trusted`` is False in a workspace
     the person has not trusted (:mod:`mdagent.runtime.trust`): its own skills then
     ask before their live context runs, as a foreign skill's do.
+    ``skill_runner`` runs the prompt skills the ``skill`` tool loads (their
+    live context, a forked run): the agent's, handed down by whoever makes
+    the call (:class:`mdagent.agent.skillrunner.SkillRunner`), as the
+    policy's approver is; ``None`` where nothing can run them.
     Immutable: :meth:`replace` gives a copy with some fields changed.
     """
 
@@ -60,6 +64,7 @@ class ToolContext:
     approve_all: bool
     cwd: str | None
     trusted: bool
+    skill_runner: object
 
     def __init__(
         self,
@@ -77,6 +82,7 @@ class ToolContext:
         approve_all: bool = False,
         cwd: str | None = None,
         trusted: bool = True,
+        skill_runner: Any = None,
     ) -> None:
         self.__dict__.update(
             tool_call_id=tool_call_id,
@@ -93,6 +99,7 @@ class ToolContext:
             approve_all=approve_all,
             cwd=cwd,
             trusted=trusted,
+            skill_runner=skill_runner,
         )
 
     def __setattr__(self, name: str, value: Any) -> None:

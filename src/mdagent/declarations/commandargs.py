@@ -55,7 +55,7 @@ def check_command_with(command: CommandSpec, tool: ToolSpec) -> list[tuple[str, 
     ``command`` that would put a word where the shell reads code.
     """
     from mdagent.core.names import did_you_mean
-    from mdagent.tools.implementations import shell_argument
+    from mdagent.declarations.kinds import shell_argument
     from mdagent.tools.templates import check_shell, placeholders
 
     with_ = command.command_with or {}

@@ -18,7 +18,7 @@ from mdagent.core.yamlsource import (
     position,
     read_capped,
 )
-from mdagent.tools.implementations import IMPLEMENTATION_KEYS
+from mdagent.declarations.kinds import IMPLEMENTATION_KEYS
 
 TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
@@ -410,7 +410,7 @@ def _runtime_problems(data: Located, where: str, broken: set[tuple[Any, Any]]) -
     """What the runtime would refuse in rules and hooks that fit the schema.
 
     The checks are the runtime's own (:meth:`mdagent.safety.rules.Rule.parse`,
-    :func:`mdagent.tools.hooks.check_hook`), so a file ``agent check`` passes is a
+    :func:`mdagent.declarations.hookspec.check_hook`), so a file ``agent check`` passes is a
     file every command can use. Lists the schema already faulted are skipped:
     one message per mistake.
     """
@@ -419,8 +419,8 @@ def _runtime_problems(data: Located, where: str, broken: set[tuple[Any, Any]]) -
         return problems  # most files: the policy module (~10 ms to import) is not needed
     from functools import partial
 
+    from mdagent.declarations.hookspec import EVENTS, check_hook
     from mdagent.safety.rules import Rule
-    from mdagent.tools.hooks import EVENTS, check_hook
 
     checks = [("policy", key, Rule.parse) for key in ("allow", "ask", "deny")]
     checks += [("hooks", when, partial(check_hook, event=when)) for when in EVENTS]

@@ -349,54 +349,6 @@ def prompt_spec(server: str, prompt: dict[str, Any]) -> tuple[CommandSpec, ToolS
     )
 
 
-def run_prompt(runtime: Runtime, server: str, prompt_name: str, argv: list[str]) -> int:
-    """``agent /server:prompt ARGS``: the server renders the prompt, a model turn answers it.
-
-    The turn is ``agent ask``'s: the same tools, policy and session log; the
-    prompt's messages open the conversation.
-    """
-    from mdagent.tools.dispatch import help_text, parse_words, usage
-    from mdagent.tools.toolbox import Tool
-
-    mcp = runtime.mcp
-    prompt = mcp.prompt(server, prompt_name)
-    command, stand_in = prompt_spec(server, prompt)
-    if argv == ["--help"]:
-        print(help_text(command, stand_in))  # noqa: T201 - the prompt turn moves to the agent
-        return 0
-    arguments = parse_words(list(argv), stand_in, command)
-    check = Tool(stand_in.name, "", dict, stand_in.params, tuple(stand_in.required))
-    problems = check.validate(arguments)
-    if problems:
-        raise UsageError(f"/{command.name}: {', '.join(problems)}\n{usage(command, stand_in)}")
-    runtime.check_settings()
-    messages = mcp.clients().get_prompt(server, str(prompt["name"]), arguments)
-    if not messages:
-        raise ToolFailed(f"mcp server {server}: prompt {prompt_name} gave no messages")
-    return _turn(runtime, command, messages)
-
-
-def _turn(runtime: Runtime, command: CommandSpec, messages: list[dict[str, str]]) -> int:
-    from mdagent.agent.ask import build_agent, close_provider, finish, make_provider
-    from mdagent.agent.conversation import Conversation
-
-    provider, config = make_provider(runtime)
-    try:
-        conversation = Conversation.start(
-            runtime.store, cwd=str(runtime.workdir), model=config.model, title=f"/{command.name}"
-        )
-        *before, last = messages
-        for message in before:
-            conversation.add(dict(message))
-        if last["role"] != "user":  # a prompt that ends with the assistant's words
-            conversation.add(dict(last))
-            last = {"role": "user", "content": "Continue."}
-        agent = build_agent(runtime, provider, conversation)
-        return finish(runtime, agent.run(dict(last)))
-    finally:
-        close_provider(provider)
-
-
 # -- status, for `agent mcp list` and `agent check` ---------------------------------------
 
 

@@ -66,6 +66,8 @@ COMPILER_MODULES = (
     "declarations/skills.py",
     "declarations/skillbody.py",  # a body as the registry's /help text reads it
     "declarations/declarations.py",
+    "declarations/hookspec.py",  # what a hooks: entry may say
+    "declarations/kinds.py",  # what an implementation may say
     "core/defaults.py",
     "core/fastcheck.py",
     "core/specs.py",
@@ -522,7 +524,8 @@ class Compiler:
 
     def _check_references(self, checks: list[tuple[ToolSpec, Path]]) -> None:
         from mdagent.core.names import did_you_mean
-        from mdagent.tools.implementations import check_implementation, message_line
+        from mdagent.declarations.kinds import message_line
+        from mdagent.tools.implementations import check_implementation
 
         names = set(self.tools) | set(self.alias_of)
         broken_tools: set[str] = set()

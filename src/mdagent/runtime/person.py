@@ -97,12 +97,15 @@ def run_tool_command(
     text: str | None = None,
     box=None,
     as_json: bool = False,
+    skill_runner=None,
 ) -> int:
     """Run a tool command a person typed (shell words or a typed line); returns the status.
 
     The one path for the shell and the interactive session: availability
     (the tool's and the skill's requirements), argument mode, validation with
     the usage line, the person's policy, live output, rendering.
+    ``skill_runner`` is the edge's (:class:`mdagent.agent.skillrunner.SkillRunner`):
+    a command bound to the ``skill`` tool loads skills through it.
     """
     from mdagent.core.specs import unmet_requirement
     from mdagent.tools.dispatch import build_call, usage
@@ -116,7 +119,8 @@ def run_tool_command(
     problems = box.tool_for(call.tool).validate(call.args)
     if problems:
         raise UsageError(f"/{command.name}: {', '.join(problems)}\n{usage(command, tool_spec)}")
-    ctx = runtime.context(box, caller="person", output=None if as_json else sys.stdout)
+    output = None if as_json else sys.stdout
+    ctx = runtime.context(box, caller="person", output=output, skill_runner=skill_runner)
     result = box.run(call.tool, call.args, ctx)
     return render(result, as_json=as_json, label=f"/{command.name}")
 

@@ -446,6 +446,7 @@ class Runtime:
         conversation_id: str | None = None,
         tool_call_id: str | None = None,
         cancel=None,
+        skill_runner: Any = None,
     ) -> ToolContext:
         """A context for one call made by ``caller``.
 
@@ -455,6 +456,9 @@ class Runtime:
         person's command typed in a subfolder of the workspace carries that
         folder (``cwd``): its relative paths start there and its processes run
         there, as at a shell; the workspace still confines them.
+        ``skill_runner`` (:class:`mdagent.agent.skillrunner.SkillRunner`, handed
+        in by the agent and the edges above this layer) lets the ``skill``
+        tool load prompt skills; without one it says it cannot.
         """
         extra = {} if cancel is None else {"cancel": cancel}
         if caller == "person" and self.cwd != self.workdir:
@@ -471,6 +475,7 @@ class Runtime:
             registry=self.registry,
             approve_all=self.options.yes,
             trusted=self.trusted,
+            skill_runner=skill_runner,
             **extra,
         )
 

@@ -125,7 +125,11 @@ class Served:
 
     def run(self, name: str, args: dict[str, Any], cancel: Any) -> Result:
         """One call, through the toolbox, as the caller ``mcp``."""
-        ctx = self.runtime.context(self.box, caller="mcp", output=None, cancel=cancel)
+        from mdagent.agent.skillrunner import SkillRunner
+
+        ctx = self.runtime.context(
+            self.box, caller="mcp", output=None, cancel=cancel, skill_runner=SkillRunner()
+        )
         return self.box.run(name, args, ctx)
 
     # -- prompts --

@@ -459,12 +459,14 @@ class Repl:
         if ":" in name and registry.settings.get("mcp_servers"):
             import shlex
 
-            from mdagent.mcp.mcptools import prompt_target, run_prompt
+            from mdagent.agent.ask import run_server_prompt
+            from mdagent.mcp.mcptools import prompt_target
 
             target = prompt_target(self.runtime, name)  # `/server:prompt` of an MCP server
             if target is not None:
                 words = shlex.split(rest)
-                run_prompt(self.runtime, *target, ["--help"] if words in HELP_WORDS else words)
+                help_or_words = ["--help"] if words in HELP_WORDS else words
+                run_server_prompt(self.runtime, *target, help_or_words)
                 return
         command = registry.command(name)
         if command is None or not command.user_invocable:
@@ -497,7 +499,16 @@ class Repl:
             ctx = self.runtime.context(self.person_box(), caller="person")
             self.chat(skill_message(skill, rest, ctx), **skill_turn(skill))
             return
-        run_tool_command(self.runtime, command, tool_spec, text=rest, box=self.person_box())
+        from mdagent.agent.skillrunner import SkillRunner
+
+        run_tool_command(
+            self.runtime,
+            command,
+            tool_spec,
+            text=rest,
+            box=self.person_box(),
+            skill_runner=SkillRunner(),
+        )
 
     # -- the loop -----------------------------------------------------------------
 

@@ -116,7 +116,7 @@ def template_arguments(
     each word is shell-quoted on its own, so what was typed stays literal.
     """
     from mdagent.tools import templates
-    from mdagent.tools.implementations import shell_argument
+    from mdagent.declarations.kinds import shell_argument
 
     words = list(argv) if argv is not None else _split(text or "", command, tool)
     used, needed, takes_all = word_slots(command)

@@ -4,8 +4,9 @@ Two entry points, one per phase:
 
 - :func:`check_implementation` at load time lists what is wrong with a
   declaration's implementation (the registry turns each into a
-  ``path:line: message`` problem), so a broken tool is reported by
-  ``agent check`` instead of failing on first use;
+  ``path:line: message`` problem at the line
+  :func:`mdagent.declarations.kinds.message_line` finds), so a broken tool is
+  reported by ``agent check`` instead of failing on first use;
 - :func:`make_handler` builds the ``(args, ctx) -> dict`` function the
   :class:`~mdagent.tools.toolbox.Toolbox` calls.
 
@@ -27,6 +28,12 @@ from collections.abc import Callable, Container, Iterable, Mapping
 from pathlib import Path
 
 from mdagent.core.calls import ToolContext
+from mdagent.declarations.kinds import (
+    HTTP_KEYS,
+    HTTP_METHODS,
+    IMPLEMENTATION_KEYS,
+    shell_argument,
+)
 from mdagent.tools import templates
 from mdagent.tools.toolbox import accepts_context
 
@@ -37,17 +44,11 @@ if TYPE_CHECKING:
     ToolHandler = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
 
 __all__ = [
-    "HTTP_METHODS",
-    "IMPLEMENTATION_KEYS",
     "check_implementation",
     "make_handler",
-    "message_line",
     "option_params",
 ]
 
-IMPLEMENTATION_KEYS = ("run", "shell", "handler", "http", "tool")
-HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
-HTTP_KEYS = ("method", "url", "headers", "json", "body", "timeout")
 # Composition is a tool calling a tool; a cycle in declarations (a -> b -> a)
 # would otherwise recurse until Python's own limit.
 MAX_COMPOSITION_DEPTH = 8
@@ -135,34 +136,6 @@ def check_implementation(  # noqa: C901
     return errors
 
 
-def message_line(message: str, lines: Mapping[str, int], default: int) -> int:
-    """The line a :func:`check_implementation` message belongs to.
-
-    Messages start with the key they are about (``shell: ...``,
-    ``with.command: ...``); ``lines`` maps keys to their line in the YAML
-    file, so ``agent check`` points at the template, not just the tool.
-    """
-    key = message.partition(":")[0]
-    return lines.get(key) or lines.get(key.partition(".")[0]) or default
-
-
-def shell_argument(target: Any, with_: Mapping[str, Any]) -> str | None:
-    """The ``command`` template of a composition that calls ``exec``, if any.
-
-    exec's ``command`` is shell code, so its template is expanded like a
-    ``shell:`` one (every value quoted), never pasted in as raw text.
-    """
-    from mdagent.core.catalog import real_name
-
-    command = with_.get("command")
-    if not isinstance(target, str) or not isinstance(command, str):
-        return None
-    try:
-        return command if real_name(target) == "exec" else None
-    except KeyError:  # a declared tool, not a built-in
-        return None
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -239,8 +212,8 @@ def make_handler(
 ) -> ToolHandler:
     """The ``(args, ctx) -> dict`` handler for a declared tool.
 
-    ``spec`` holds the implementation (one of :data:`IMPLEMENTATION_KEYS`,
-    plus ``with``); ``required`` and ``timeout`` default to ``spec``'s own
+    ``spec`` holds the implementation (one of
+    :data:`~mdagent.declarations.kinds.IMPLEMENTATION_KEYS`, plus ``with``); ``required`` and ``timeout`` default to ``spec``'s own
     keys of those names, so either a whole declaration or a
     :class:`~mdagent.core.specs.ToolSpec`'s ``implementation`` plus its
     ``required``/``timeout`` can be given. Assumes :func:`check_implementation`

@@ -7,6 +7,11 @@ come the skill's folder and the files in it, so the model can read a
 ``glob`` and ``grep`` may read inside the folders of the skills this tool
 returns, even outside the workspace (see :func:`mdagent.safety.workspace.confine_read`).
 Skills marked ``disable-model-invocation: true`` are not returned.
+
+Rendering the body (its live context, its includes) and running a
+``context: fork`` skill are the agent's: the tool uses the runner its caller
+put on the context (``ctx.skill_runner``, :class:`mdagent.agent.skillrunner.SkillRunner`)
+and, given none, says that no skill can be loaded for this call.
 """
 
 from __future__ import annotations
@@ -26,7 +31,6 @@ _SKIPPED = {"node_modules", "__pycache__"}
 
 def skill_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
     """The skill ``args["name"]``: its body, folder and files; or a failure listing the others."""
-    from mdagent.agent.promptskills import fork_runner, render
     from mdagent.core.errors import MdagentError
     from mdagent.declarations.skills import model_refusal
 
@@ -43,14 +47,18 @@ def skill_tool(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
         refusal = model_refusal(skill)
         if refusal:
             return {"error": f"skill {candidate} cannot be used: {refusal}"}
+        runner = getattr(ctx, "skill_runner", None)
+        if runner is None:
+            return {"error": f"cannot load skill {candidate}: nothing runs skills for this call"}
         # Its live context runs as the model's calls; its includes are confined.
         try:
-            body = render(skill, None, ctx, strict=False)
+            body = runner.body(skill, ctx)
         except MdagentError as exc:
             return {"error": f"cannot load skill {candidate}: {exc}"}
-        fork = fork_runner(getattr(ctx, "conversation_id", None))
-        if skill.context == "fork" and fork is not None:
-            return fork(skill, body, ctx)  # a sub-conversation; only its answer comes back
+        if skill.context == "fork":
+            forked = runner.fork(skill, body, ctx)
+            if forked is not None:
+                return forked  # a sub-conversation; only its answer comes back
         folder = skill.dir
         files, total = skill_files(folder)
         output = body.rstrip("\n") + (
