@@ -115,8 +115,8 @@ def template_arguments(
     ``tool`` + ``with`` declaration expands them: into ``exec``'s ``command``
     each word is shell-quoted on its own, so what was typed stays literal.
     """
-    from mdagent.tools import templates
     from mdagent.declarations.kinds import shell_argument
+    from mdagent.tools import templates
 
     words = list(argv) if argv is not None else _split(text or "", command, tool)
     used, needed, takes_all = word_slots(command)
