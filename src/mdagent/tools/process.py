@@ -383,7 +383,8 @@ def _sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) ->
     if caller == "person" and not everyone:
         return None  # the common typed command: not even the sandbox module is imported
     from mdagent.safety.namespaces import route
-    from mdagent.safety.sandbox import SandboxSettings, prepare, unavailable_note, writable_paths
+    from mdagent.safety.sandbox import prepare, unavailable_note
+    from mdagent.safety.sandboxsettings import SandboxSettings, writable_paths
 
     sandbox_settings = SandboxSettings.from_mapping(section)
     if not sandbox_settings.applies(caller):
