@@ -23,7 +23,6 @@ KNOWN_LONG = {
     "cli/app.py",
     "rewind/checkpointstore.py",
     "safety/policy.py",
-    "safety/protected.py",
     "providers/base.py",
     "registry/registry.py",
     "safety/shell/shellparse.py",

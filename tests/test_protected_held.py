@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import write
-from mdagent.safety.protected import protected_files
+from mdagent.safety.protectedfiles import protected_files
 
 
 @pytest.fixture

@@ -392,7 +392,7 @@ def _sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) ->
     current = route()
     binds: list[str] = []
     if current.namespaces:
-        from mdagent.safety.protected import protected_for
+        from mdagent.safety.protectedfiles import protected_for
 
         places = writable_paths(sandbox_settings, root, extras)
         binds = list(protected_for(ctx).read_only_binds(places))
