@@ -367,15 +367,13 @@ def run_tool_process(
 def _sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) -> Any:
     """The :class:`mdagent.safety.sandbox.Sandbox` for one call's processes, or None when unconfined.
 
-    Prepared per call (a few stats, a ruleset of about ten syscalls; 0.2-0.5
-    ms): each call owns its ruleset, so calls in threads never share a
-    descriptor, and paths made since the last call (a new cache dir, a
-    protected folder to bind read-only) are covered. The route
-    (:func:`mdagent.safety.namespaces.route`) is probed once per run. Raises
-    :class:`mdagent.safety.sandbox.SandboxUnavailable` under ``sandbox.required``
-    where it cannot be fully enforced. Without namespaces the call runs under
-    Landlock alone, without Landlock either unconfined; the person is told
-    once per run.
+    Prepared per call (a few stats, a ruleset of about ten syscalls; 0.2-0.5 ms): each
+    call owns its ruleset, so calls in threads never share a descriptor, and paths made
+    since the last call (a new cache dir, a protected folder to bind read-only) are
+    covered. The route (:func:`mdagent.safety.namespaces.route`) is probed once per run.
+    Raises :class:`mdagent.safety.sandbox.SandboxUnavailable` under ``sandbox.required``
+    where it cannot be fully enforced. Without namespaces the call runs under Landlock
+    alone, without Landlock either unconfined; the person is told once per run.
     """
     caller = getattr(ctx, "caller", None)  # no caller: judged as a model (fail closed)
     section = settings.get("sandbox") if isinstance(settings, Mapping) else None
