@@ -86,6 +86,8 @@ def target(guard, command: str, cwd: str | None = None, **env: str) -> str | Non
         ("cpio", ("-o",), False),
         ("cpio", ("-ov", "-Hbin"), False),  # the i of a value is no copy-in
         ("cpio", ("-o", "-H", "bin"), False),
+        ("cpio", ("-F", "a.cpio", "-t"), False),  # only the one word after -F is its value
+        ("cpio", ("-o", "-F", "-i"), False),  # an archive named -i: a value, not copy-in
         ("cpio", ("-o", "--list"), True),  # modes that do not go together: fail closed
         ("cpio", ("-it",), False),  # a listing
         ("cpio", ("-t",), False),
@@ -568,3 +570,54 @@ def test_cdpath_entries(guard, ws, tmp_path, monkeypatch):
     # without CDPATH nothing is searched
     (ws / "XXXX").symlink_to(ws / ".agents")
     assert target(guard, "cd config && echo x > agent.yaml") is None
+
+
+# -- a call's protected files --------------------------------------------------------------
+
+
+def test_a_calls_protected_files_are_its_policys_else_built_from_its_registry(
+    ws, tmp_path, monkeypatch
+):
+    from types import SimpleNamespace
+
+    from mdagent.safety.protectedfiles import protected_for
+
+    # The policy on the call, or on its toolbox, keeps them (cached per registry).
+    kept = object()
+    policy = SimpleNamespace(protected_files=lambda ctx: (kept, ctx))
+    ctx = SimpleNamespace(policy=policy)
+    assert protected_for(ctx) == (kept, ctx)
+    ctx = SimpleNamespace(policy=None, toolbox=SimpleNamespace(policy=policy))
+    assert protected_for(ctx) == (kept, ctx)
+    # Without one, built from the call's workspace and registry: its layers, its
+    # tools' handler modules and the hook scripts its settings name.
+    (ws / "guard.sh").write_text("#!/bin/sh\n")
+    (ws / "handler.py").write_text("")
+    layer = tmp_path / "extra-layer"
+    hooks = {"hooks": {"before": [{"run": "./guard.sh"}]}}
+    tool = SimpleNamespace(implementation={"handler": "handler.py:run"})
+    registry = SimpleNamespace(layers=[Layer(layer, "user")], settings=hooks, tools={"t": tool})
+    guard = protected_for(SimpleNamespace(workdir=str(ws), registry=registry))
+    assert guard.workdir == str(ws)
+    assert guard.file_target(str(layer / "x")).endswith("(a layer folder (user))")
+    assert guard.file_target("guard.sh") == "guard.sh (a hook script)"
+    assert guard.file_target("handler.py") == "handler.py (a handler module)"
+    # The call's own settings come first; no workspace is the current folder.
+    monkeypatch.chdir(ws)
+    guard = protected_for(SimpleNamespace(registry=registry, settings={"hooks": {}}))
+    assert guard.workdir == str(ws)
+    assert guard.file_target("guard.sh") is None
+    assert guard.file_target("handler.py") == "handler.py (a handler module)"
+    no_tools = protected_for(SimpleNamespace(workdir=str(ws), registry=SimpleNamespace()))
+    assert no_tools.file_target(".agents/x") == ".agents/x (the project layer)"
+    bare = protected_for(SimpleNamespace(workdir=str(ws)))
+    assert bare.file_target("handler.py") is None
+    assert bare.file_target(".agents/x") == ".agents/x (the project layer)"
+
+
+def test_after_a_double_dash_every_word_is_an_operand():
+    from mdagent.safety.commandwrites import plain_writes
+    from mdagent.safety.shell.shellparse import parse
+
+    assert plain_writes(parse("rm -f -- -x y")[0]) == [("-x", True), ("y", True)]
+    assert plain_writes(parse("cp -- -a -b")[0]) == [("-b", False)]
