@@ -236,10 +236,10 @@ ROUTES = ("bwrap", "direct", "landlock")
 
 def route_unavailable(name: str) -> str | None:
     """Why ``AGENT_SANDBOX=name`` cannot be taken on this machine (None: it can)."""
-    from mdagent.safety import namespaces, sandbox
+    from mdagent.safety import landlock, namespaces
 
     if name == "landlock":
-        reason = sandbox.landlock_reason()
+        reason = landlock.landlock_reason()
         return f"no Landlock: {reason}" if reason else None
     got = namespaces._route(name)
     return None if got.name == name else got.why

@@ -14,7 +14,7 @@ from mdagent.core.defaults import (
 from mdagent.declarations.mcpconfig import ServerConfig
 from mdagent.providers.config import ProviderConfig
 from mdagent.rewind.checkpoints import CheckpointSettings
-from mdagent.safety.sandbox import SandboxSettings
+from mdagent.safety.sandboxsettings import SandboxSettings
 
 
 def test_the_records_of_a_settings_section_take_their_defaults_from_it():

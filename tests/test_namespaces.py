@@ -17,7 +17,7 @@ import pytest
 
 from conftest import route_unavailable, write
 from mdagent.core.errors import UsageError
-from mdagent.safety import namespaces, sandbox
+from mdagent.safety import landlock, namespaces
 from mdagent.safety.namespaces import Route
 
 
@@ -93,7 +93,7 @@ def test_a_working_bwrap_is_taken_with_its_path(monkeypatch):
 
 
 def test_the_direct_route_needs_landlock(monkeypatch):
-    monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))
+    monkeypatch.setattr(landlock, "probe", lambda: (0, "this kernel has no Landlock"))
     assert choose("direct") == Route(
         "landlock", "the direct route needs Landlock (this kernel has no Landlock)"
     )
@@ -101,7 +101,7 @@ def test_the_direct_route_needs_landlock(monkeypatch):
 
 def test_neither_route_says_both_reasons(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))
+    monkeypatch.setattr(landlock, "probe", lambda: (0, "this kernel has no Landlock"))
     assert choose("auto").why == (
         "bubblewrap (bwrap) is not installed; "
         "the direct route needs Landlock (this kernel has no Landlock)"
@@ -123,7 +123,7 @@ def test_a_helper_that_fails_says_its_last_line(monkeypatch):
             "echo first >&2; echo 'agent sandbox: cannot create namespaces: Operation not permitted' >&2; exit 125",
         ],
     )
-    if sandbox.abi_version() == 0:
+    if landlock.abi_version() == 0:
         pytest.skip("the direct route is not probed without Landlock")
     assert choose("direct").why == (
         "mdagent's namespace helper fails here: agent sandbox: cannot create namespaces: "

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from conftest import gone_soon, none_running, processes_running, route_unavailable, write
-from mdagent.safety import namespaces, sandbox
+from mdagent.safety import landlock, namespaces, sandbox
 from mdagent.safety.namespaces import Route
-from mdagent.safety.sandbox import SandboxSettings
+from mdagent.safety.sandboxsettings import SandboxSettings
 
 WHY = route_unavailable("direct")
 pytestmark = pytest.mark.skipif(WHY is not None, reason=f"no direct route here: {WHY}")
@@ -206,7 +206,7 @@ def test_dev_shm_is_private(tmp_path):
 
 
 def test_the_landlock_ruleset_is_applied_last(tmp_path, monkeypatch):
-    if sandbox.abi_version() == 0:
+    if landlock.abi_version() == 0:
         pytest.skip("no Landlock")
     ws, outside = tmp_path / "ws", tmp_path / "outside"
     for folder in (ws, outside, tmp_path / "tmp"):

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mdagent.safety.protected import protected_files
+from mdagent.safety.protectedfiles import protected_files
 
 
 @pytest.fixture

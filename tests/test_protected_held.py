@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import write
-from mdagent.safety.protected import protected_files
+from mdagent.safety.gitfolders import submodule_git_dirs
+from mdagent.safety.protectedfiles import protected_files
 
 
 @pytest.fixture
@@ -74,6 +75,62 @@ def test_a_submodules_git_folder_is_bound_like_the_repositorys(full, ws):
     binds = full.held_by_kernel([ws]).binds
     assert str(sub / "config") in binds and str(sub / "hooks") in binds
     assert str(ws / ".git" / "modules") not in binds  # its objects stay writable
+
+
+def test_nested_submodules_are_found_and_other_git_folders_are_not(full, ws, tmp_path):
+    # A real git folder holds `logs/HEAD`: a folder with a HEAD file is a git
+    # folder only beneath `modules/`, where git keeps its submodules' folders.
+    git = ws / ".git"
+    write(git / "logs" / "HEAD", "")
+    outer = git / "modules" / "lib"
+    write(outer / "HEAD", "ref: refs/heads/main\n")
+    write(outer / "logs" / "HEAD", "")
+    inner = outer / "modules" / "deps" / "inner"  # nested, and named with a slash
+    write(inner / "HEAD", "ref: refs/heads/main\n")
+    write(git / "modules" / "notes.txt", "")  # a file there is passed over
+    outside = tmp_path / "elsewhere"
+    write(outside / "HEAD", "")
+    (git / "modules" / "linked").symlink_to(outside)  # a link is not followed
+    assert sorted(submodule_git_dirs(str(git))) == [str(outer), str(inner)]
+    binds = full.held_by_kernel([ws]).binds
+    assert str(inner / "config") not in binds  # no such file: no bind
+    write(inner / "config", "[core]\n")
+    assert str(inner / "config") in full.held_by_kernel([ws]).binds
+
+
+def test_submodules_are_looked_for_up_to_a_limit(tmp_path):
+    folder = tmp_path / "git"
+    found = []
+    for name in ("a", "b", "c"):
+        folder = folder / "modules" / name
+        write(folder / "HEAD", "")
+        found.append(str(folder))
+    assert submodule_git_dirs(str(tmp_path / "git")) == found
+    assert submodule_git_dirs(str(tmp_path / "git"), limit=2) == found[:2]
+    for name in range(62):  # 65 in all, nested: 64 are looked for by default
+        folder = folder / "modules" / str(name)
+        write(folder / "HEAD", "")
+    assert len(submodule_git_dirs(str(tmp_path / "git"))) == 64
+
+
+def test_git_config_names_the_configuration_file_the_kernel_holds(ws, home):
+    env = {"HOME": str(home), "AGENT_HOME": str(home / "agent")}
+    (ws / ".git" / "config").rename(ws / ".git" / "config.worktree")
+    held = protected_files(workdir=ws, environ=env).held_by_kernel([ws])
+    found = held.kernel_refusal("git config core.pager 'touch pwned'")
+    assert found is not None and found.startswith(".git/config.worktree ")
+    (ws / ".git" / "config.worktree").unlink()
+    held = protected_files(workdir=ws, environ=env).held_by_kernel([ws])
+    # Neither file exists, so none is held (git's hooks and info are, but git
+    # config does not write them): the kernel and the git guard judge it.
+    assert held.kernel_refusal("git config core.pager 'touch pwned'") is None
+
+
+def test_everything_is_beneath_the_root(full, ws, home):
+    # With the whole file system writable, the user layer outside the workspace is bound too.
+    binds = full.read_only_binds(["/"])
+    assert set(full.read_only_binds([ws])) < set(binds)
+    assert binds[str(home / "agent")] == "the user layer ($AGENT_HOME)"
 
 
 def test_the_hooks_folder_git_is_told_to_use_is_protected_too(ws, home):
@@ -151,6 +208,8 @@ def test_what_the_kernel_does_not_hold_is_still_asked(held, command, why):
         ("ln -s /tmp/x -t .agents/skills", ".agents/skills"),
         ("sed -i s/a/b/ .agents/config/agent.yaml", ".agents/config/agent.yaml"),
         ("perl -pi -e 's/a/b/' .agents/config/agent.yaml", ".agents/config/agent.yaml"),
+        ("sed --in-place=.bak s/a/b/ .agents/config/agent.yaml", ".agents/config/agent.yaml"),
+        ("sed -Ei s/a/b/ .agents/config/agent.yaml", ".agents/config/agent.yaml"),
         ("dd if=x.txt of=.agents/config/agent.yaml", ".agents/config/agent.yaml"),
         ("sort -o .agents/config/agent.yaml x.txt", ".agents/config/agent.yaml"),
         ("git diff --output=.git/info/exclude", ".git/info/exclude"),
@@ -173,6 +232,11 @@ def test_a_plain_write_to_a_held_place_is_named(held, home, command, shown):
         "cp .agents/config/agent.yaml copy.yaml",
         "sed s/a/b/ .agents/config/agent.yaml",
         "perl -e 'print 1' .agents/config/agent.yaml",
+        # perl's -e/-E take the rest of their cluster as code: an `i` there is no -i.
+        "perl -e'$i=1' .agents/config/agent.yaml",
+        "perl -E'say $i' .agents/config/agent.yaml",
+        "sed -n -- p .agents/config/agent.yaml",  # after --, a word is no option
+        "sed --line-length=9 p .agents/config/agent.yaml",  # a long option, not a cluster
         "git config --get core.pager",
         "grep -o x .agents/config/agent.yaml",
         "echo x > $out",  # named at run time: the kernel's to judge

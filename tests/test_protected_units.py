@@ -14,19 +14,18 @@ from pathlib import Path
 import pytest
 
 from mdagent.core.layers import Layer
-from mdagent.safety.protected import (
-    _braces,
-    _candidates,
-    _changes_folder,
-    _chdir_options,
-    _expand_user,
-    _extracts,
-    _git_dirs,
-    _git_subcommand,
-    _git_top,
-    _only_reads,
-    protected_files,
+from mdagent.safety.commandwrites import (
+    braces,
+    candidates,
+    changes_folder,
+    chdir_options,
+    expand_user,
+    extracts,
+    git_subcommand,
+    only_reads,
 )
+from mdagent.safety.gitfolders import git_dirs_of, git_top
+from mdagent.safety.protectedfiles import protected_files
 
 
 @pytest.fixture
@@ -87,6 +86,8 @@ def target(guard, command: str, cwd: str | None = None, **env: str) -> str | Non
         ("cpio", ("-o",), False),
         ("cpio", ("-ov", "-Hbin"), False),  # the i of a value is no copy-in
         ("cpio", ("-o", "-H", "bin"), False),
+        ("cpio", ("-F", "a.cpio", "-t"), False),  # only the one word after -F is its value
+        ("cpio", ("-o", "-F", "-i"), False),  # an archive named -i: a value, not copy-in
         ("cpio", ("-o", "--list"), True),  # modes that do not go together: fail closed
         ("cpio", ("-it",), False),  # a listing
         ("cpio", ("-t",), False),
@@ -123,7 +124,7 @@ def target(guard, command: str, cwd: str | None = None, **env: str) -> str | Non
     ],
 )
 def test_which_archiver_calls_unpack(program, args, writes):
-    assert _extracts(program, args) is writes
+    assert extracts(program, args) is writes
 
 
 # -- what changes the files of a folder without naming them ------------------------------
@@ -164,7 +165,7 @@ def test_which_archiver_calls_unpack(program, args, writes):
     ],
 )
 def test_what_changes_a_folder_unnamed(core, changes):
-    assert _changes_folder(core) == changes
+    assert changes_folder(core) == changes
 
 
 # -- the options that move a program to another folder -----------------------------------
@@ -187,7 +188,7 @@ def test_what_changes_a_folder_unnamed(core, changes):
     ],
 )
 def test_which_options_move_a_program(core, folders):
-    assert _chdir_options(core) == folders
+    assert chdir_options(core) == folders
 
 
 # -- brace expansion -----------------------------------------------------------------------
@@ -205,14 +206,14 @@ def test_which_options_move_a_program(core, folders):
     ],
 )
 def test_braces_expand_lists(word, variants):
-    assert _braces(word) == variants
+    assert braces(word) == variants
 
 
 def test_braces_stop_at_the_limit():
     many = "{" + ",".join(str(i) for i in range(100)) + "}"
-    assert len(_braces(many)) == 64
-    assert _braces(many)[:3] == [many, "0", "1"]
-    assert len(_braces(many, limit=5)) == 5
+    assert len(braces(many)) == 64
+    assert braces(many)[:3] == [many, "0", "1"]
+    assert len(braces(many, limit=5)) == 5
 
 
 # -- what a word may name ------------------------------------------------------------------
@@ -233,7 +234,7 @@ def test_braces_stop_at_the_limit():
     ],
 )
 def test_what_a_word_may_name(word, names):
-    assert _candidates(word) == names
+    assert candidates(word) == names
 
 
 # -- which programs only read --------------------------------------------------------------
@@ -254,7 +255,7 @@ def test_what_a_word_may_name(word, names):
     ],
 )
 def test_which_programs_only_read(core, reads):
-    assert _only_reads(core) is reads
+    assert only_reads(core) is reads
 
 
 @pytest.mark.timeout(10)
@@ -270,22 +271,22 @@ def test_which_programs_only_read(core, reads):
     ],
 )
 def test_git_subcommand(args, found):
-    assert _git_subcommand(args) == found
+    assert git_subcommand(args) == found
 
 
 def test_expand_user_only_expands_a_leading_tilde(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert _expand_user("~/x") == str(tmp_path / "x")
-    assert _expand_user("a~/x") == "a~/x"
+    assert expand_user("~/x") == str(tmp_path / "x")
+    assert expand_user("a~/x") == "a~/x"
 
 
 def test_git_top_is_the_folder_holding_dot_git(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "repo" / ".git").mkdir(parents=True)
     (tmp_path / "repo" / "a" / "b").mkdir(parents=True)
-    assert _git_top(str(tmp_path / "repo" / "a" / "b")) == str(tmp_path / "repo")
+    assert git_top(str(tmp_path / "repo" / "a" / "b")) == str(tmp_path / "repo")
     (tmp_path / "none" / "c").mkdir(parents=True)
-    assert _git_top(str(tmp_path / "none" / "c")) == str(tmp_path / "none" / "c")
+    assert git_top(str(tmp_path / "none" / "c")) == str(tmp_path / "none" / "c")
 
 
 # -- what protected_files collects, and what it tells the person -------------------------
@@ -452,7 +453,7 @@ def test_a_gitdir_file_with_a_relative_path_and_odd_bytes(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     (work / ".git").write_bytes(b"gitdir: ../real/wt\n\xff\xfe junk\n")
-    assert _git_dirs(str(work)) == [
+    assert git_dirs_of(str(work)) == [
         str(work / ".git"),
         str(work / "../real/wt"),
         str(work / "../real/wt/../.."),
@@ -463,13 +464,13 @@ def test_a_gitdir_line_is_read_up_to_4096_characters(tmp_path):
     work = tmp_path / "w"
     work.mkdir()
     (work / ".git").write_text("gitdir: " + "a" * 5000 + "\n")
-    found = _git_dirs(str(work))
+    found = git_dirs_of(str(work))
     assert found == [str(work / ".git"), str(work / ("a" * (4096 - len("gitdir: "))))]
     target = work / ("b" * 10)
     target.mkdir()
     (target / "commondir").write_text("c" * 5000)
     (work / ".git").write_text(f"gitdir: {target}\n")
-    assert _git_dirs(str(work))[2] == str(target / ("c" * 4096))
+    assert git_dirs_of(str(work))[2] == str(target / ("c" * 4096))
 
 
 def test_git_configuration_behind_dotfile_links_is_protected(tmp_path, ws, monkeypatch):
@@ -569,3 +570,54 @@ def test_cdpath_entries(guard, ws, tmp_path, monkeypatch):
     # without CDPATH nothing is searched
     (ws / "XXXX").symlink_to(ws / ".agents")
     assert target(guard, "cd config && echo x > agent.yaml") is None
+
+
+# -- a call's protected files --------------------------------------------------------------
+
+
+def test_a_calls_protected_files_are_its_policys_else_built_from_its_registry(
+    ws, tmp_path, monkeypatch
+):
+    from types import SimpleNamespace
+
+    from mdagent.safety.protectedfiles import protected_for
+
+    # The policy on the call, or on its toolbox, keeps them (cached per registry).
+    kept = object()
+    policy = SimpleNamespace(protected_files=lambda ctx: (kept, ctx))
+    ctx = SimpleNamespace(policy=policy)
+    assert protected_for(ctx) == (kept, ctx)
+    ctx = SimpleNamespace(policy=None, toolbox=SimpleNamespace(policy=policy))
+    assert protected_for(ctx) == (kept, ctx)
+    # Without one, built from the call's workspace and registry: its layers, its
+    # tools' handler modules and the hook scripts its settings name.
+    (ws / "guard.sh").write_text("#!/bin/sh\n")
+    (ws / "handler.py").write_text("")
+    layer = tmp_path / "extra-layer"
+    hooks = {"hooks": {"before": [{"run": "./guard.sh"}]}}
+    tool = SimpleNamespace(implementation={"handler": "handler.py:run"})
+    registry = SimpleNamespace(layers=[Layer(layer, "user")], settings=hooks, tools={"t": tool})
+    guard = protected_for(SimpleNamespace(workdir=str(ws), registry=registry))
+    assert guard.workdir == str(ws)
+    assert guard.file_target(str(layer / "x")).endswith("(a layer folder (user))")
+    assert guard.file_target("guard.sh") == "guard.sh (a hook script)"
+    assert guard.file_target("handler.py") == "handler.py (a handler module)"
+    # The call's own settings come first; no workspace is the current folder.
+    monkeypatch.chdir(ws)
+    guard = protected_for(SimpleNamespace(registry=registry, settings={"hooks": {}}))
+    assert guard.workdir == str(ws)
+    assert guard.file_target("guard.sh") is None
+    assert guard.file_target("handler.py") == "handler.py (a handler module)"
+    no_tools = protected_for(SimpleNamespace(workdir=str(ws), registry=SimpleNamespace()))
+    assert no_tools.file_target(".agents/x") == ".agents/x (the project layer)"
+    bare = protected_for(SimpleNamespace(workdir=str(ws)))
+    assert bare.file_target("handler.py") is None
+    assert bare.file_target(".agents/x") == ".agents/x (the project layer)"
+
+
+def test_after_a_double_dash_every_word_is_an_operand():
+    from mdagent.safety.commandwrites import plain_writes
+    from mdagent.safety.shell.shellparse import parse
+
+    assert plain_writes(parse("rm -f -- -x y")[0]) == [("-x", True), ("y", True)]
+    assert plain_writes(parse("cp -- -a -b")[0]) == [("-b", False)]

@@ -24,16 +24,17 @@ import pytest
 import yaml
 
 from mdagent.core.errors import ConfigError
-from mdagent.safety import sandbox
-from mdagent.safety.sandbox import SandboxSettings, SandboxUnavailable, prepare
+from mdagent.safety import landlock, sandbox, sandboxsettings
+from mdagent.safety.sandbox import SandboxUnavailable, prepare
+from mdagent.safety.sandboxsettings import SandboxSettings
 
-REASON = sandbox.landlock_reason()
+REASON = landlock.landlock_reason()
 needs_landlock = pytest.mark.skipif(bool(REASON), reason=f"no Landlock: {REASON}")
 needs_network_rules = pytest.mark.skipif(
-    sandbox.abi_version() < 4, reason="Landlock network rules need ABI 4 (Linux 6.7)"
+    landlock.abi_version() < 4, reason="Landlock network rules need ABI 4 (Linux 6.7)"
 )
 needs_scopes = pytest.mark.skipif(
-    sandbox.abi_version() < 6, reason="Landlock signal scoping needs ABI 6 (Linux 6.12)"
+    landlock.abi_version() < 6, reason="Landlock signal scoping needs ABI 6 (Linux 6.12)"
 )
 
 
@@ -50,7 +51,8 @@ def dirs(tmp_path, monkeypatch):
     for path in made.values():
         path.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(made["tmp"]))
-    monkeypatch.setattr(sandbox, "_PRIVATE_TMP", [])  # a fresh run: its own private temp folder
+    # A fresh run: its own private temp folder.
+    monkeypatch.setattr(sandboxsettings, "_PRIVATE_TMP", [])
     monkeypatch.setenv("TMPDIR", str(made["tmp"]))
     monkeypatch.setenv("XDG_CACHE_HOME", str(made["cache"]))
     return made
@@ -134,7 +136,7 @@ def test_private_temp_dir_cache_dir_shm_and_devices_are_writable(dirs):
         host_tmp = py(write(dirs["tmp"] / "shared"), box)
     assert result.returncode == 0, result.stderr
     # $TMPDIR is a folder of this run's own inside the host's temp dir, which stays unwritable.
-    private = sandbox.private_tmpdir()
+    private = sandboxsettings.private_tmpdir()
     assert result.stdout.strip() == str(private) and private.parent == dirs["tmp"].resolve()
     assert (private / "kept").read_text() == "x"
     assert host_tmp.returncode != 0 and "Permission denied" in host_tmp.stderr
@@ -220,7 +222,7 @@ def test_mode_off_confines_nothing(dirs):
 def test_older_abis_still_confine_writes(dirs, monkeypatch, abi):
     # A ruleset for an older ABI is valid on a newer kernel: this exercises
     # the rights and struct sizes each older kernel would be given.
-    monkeypatch.setattr(sandbox, "_probe", lambda: (abi, ""))
+    monkeypatch.setattr(landlock, "probe", lambda: (abi, ""))
     with prepare(SandboxSettings(), dirs["ws"]) as box:
         inside = py(write(dirs["ws"] / "x"), box)
         outside = py(write(dirs["outside"] / "x"), box)
@@ -316,7 +318,7 @@ def test_children_started_from_many_threads_are_all_confined(dirs):
 
 
 def test_unavailable_landlock_gives_the_reason_and_an_unconfined_sandbox(dirs, monkeypatch):
-    monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))
+    monkeypatch.setattr(landlock, "probe", lambda: (0, "this kernel has no Landlock"))
     assert sandbox.available() == "this kernel has no Landlock"
     assert sandbox.available(SandboxSettings(mode="off")) is None
     box = prepare(SandboxSettings(), dirs["ws"])
@@ -327,24 +329,24 @@ def test_unavailable_landlock_gives_the_reason_and_an_unconfined_sandbox(dirs, m
 
 
 def test_required_sandbox_fails_closed_when_unavailable(dirs, monkeypatch):
-    monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))
+    monkeypatch.setattr(landlock, "probe", lambda: (0, "this kernel has no Landlock"))
     with pytest.raises(SandboxUnavailable, match="sandbox.required is set but this kernel"):
         prepare(SandboxSettings(required=True), dirs["ws"])
 
 
 def test_not_linux_is_a_reason(monkeypatch):
-    sandbox._probe.cache_clear()
+    landlock.probe.cache_clear()
     monkeypatch.setattr(sys, "platform", "darwin")
     try:
         assert sandbox.available() == "Landlock needs Linux; this is darwin"
     finally:
         monkeypatch.undo()
-        sandbox._probe.cache_clear()
+        landlock.probe.cache_clear()
 
 
 @needs_landlock
 def test_network_off_without_network_rules_keeps_the_file_rules(dirs, monkeypatch, tcp_server):
-    monkeypatch.setattr(sandbox, "_probe", lambda: (3, ""))
+    monkeypatch.setattr(landlock, "probe", lambda: (3, ""))
     reason = sandbox.available(SandboxSettings(network=False))
     assert reason == (
         "there are no namespaces here (AGENT_SANDBOX=landlock); "
@@ -358,10 +360,10 @@ def test_network_off_without_network_rules_keeps_the_file_rules(dirs, monkeypatc
 
 
 def test_handled_rights_follow_the_abi():
-    assert sandbox._handled_fs(1) == (1 << 13) - 1
-    assert sandbox._handled_fs(2) == (1 << 14) - 1
-    assert sandbox._handled_fs(4) == (1 << 15) - 1
-    assert sandbox._handled_fs(5) == sandbox._handled_fs(7) == (1 << 16) - 1
+    assert landlock.handled_fs(1) == (1 << 13) - 1
+    assert landlock.handled_fs(2) == (1 << 14) - 1
+    assert landlock.handled_fs(4) == (1 << 15) - 1
+    assert landlock.handled_fs(5) == landlock.handled_fs(7) == (1 << 16) - 1
 
 
 # --- settings, notes ---------------------------------------------------------
@@ -499,7 +501,7 @@ def test_the_settings_schema_accepts_what_the_runtime_accepts(text):
 
 
 def test_the_note_without_network_rules_says_the_file_rules_hold(monkeypatch):
-    monkeypatch.setattr(sandbox, "_probe", lambda: (3, ""))
+    monkeypatch.setattr(landlock, "probe", lambda: (3, ""))
     note = sandbox.unavailable_note(sandbox.available(SandboxSettings(network=False)))
     assert note.startswith(
         "sandbox with Landlock alone: there are no namespaces here (AGENT_SANDBOX=landlock); "
@@ -556,7 +558,7 @@ def test_a_failure_that_is_no_denial_gets_no_note(dirs, told):
 
 
 def test_required_without_landlock_runs_nothing(dirs, monkeypatch, told):
-    monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))
+    monkeypatch.setattr(landlock, "probe", lambda: (0, "this kernel has no Landlock"))
     result = tool_run(dirs, write(dirs["outside"] / "x"), required=True)
     assert result == {
         "error": "not run: sandbox.required is set but this kernel has no Landlock",
@@ -567,7 +569,7 @@ def test_required_without_landlock_runs_nothing(dirs, monkeypatch, told):
 
 
 def test_without_landlock_the_call_runs_and_the_person_is_told_once(dirs, monkeypatch, told):
-    monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))
+    monkeypatch.setattr(landlock, "probe", lambda: (0, "this kernel has no Landlock"))
     for name in ("a", "b"):
         assert tool_run(dirs, write(dirs["outside"] / name))["exit_code"] == 0
     assert told == [sandbox.unavailable_note("this kernel has no Landlock")]

@@ -24,7 +24,7 @@ import pytest
 
 from conftest import take_route, trust_as_is, write
 from mdagent.core import notices
-from mdagent.safety import sandbox
+from mdagent.safety import landlock, sandboxsettings
 from model_server import ModelServer
 
 
@@ -169,7 +169,7 @@ def tcp_port():
 
 @pytest.mark.parametrize("network", ["off", "on"])
 def test_network_off_denies_a_models_connection(run_agent, places, tcp_port, network, route):
-    if route == "landlock" and sandbox.abi_version() < 4:
+    if route == "landlock" and landlock.abi_version() < 4:
         pytest.skip("Landlock network rules need ABI 4 (Linux 6.7)")
     settings(places.ws, f"policy: {{mode: full}}\nsandbox: {{network: {network}}}\n")
     connect = f"import socket; socket.create_connection(('127.0.0.1', {tcp_port}), timeout=10)"
@@ -286,10 +286,10 @@ def in_process(places, monkeypatch, capsys):
     from mdagent.cli import cli
 
     monkeypatch.setenv("AGENT_SANDBOX", "landlock")  # no namespaces either
-    monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))
+    monkeypatch.setattr(landlock, "probe", lambda: (0, "this kernel has no Landlock"))
     # The run's private temp folder, in this test's own temp dir.
     monkeypatch.setattr(tempfile, "tempdir", places.env["TMPDIR"])
-    monkeypatch.setattr(sandbox, "_PRIVATE_TMP", [])
+    monkeypatch.setattr(sandboxsettings, "_PRIVATE_TMP", [])
     monkeypatch.setattr(notices, "_told", set())  # a fresh run: the note may be said again
     saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
 

@@ -386,12 +386,12 @@ def test_plan_fails_closed_where_the_sandbox_cannot_apply(workspace, tmp_path, m
     from conftest import trust_as_is
     from mdagent.cli import cli
     from mdagent.core import notices
-    from mdagent.safety import sandbox
+    from mdagent.safety import landlock, sandboxsettings
 
     monkeypatch.setenv("AGENT_SANDBOX", "landlock")
-    monkeypatch.setattr(sandbox, "_probe", lambda: (0, "this kernel has no Landlock"))
+    monkeypatch.setattr(landlock, "probe", lambda: (0, "this kernel has no Landlock"))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    monkeypatch.setattr(sandbox, "_PRIVATE_TMP", [])
+    monkeypatch.setattr(sandboxsettings, "_PRIVATE_TMP", [])
     monkeypatch.setattr(notices, "_told", set())
     saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
     settings(workspace, "policy: {mode: full}\nsandbox: {required: false}\n")

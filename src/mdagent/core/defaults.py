@@ -65,7 +65,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
         "keep_days": 30,
         "keep_mib": 2048,
     },
-    # What mdagent.safety.sandbox.SandboxSettings reads; its field defaults match these.
+    # What mdagent.safety.sandboxsettings.SandboxSettings reads; its field defaults match these.
     "sandbox": {
         "mode": "workspace-write",
         "network": True,

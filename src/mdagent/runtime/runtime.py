@@ -503,7 +503,8 @@ class Runtime:
         ``sandbox:`` is changed. None when the sandbox works or is off.
         """
         from mdagent.core.defaults import settings_path
-        from mdagent.safety.sandbox import SandboxSettings, available, unavailable_note
+        from mdagent.safety.sandbox import available, unavailable_note
+        from mdagent.safety.sandboxsettings import SandboxSettings
 
         try:
             settings = SandboxSettings.from_mapping(self.settings.get("sandbox"))

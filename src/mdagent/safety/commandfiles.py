@@ -1,7 +1,7 @@
 """The files a hook's or an MCP server's command runs, read as the shell would find them.
 
 Trust is bound to these files (:mod:`mdagent.runtime.trust`) and the sandbox holds
-them read-only (:mod:`mdagent.safety.protected`): one reading for both, so what
+them read-only (:mod:`mdagent.safety.protectedfiles`): one reading for both, so what
 trust binds the kernel holds. A command that names the file it runs only at
 run time (a variable, a glob, ``$(…)``) is reported, never guessed.
 """

@@ -222,7 +222,8 @@ _GIT_LOCK = threading.Lock()
 def watch_git(ctx: Any) -> tuple[str, ...] | None:
     """The git folders of a confined call's workspace, their files' state taken
     before it runs unless a call running now took it."""
-    from mdagent.safety.protected import git_dirs_of, protected_for
+    from mdagent.safety.gitfolders import git_dirs_of
+    from mdagent.safety.protectedfiles import protected_for
     from mdagent.safety.workspace import roots_from
 
     # Looked for again on each call: a repository made by an earlier call

@@ -23,7 +23,7 @@ Three routes, the first that works on this machine is taken (once per run):
   :mod:`mdagent.safety.nsinit` run by this Python (no new dependency). The host's
   file system stays as it is; the protected paths are bound read-only,
   ``/proc`` and ``/dev/shm`` are fresh, and the Landlock ruleset of
-  :mod:`mdagent.safety.sandbox` is applied last, in the namespace (writes outside
+  :mod:`mdagent.safety.landlock` is applied last, in the namespace (writes outside
   the writable places fail with "Permission denied"). Needs Landlock.
 - ``landlock``: Landlock alone (no namespaces), as before this module
   existed: writes outside the writable places are refused, but the
@@ -153,7 +153,7 @@ def _probe_bwrap(program: str) -> str:
 
 
 def _probe_direct() -> str:
-    from mdagent.safety.sandbox import abi_version, landlock_reason
+    from mdagent.safety.landlock import abi_version, landlock_reason
 
     if not abi_version():
         return f"the direct route needs Landlock ({landlock_reason()})"
@@ -265,7 +265,7 @@ def held_places(ctx: Any) -> list[str] | None:
     settings cannot be read, or no namespace route works here.
     """
     from mdagent.core.errors import MdagentError
-    from mdagent.safety.sandbox import SandboxSettings, writable_paths
+    from mdagent.safety.sandboxsettings import SandboxSettings, writable_paths
     from mdagent.safety.workspace import roots_from
 
     if ctx is None:

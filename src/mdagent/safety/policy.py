@@ -528,7 +528,7 @@ class Policy:
         return self._protected_files(ctx, self._workdir(ctx))
 
     def _protected_files(self, ctx: Any, workdir: str) -> Any:
-        from mdagent.safety.protected import protected_files
+        from mdagent.safety.protectedfiles import protected_files
 
         registry = getattr(ctx, "registry", None)
         # An untrusted workspace's view drops its hooks and handlers, but the

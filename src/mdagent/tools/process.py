@@ -367,15 +367,13 @@ def run_tool_process(
 def _sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) -> Any:
     """The :class:`mdagent.safety.sandbox.Sandbox` for one call's processes, or None when unconfined.
 
-    Prepared per call (a few stats, a ruleset of about ten syscalls; 0.2-0.5
-    ms): each call owns its ruleset, so calls in threads never share a
-    descriptor, and paths made since the last call (a new cache dir, a
-    protected folder to bind read-only) are covered. The route
-    (:func:`mdagent.safety.namespaces.route`) is probed once per run. Raises
-    :class:`mdagent.safety.sandbox.SandboxUnavailable` under ``sandbox.required``
-    where it cannot be fully enforced. Without namespaces the call runs under
-    Landlock alone, without Landlock either unconfined; the person is told
-    once per run.
+    Prepared per call (a few stats, a ruleset of about ten syscalls; 0.2-0.5 ms): each
+    call owns its ruleset, so calls in threads never share a descriptor, and paths made
+    since the last call (a new cache dir, a protected folder to bind read-only) are
+    covered. The route (:func:`mdagent.safety.namespaces.route`) is probed once per run.
+    Raises :class:`mdagent.safety.sandbox.SandboxUnavailable` under ``sandbox.required``
+    where it cannot be fully enforced. Without namespaces the call runs under Landlock
+    alone, without Landlock either unconfined; the person is told once per run.
     """
     caller = getattr(ctx, "caller", None)  # no caller: judged as a model (fail closed)
     section = settings.get("sandbox") if isinstance(settings, Mapping) else None
@@ -383,7 +381,8 @@ def _sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) ->
     if caller == "person" and not everyone:
         return None  # the common typed command: not even the sandbox module is imported
     from mdagent.safety.namespaces import route
-    from mdagent.safety.sandbox import SandboxSettings, prepare, unavailable_note, writable_paths
+    from mdagent.safety.sandbox import prepare, unavailable_note
+    from mdagent.safety.sandboxsettings import SandboxSettings, writable_paths
 
     sandbox_settings = SandboxSettings.from_mapping(section)
     if not sandbox_settings.applies(caller):
@@ -391,7 +390,7 @@ def _sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) ->
     current = route()
     binds: list[str] = []
     if current.namespaces:
-        from mdagent.safety.protected import protected_for
+        from mdagent.safety.protectedfiles import protected_for
 
         places = writable_paths(sandbox_settings, root, extras)
         binds = list(protected_for(ctx).read_only_binds(places))
