@@ -5,7 +5,7 @@ through this tool when a task needs it (progressive disclosure). With it
 come the skill's folder and the files in it, so the model can read a
 ``references/`` file or run a ``scripts/`` one the body names: ``read_file``,
 ``glob`` and ``grep`` may read inside the folders of the skills this tool
-returns, even outside the workspace (see :func:`mdagent.safety.workspace.roots_from`).
+returns, even outside the workspace (see :func:`mdagent.declarations.skills.skill_read_roots`).
 Skills marked ``disable-model-invocation: true`` are not returned.
 
 Rendering the body (its live context, its includes) and running a
