@@ -29,7 +29,6 @@ KNOWN_LONG = {
     "registry/registry.py",
     "safety/shell/shellparse.py",
     "store/store.py",
-    "tools/templates.py",
     "runtime/trust.py",
 }
 

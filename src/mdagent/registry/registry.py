@@ -98,6 +98,7 @@ COMPILER_MODULES = (
     "core/catalog.py",
     "tools/implementations.py",
     "tools/templates.py",
+    "safety/shell/slots.py",  # what a shell template's text means around a placeholder
     "safety/shell/lexicon.py",  # what templates refuse
     "tools/dispatch.py",  # the usage words of /help's cached rows
     "ui/console.py",  # and their descriptions' first lines

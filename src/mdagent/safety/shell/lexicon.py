@@ -2,7 +2,7 @@
 
 Two models read shell text. :mod:`mdagent.safety.shell.shellparse` splits a command line
 into the simple commands it runs (tree-sitter), for the policy; the
-template scanner (:mod:`mdagent.tools.templates`) reads a ``shell:`` template's
+template scanner (:mod:`mdagent.safety.shell.slots`) reads a ``shell:`` template's
 own text to decide how each ``{placeholder}`` must be quoted. Both need to
 know which programs are shells, which builtins run text as code or take
 variable names, and which words are syntax. Kept in two tables, the lists
