@@ -15,6 +15,8 @@ unchecked or a placeholder refused, never the other way round.
 
 from __future__ import annotations
 
+import re
+
 # Programs that run their string argument (``-c``) or their input as shell
 # code. fish, csh and tcsh are not sh: the parser reads their code with
 # bash's grammar, where what it cannot read leaves the command unchecked.
@@ -60,6 +62,17 @@ NAME_TAKERS = {
     "test": "takes a variable name after -v or -R",
     "[": "takes a variable name after -v or -R",
 }
+
+# The start of an assignment word: ``NAME=``, ``NAME+=``, ``NAME[subscript]=``.
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
+
+# Variables whose value the shell reads again: prompt strings are expanded
+# each time they are shown (``$(…)`` in them runs; PS4 at every traced
+# command), PROMPT_COMMAND is run, BASH_ENV and ENV name a file a starting
+# shell runs. PS3 errs towards more (bash prints it as it is).
+REREAD_VARIABLES = frozenset(
+    {"PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "BASH_ENV", "ENV"}
+)
 
 # Builtins that set variables from their operands (``export PS4=…``).
 DECLARERS = frozenset({"declare", "typeset", "local", "readonly", "export"})

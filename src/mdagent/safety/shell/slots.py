@@ -21,12 +21,14 @@ import re
 
 from mdagent.safety.shell.lexicon import (
     ARITHMETIC_TESTS,
+    ASSIGNMENT,
     BUILTIN_WRAPPERS,
     CODE_BUILTINS,
     DECLARERS,
     NAME_TAKERS,
     NAME_TESTS,
     PREFIX_KEYWORDS,
+    REREAD_VARIABLES,
     SHELLS,
     SYNTAX_OPENERS,
 )
@@ -100,7 +102,8 @@ def code_position(words: list[str | None]) -> str | None:
 #   eval, let, trap, source/., alias, read, mapfile, printf -v, unset, ...;
 #   for declare/typeset/local/readonly/export only the value of a literal
 #   `name=` (and no options such as -i, -a, -n) is accepted;
-# - in the value of PS1-PS4, PROMPT_COMMAND, BASH_ENV, ENV (expanded again);
+# - in the value of a variable the shell reads again (PS0-PS4, PROMPT_COMMAND,
+#   BASH_ENV, ENV: the lexicon's REREAD_VARIABLES);
 # - as the script of `sh -c`/`bash -c`/`su -c`, or ssh's remote command.
 
 # The quoting contexts a slot can land in (the second item of a plan's slot):
@@ -113,9 +116,8 @@ _BLANKS = " \t"
 _OPERATORS = "\n;&|()<>"
 _QUOTED, _VALUE = "\x01", "\x02"  # a quoted character, a value, in a word's shape
 
-_NAME_EQ = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _SUBSCRIPT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)?\[[^\]]*\Z")
-_EXPANDED_VARIABLES = re.compile(r"(PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV)=")
+_EXPANDED_VARIABLES = re.compile(f"({'|'.join(sorted(REREAD_VARIABLES))})=")
 # Builtins whose arguments are code or variable names (test, printf -v and
 # the declarers are judged word by word below).
 _EVALUATING = {
@@ -178,7 +180,7 @@ class _Command:
         """Index of the program's word in ``words`` (len when not read yet) and its text."""
         wrapped = False
         for i, word in enumerate(self.words):
-            if _NAME_EQ.match(word.shape) and not wrapped:
+            if ASSIGNMENT.match(word.shape) and not wrapped:
                 continue
             text = word.literal
             if text in BUILTIN_WRAPPERS:
@@ -251,7 +253,7 @@ class ShellScanner:
             or program in SYNTAX_OPENERS
             or any(w.literal == "--" for w in command.words[index + 1 :])
         )
-        is_program = index == len(command.words) and not _NAME_EQ.match(word.shape)
+        is_program = index == len(command.words) and not ASSIGNMENT.match(word.shape)
         context = frame.state if frame.state in (SQ, DQ) else TOP
         first = (at_start or opens_expanded) and not guarded and not is_program
         rest = context == TOP and not guarded
@@ -305,7 +307,7 @@ class ShellScanner:
             options = [w.literal for w in args if (w.literal or "x")[0] in "-+"]
             if options:
                 return f"in `{program} {options[0]}` (it may evaluate values or names)"
-            if not _NAME_EQ.match(word.shape):
+            if not ASSIGNMENT.match(word.shape):
                 return f"in `{program}` other than after a literal `name=`"
         if program == "printf" and any((w.literal or "").startswith("-v") for w in args):
             return "in `printf -v` (it takes a variable name)"
