@@ -45,15 +45,6 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from functools import lru_cache
 from urllib.parse import quote
 
-from mdagent.safety.shell.slots import (
-    DQ,
-    SQ,
-    TOP,
-    ShellScanner,
-    ShellTemplateError,
-    code_position,
-)
-
 TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
     from typing import Any
@@ -80,7 +71,9 @@ class TemplateError(ValueError):
 
 # The classes here are plain ones (no dataclasses): this module is on the
 # path of every `agent /name` of a `run:` tool, where importing dataclasses
-# would cost ~4 ms.
+# would cost ~4 ms. For the same reason the shell scanner
+# (mdagent.safety.shell.slots, ~4 ms of compiled patterns) is imported by the
+# functions that read a shell template or check an argv one, never here.
 
 
 class _Slot:
@@ -321,6 +314,8 @@ def _shell_plan(
     with no text between) are empty; ``rest``: each further array item
     starts a word (see :func:`_check_option`).
     """
+    from mdagent.safety.shell.slots import ShellScanner, ShellTemplateError
+
     scanner = ShellScanner(template)
     try:
         for part in _parse(template):
@@ -352,6 +347,8 @@ def check_argv(template: list[Any]) -> None:
     script instead: ``[sh, -c, 'echo "$1"', sh, "{x}"]``), ssh's remote
     command.
     """
+    from mdagent.safety.shell.slots import code_position
+
     words: list[str | None] = []
     for item in template:
         if isinstance(item, str):
@@ -378,6 +375,8 @@ def _quote(text: str) -> str:
 
 
 def _shell_word(value: Any, context: str) -> str:
+    from mdagent.safety.shell.slots import DQ, SQ, TOP
+
     if isinstance(value, list | tuple):
         if context == TOP:
             return " ".join(_quote(_scalar_text(v)) for v in value)
@@ -413,6 +412,8 @@ def expand_shell(
     its command — raises :class:`OptionValueError` unless its parameter is
     in ``allow_options``.
     """
+    from mdagent.safety.shell.slots import TOP
+
     plan = _shell_plan(template)
     if allow_options is not None:
         for step in plan:
