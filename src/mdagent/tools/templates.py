@@ -347,14 +347,19 @@ def check_argv(template: list[Any]) -> None:
     script instead: ``[sh, -c, 'echo "$1"', sh, "{x}"]``), ssh's remote
     command.
     """
-    from mdagent.safety.shell.slots import code_position
+    from mdagent.safety.shell.slots import code_position, glued_option
 
     words: list[str | None] = []
     for item in template:
         if isinstance(item, str):
-            names = [p.name for p in _parse(item) if isinstance(p, _Slot)]
+            parts = _parse(item)
+            names = [p.name for p in parts if isinstance(p, _Slot)]
             if names:
-                problem = code_position(words)
+                # `--command={x}`, `-c{x}`: the value of the option it is glued to
+                option = glued_option("".join(p for p in parts if isinstance(p, str)))
+                problem = code_position(words) or (
+                    code_position([*words, option]) if option else None
+                )
                 if problem:
                     raise TemplateError(
                         f"placeholder {{{names[0]}}} cannot be used {problem} in run template"

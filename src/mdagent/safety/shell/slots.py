@@ -33,7 +33,7 @@ from mdagent.safety.shell.lexicon import (
     SYNTAX_OPENERS,
 )
 
-__all__ = ["DQ", "SQ", "TOP", "ShellScanner", "ShellTemplateError", "code_position"]
+__all__ = ["DQ", "SQ", "TOP", "ShellScanner", "ShellTemplateError", "code_position", "glued_option"]
 
 
 class ShellTemplateError(ValueError):
@@ -48,6 +48,16 @@ class ShellTemplateError(ValueError):
 # words). A placeholder there is pasted into code as raw text.
 
 _SSH_VALUE_OPTIONS = set("BbcDEeFIiJLlmOoPpQRSWw")
+# Shell options whose value is the next word: a cluster ending in one of these
+# letters (`-o pipefail`, `-eo pipefail`, `+O extglob`), and long ones. fish's
+# -c and -C (--command, --init-command) take the code itself as their value.
+_SHELL_VALUE_LETTERS = {"fish": "CcDdfOop"}
+_SHELL_VALUE_LETTERS_DEFAULT = "Oo"
+_SHELL_VALUE_LONG = {
+    "--rcfile", "--init-file", "--profile", "--debug", "--debug-output", "--features",
+}  # fmt: skip
+_SHELL_CODE_LONG = {"--command", "--init-command"}
+_SU_CODE_LONG = {"--command", "--session-command"}
 
 
 def code_position(words: list[str | None]) -> str | None:
@@ -61,17 +71,10 @@ def code_position(words: list[str | None]) -> str | None:
         rest = words[i + 1 :]
         # A program named at run time (`$SHELL`, `{prog}`) may be a shell: fail closed.
         if base in SHELLS or (i == 0 and word is None):
-            j, script = 0, False
-            while j < len(rest) and (rest[j] or "x")[0] in "-+":
-                if rest[j] in ("-o", "+o", "-O", "+O"):  # they take a value
-                    j += 1
-                elif not rest[j].startswith("--") and "c" in rest[j][1:]:
-                    script = True
-                j += 1
-            if script and j >= len(rest):  # the next word is the -c script
+            if _shell_code_next(base, rest):
                 shown = word if word is not None else "a program named at run time"
                 return f"as the script of `{shown} -c` (run as code)"
-        elif base in ("su", "runuser") and rest[-1:] in (["-c"], ["--command"]):
+        elif base in ("su", "runuser") and _su_code_next(rest[-1:]):
             return f"as the command of `{word} -c` (run as code)"
         elif base == "ssh":
             j = 0
@@ -81,6 +84,62 @@ def code_position(words: list[str | None]) -> str | None:
             if j < len(rest):  # rest[j] is the destination; after it, the remote command
                 return f"in the remote command of `{word}` (the remote shell re-reads it)"
     return None
+
+
+def _shell_code_next(shell: str | None, options: list[str | None]) -> bool:
+    """Whether the word after a shell's ``options`` is its code: the operand
+    after a ``-c`` (``-C``, ``--command``), with the values of options skipped.
+
+    Fails closed: a program named at run time knows every shell's value
+    letters, and a word skipped as a value still counts when it reads as a
+    ``-c``.
+    """
+    if shell is None:
+        letters = _SHELL_VALUE_LETTERS_DEFAULT + "".join(_SHELL_VALUE_LETTERS.values())
+    else:
+        letters = _SHELL_VALUE_LETTERS.get(shell, _SHELL_VALUE_LETTERS_DEFAULT)
+    code = False  # a -c was read; its code not yet
+    j = 0
+    while j < len(options):
+        word = options[j]
+        if not word or word[0] not in "-+":
+            return False  # the code (or a script file) comes before the word after
+        j += 1
+        if word.startswith("--"):
+            name, equals, _ = word.partition("=")
+            code = code or (name in _SHELL_CODE_LONG and not equals)
+            takes_value = name in _SHELL_VALUE_LONG and not equals
+        else:
+            code = code or "c" in word[1:] or "C" in word[1:]
+            takes_value = word[-1] in letters and word[-1] not in "cC"
+        if takes_value and j < len(options):
+            value = options[j]
+            code = code or (value is not None and value[:1] in ("-", "+") and "c" in value[1:])
+            j += 1
+    return code
+
+
+def _su_code_next(last: list[str | None]) -> bool:
+    """Whether the word after ``su``'s or ``runuser``'s ``last`` word is its
+    command: after ``-c`` (alone or ending a cluster: ``-lc``) or ``--command``."""
+    word = last[0] if last else None
+    if word is None or word[:1] != "-":
+        return False
+    if word.startswith("--"):
+        return word in _SU_CODE_LONG
+    return "c" in word[1:]
+
+
+def glued_option(text: str) -> str | None:
+    """The option a word's literal ``text`` opens, a value glued on
+    (``--command=`` gives ``--command``, ``-c`` gives ``-c``), or None.
+
+    A value pasted there is that option's value, as the word after the option
+    would be.
+    """
+    if text[:1] != "-" or len(text) < 2:
+        return None
+    return text.partition("=")[0] if text.startswith("--") else text
 
 
 # -- the scanner ---------------------------------------------------------------
@@ -117,7 +176,8 @@ _OPERATORS = "\n;&|()<>"
 _QUOTED, _VALUE = "\x01", "\x02"  # a quoted character, a value, in a word's shape
 
 _SUBSCRIPT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)?\[[^\]]*\Z")
-_EXPANDED_VARIABLES = re.compile(f"({'|'.join(sorted(REREAD_VARIABLES))})=")
+# `PS4=`, and `PS4+=`, `PS4[0]=` (element 0 is the variable itself) too.
+_EXPANDED_VARIABLES = re.compile("(" + "|".join(sorted(REREAD_VARIABLES)) + r")(\[[^\]]*\])?\+?=")
 # Builtins whose arguments are code or variable names (test, printf -v and
 # the declarers are judged word by word below).
 _EVALUATING = {
@@ -311,7 +371,11 @@ class ShellScanner:
                 return f"in `{program}` other than after a literal `name=`"
         if program == "printf" and any((w.literal or "").startswith("-v") for w in args):
             return "in `printf -v` (it takes a variable name)"
-        return code_position([w.program_name for w in command.words])
+        # A value glued to an option (`--command={x}`, `-c{x}`, `{prefix}-c{x}` with an
+        # empty prefix) is that option's value, as the word after it would be.
+        names = [w.program_name for w in command.words]
+        option = glued_option(word.text)
+        return code_position(names) or (code_position([*names, option]) if option else None)
 
     # literal text ------------------------------------------------------------
 
