@@ -19,7 +19,6 @@ MAX_LINES = 800
 KNOWN_CYCLES = []
 KNOWN_LONG = {
     "safety/shell/shellparse.py",
-    "tools/templates.py",
 }
 
 

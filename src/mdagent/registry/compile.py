@@ -75,6 +75,7 @@ COMPILER_MODULES = (
     "tools/implementations.py",
     "tools/templates.py",
     "safety/shell/lexicon.py",  # what templates refuse
+    "safety/shell/slots.py",  # a shell template read around each slot
     "declarations/commandargs.py",  # command-with checks, the usage words of /help's rows
     "core/text.py",  # their descriptions' first lines, and the table
     "registry/trustfacts.py",  # what trust covers, and the untrusted view of the settings

@@ -2,7 +2,7 @@
 
 Two models read shell text. :mod:`mdagent.safety.shell.shellparse` splits a command line
 into the simple commands it runs (tree-sitter), for the policy; the
-template scanner (:mod:`mdagent.tools.templates`) reads a ``shell:`` template's
+template scanner (:mod:`mdagent.safety.shell.slots`) reads a ``shell:`` template's
 own text to decide how each ``{placeholder}`` must be quoted. Both need to
 know which programs are shells, which builtins run text as code or take
 variable names, and which words are syntax. Kept in two tables, the lists
@@ -14,6 +14,8 @@ unchecked or a placeholder refused, never the other way round.
 """
 
 from __future__ import annotations
+
+import re
 
 # Programs that run their string argument (``-c``) or their input as shell
 # code. fish, csh and tcsh are not sh: the parser reads their code with
@@ -60,6 +62,17 @@ NAME_TAKERS = {
     "test": "takes a variable name after -v or -R",
     "[": "takes a variable name after -v or -R",
 }
+
+# The start of an assignment word: ``NAME=``, ``NAME+=``, ``NAME[subscript]=``.
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
+
+# Variables whose value the shell reads again: prompt strings are expanded
+# each time they are shown (``$(…)`` in them runs; PS4 at every traced
+# command), PROMPT_COMMAND is run, BASH_ENV and ENV name a file a starting
+# shell runs. PS3 errs towards more (bash prints it as it is).
+REREAD_VARIABLES = frozenset(
+    {"PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "BASH_ENV", "ENV"}
+)
 
 # Builtins that set variables from their operands (``export PS4=…``).
 DECLARERS = frozenset({"declare", "typeset", "local", "readonly", "export"})
