@@ -29,7 +29,7 @@ CORPUS = SHARED / "corpus" / "openclaw-skills"
 
 # Caches of the safety modules (module -> functools.lru_cache functions).
 _CACHES = {
-    "mdagent.tools.templates": ("_parse", "_shell_plan"),
+    "mdagent.declarations.placeholders": ("parse_template", "shell_plan"),
     "mdagent.safety.views": ("exec_view", "path_regex"),
     "mdagent.safety.environment": ("_pattern",),
 }

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mdagent import Toolbox, ToolContext
-from mdagent.declarations.kinds import IMPLEMENTATION_KEYS
-from mdagent.tools.implementations import check_implementation, make_handler
+from mdagent.declarations.kinds import IMPLEMENTATION_KEYS, check_implementation
+from mdagent.tools.implementations import make_handler
 
 PY = sys.executable
 

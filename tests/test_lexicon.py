@@ -12,10 +12,10 @@ import contextlib
 
 import pytest
 
+from mdagent.declarations.placeholders import TemplateError, check_argv, check_shell
 from mdagent.safety.policy import Policy
 from mdagent.safety.shell.lexicon import CODE_BUILTINS, SHELLS
 from mdagent.safety.shell.shellparse import Unparseable, parse
-from mdagent.tools.templates import TemplateError, check_argv, check_shell
 
 
 class _Exec:

@@ -16,8 +16,9 @@ import subprocess
 
 import pytest
 
+from mdagent.declarations.placeholders import TemplateError, check_argv, check_shell
 from mdagent.safety.shell.slots import code_position, glued_option
-from mdagent.tools.templates import TemplateError, check_argv, check_shell, expand_shell
+from mdagent.tools.templates import expand_shell
 
 # (shell template, what the refusal names)
 SCRIPT_POSITIONS = [

@@ -5,17 +5,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mdagent.tools.templates import (
-    OptionValueError,
+from mdagent.declarations.placeholders import (
     TemplateError,
     as_text,
     check_argv,
     check_shell,
+    placeholders,
+)
+from mdagent.tools.templates import (
+    OptionValueError,
     expand_argv,
     expand_shell,
     expand_url,
     expand_value,
-    placeholders,
 )
 
 PARAMS = {
@@ -671,13 +673,13 @@ def test_redirections_and_operators_decide_where_an_option_can_start(template, r
 
 
 def test_a_placeholder_is_known_by_its_name():
-    from mdagent.tools.templates import _parse, _Slot
+    from mdagent.declarations.placeholders import Slot, parse_template
 
-    assert _parse("cat {path}.txt") == ("cat ", _Slot("path"), ".txt")
-    assert _Slot("a") == _Slot("a") and _Slot("a") != _Slot("b") and _Slot("a") != "a"
-    assert len({_Slot("a"), _Slot("a"), _Slot("b")}) == 2
-    assert hash(_Slot("a")) == hash(_Slot("a")) != hash(_Slot("b"))
-    assert repr(_Slot("a")) == "_Slot('a')"
+    assert parse_template("cat {path}.txt") == ("cat ", Slot("path"), ".txt")
+    assert Slot("a") == Slot("a") and Slot("a") != Slot("b") and Slot("a") != "a"
+    assert len({Slot("a"), Slot("a"), Slot("b")}) == 2
+    assert hash(Slot("a")) == hash(Slot("a")) != hash(Slot("b"))
+    assert repr(Slot("a")) == "Slot('a')"
 
 
 # -- the scanner's bookkeeping of operators and expansions (mutation survivors) ---------

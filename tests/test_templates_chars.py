@@ -11,7 +11,8 @@ import re
 
 import pytest
 
-from mdagent.tools.templates import OptionValueError, TemplateError, check_argv, expand_shell
+from mdagent.declarations.placeholders import TemplateError, check_argv
+from mdagent.tools.templates import OptionValueError, expand_shell
 
 PARAMS = {"x": {"type": "string"}}
 

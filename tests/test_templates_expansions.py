@@ -10,7 +10,8 @@ import shlex
 
 import pytest
 
-from mdagent.tools.templates import OptionValueError, TemplateError, check_shell, expand_shell
+from mdagent.declarations.placeholders import TemplateError, check_shell
+from mdagent.tools.templates import OptionValueError, expand_shell
 
 PARAMS = {"v": {"type": "string"}, "path": {"type": "string"}, "a": {"type": "string"}}
 HOSTILE = 'a b\'$(touch pwned)`id`"$HOME";x'

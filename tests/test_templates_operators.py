@@ -9,14 +9,8 @@ import subprocess
 
 import pytest
 
-from mdagent.tools.templates import (
-    OptionValueError,
-    TemplateError,
-    check_shell,
-    expand_argv,
-    expand_shell,
-    expand_url,
-)
+from mdagent.declarations.placeholders import TemplateError, check_shell
+from mdagent.tools.templates import OptionValueError, expand_argv, expand_shell, expand_url
 
 P = {"p": {"type": "string"}, "q": {"type": "string"}, "files": {"type": "array"}}
 

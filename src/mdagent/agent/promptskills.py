@@ -267,7 +267,7 @@ def run_command(
     skill: Skill, raw: str, words: list[str], values: Mapping[str, str], ctx: ToolContext
 ) -> str:
     """What ``` !`raw` ``` inserts: the output, or why it did not run or failed."""
-    from mdagent.tools.templates import TemplateError
+    from mdagent.declarations.placeholders import TemplateError
 
     try:
         script = command_script(raw, skill, words, values)

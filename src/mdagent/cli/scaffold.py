@@ -74,7 +74,7 @@ def tool_entry(name: str, run: str) -> Entry:
     each value is quoted for where it stands. ``agent check`` judges the
     template (a placeholder where a shell would run it as code is refused).
     """
-    from mdagent.tools.templates import TemplateError, placeholders
+    from mdagent.declarations.placeholders import TemplateError, placeholders
 
     command = run.strip()
     if not command:
@@ -121,7 +121,7 @@ def run_template(run: str) -> str:
     (a word where the shell reads code) is a usage error, before anything
     is written.
     """
-    from mdagent.tools.templates import TemplateError, check_shell
+    from mdagent.declarations.placeholders import TemplateError, check_shell
 
     if not run.strip():
         raise UsageError("--run needs a command, e.g. --run 'du -sh'")

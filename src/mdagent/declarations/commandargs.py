@@ -38,7 +38,7 @@ def positional_names(template: Any) -> Any:
 
 def word_slots(command: CommandSpec) -> tuple[set[str], int, bool]:
     """``(placeholders, words needed, takes every word)`` of a command's templates."""
-    from mdagent.tools.templates import placeholders
+    from mdagent.declarations.placeholders import placeholders
 
     used = placeholders(positional_names(command.command_with))
     positions = [int(n[1:]) for n in used if re.fullmatch(r"_\d+", n)]
@@ -56,7 +56,7 @@ def check_command_with(command: CommandSpec, tool: ToolSpec) -> list[tuple[str, 
     """
     from mdagent.core.names import did_you_mean
     from mdagent.declarations.kinds import shell_argument
-    from mdagent.tools.templates import check_shell, placeholders
+    from mdagent.declarations.placeholders import check_shell, placeholders
 
     with_ = command.command_with or {}
     problems: list[tuple[str, str]] = []

@@ -72,8 +72,7 @@ COMPILER_MODULES = (
     "core/fastcheck.py",
     "core/specs.py",
     "core/catalog.py",
-    "tools/implementations.py",
-    "tools/templates.py",
+    "declarations/placeholders.py",  # the template language and its checks
     "safety/shell/lexicon.py",  # what templates refuse
     "safety/shell/slots.py",  # a shell template read around each slot
     "declarations/commandargs.py",  # command-with checks, the usage words of /help's rows
@@ -525,8 +524,7 @@ class Compiler:
 
     def _check_references(self, checks: list[tuple[ToolSpec, Path]]) -> None:
         from mdagent.core.names import did_you_mean
-        from mdagent.declarations.kinds import message_line
-        from mdagent.tools.implementations import check_implementation
+        from mdagent.declarations.kinds import check_implementation, message_line
 
         names = set(self.tools) | set(self.alias_of)
         broken_tools: set[str] = set()

@@ -1,14 +1,11 @@
 """How a declared tool does its work: ``run``, ``shell``, ``handler``, ``http`` or ``tool``.
 
-Two entry points, one per phase:
-
-- :func:`check_implementation` at load time lists what is wrong with a
-  declaration's implementation (the registry turns each into a
-  ``path:line: message`` problem at the line
-  :func:`mdagent.declarations.kinds.message_line` finds), so a broken tool is
-  reported by ``agent check`` instead of failing on first use;
-- :func:`make_handler` builds the ``(args, ctx) -> dict`` function the
-  :class:`~mdagent.tools.toolbox.Toolbox` calls.
+The call-time half: :func:`make_handler` builds the ``(args, ctx) -> dict``
+function the :class:`~mdagent.tools.toolbox.Toolbox` calls. The load-time
+half, what is wrong with a declaration's implementation, is
+:func:`mdagent.declarations.kinds.check_implementation` (the registry turns
+each message into a ``path:line: message`` problem, so a broken tool is
+reported by ``agent check`` instead of failing on first use).
 
 Values reach children only through :mod:`mdagent.tools.templates`: ``run:`` never
 involves a shell, ``shell:`` quotes every value, ``http:`` percent-encodes
@@ -24,16 +21,11 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from mdagent.core.calls import ToolContext
-from mdagent.declarations.kinds import (
-    HTTP_KEYS,
-    HTTP_METHODS,
-    IMPLEMENTATION_KEYS,
-    shell_argument,
-)
+from mdagent.declarations.kinds import IMPLEMENTATION_KEYS, shell_argument, split_handler
 from mdagent.tools import templates
 from mdagent.tools.toolbox import accepts_context
 
@@ -44,7 +36,6 @@ if TYPE_CHECKING:
     ToolHandler = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
 
 __all__ = [
-    "check_implementation",
     "make_handler",
     "option_params",
 ]
@@ -52,150 +43,6 @@ __all__ = [
 # Composition is a tool calling a tool; a cycle in declarations (a -> b -> a)
 # would otherwise recurse until Python's own limit.
 MAX_COMPOSITION_DEPTH = 8
-
-
-# -- load time -----------------------------------------------------------------
-
-
-def check_implementation(  # noqa: C901
-    spec: Mapping[str, Any],
-    params: Mapping[str, Any],
-    tool_names: Container[str],
-    base_dir: Path | str,
-    *,
-    name: str | None = None,
-) -> list[str]:
-    """What is wrong with a declaration's implementation (empty when nothing).
-
-    ``spec`` is the tool's declaration (or the part of it holding the
-    implementation keys, ``with`` and ``timeout``); ``params`` its JSON
-    Schema properties; ``tool_names`` every tool (and alias) a ``tool:`` may
-    name; ``base_dir`` the folder of the YAML file, against which a
-    ``handler:`` path is resolved. ``name`` (the tool's own name) lets a
-    tool that calls itself be reported.
-    """
-    kinds = [k for k in IMPLEMENTATION_KEYS if k in spec]
-    errors: list[str] = []
-    if not kinds:
-        errors.append(f"no implementation: give one of {', '.join(IMPLEMENTATION_KEYS)}")
-    elif len(kinds) > 1:
-        errors.append(f"more than one implementation ({', '.join(kinds)}): give exactly one")
-    if "with" in spec and "tool" not in spec:
-        errors.append("`with` is only used with `tool`")
-    timeout = spec.get("timeout")
-    if timeout is not None and (not _is_number(timeout) or timeout <= 0):
-        errors.append(f"timeout: must be a positive number of seconds, not {timeout!r}")
-
-    def check_template(where: str, template: Any, shell: bool = False) -> None:
-        try:
-            names = templates.placeholders(template)
-            if shell:
-                templates.check_shell(template)
-            elif where == "run":
-                templates.check_argv(template)
-        except ValueError as exc:
-            errors.append(f"{where}: {exc}")
-            return
-        for unknown in sorted(names - set(params)):
-            known = ", ".join(params) or "none declared"
-            errors.append(f"{where}: {{{unknown}}} names no parameter (params: {known})")
-
-    if "run" in spec:
-        argv = spec["run"]
-        if not isinstance(argv, list) or not argv:
-            errors.append("run: must be a non-empty list (an argv template)")
-        elif not all(isinstance(a, str | int | float) and not isinstance(a, bool) for a in argv):
-            errors.append("run: every element must be a string")
-        else:
-            check_template("run", argv)
-    if "shell" in spec:
-        if not isinstance(spec["shell"], str) or not spec["shell"].strip():
-            errors.append("shell: must be a non-empty string (an sh -c script)")
-        else:
-            check_template("shell", spec["shell"], shell=True)
-    if "handler" in spec:
-        errors.extend(_check_handler(spec["handler"], Path(base_dir)))
-    if "http" in spec:
-        errors.extend(_check_http(spec["http"], check_template))
-    if "tool" in spec:
-        target = spec["tool"]
-        if not isinstance(target, str) or not target:
-            errors.append("tool: must name a tool")
-        elif target == name:
-            errors.append(f"tool: {target} calls itself")
-        elif target not in tool_names:
-            errors.append(f"tool: {target} names no tool")
-        if "with" in spec:
-            if isinstance(spec["with"], Mapping):
-                check_template("with", spec["with"])
-                command = shell_argument(target, spec["with"])
-                if command is not None:
-                    check_template("with.command", command, shell=True)
-            else:
-                errors.append("with: must be a mapping of arguments")
-    return errors
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _split_handler(ref: str) -> tuple[str, str]:
-    """``"handlers/wc.py:count"`` -> ``("handlers/wc.py", "count")``; function defaults to run."""
-    path, sep, func = ref.rpartition(":")
-    # A colon followed by a path ("C:\\x.py") belongs to the path, not a function.
-    if not sep or "/" in func or "\\" in func:
-        return ref, "run"
-    return path, func
-
-
-def _check_handler(ref: Any, base_dir: Path) -> list[str]:
-    if not isinstance(ref, str) or not ref.strip():
-        return ["handler: must be path/to/file.py or path/to/file.py:function"]
-    path, func = _split_handler(ref)
-    if not func.isidentifier():
-        return [f"handler: {func!r} is not a function name"]
-    file = base_dir / path
-    if not file.is_file():
-        return [f"handler: file not found: {path} (looked in {base_dir})"]
-    return []
-
-
-def _check_http(http: Any, check_template: Callable[..., None]) -> list[str]:
-    if not isinstance(http, Mapping):
-        return ["http: must be a mapping with at least url"]
-    errors = [f"http: unknown key {k!r}" for k in http if k not in HTTP_KEYS]
-    method = http.get("method", "GET")
-    if not isinstance(method, str) or method.upper() not in HTTP_METHODS:
-        errors.append(f"http.method: {method!r} is not one of {', '.join(HTTP_METHODS)}")
-    url = http.get("url")
-    if not isinstance(url, str):
-        errors.append("http.url: required (a string)")
-    elif not re.match(r"https?://[^/{]", url, re.IGNORECASE):
-        # The scheme and the start of the host must be literal: a value must
-        # not be able to turn a web call into file:// or another scheme.
-        errors.append(f"http.url: must start with http:// or https:// and a host, not {url!r}")
-    else:
-        check_template("http.url", url)
-    headers = http.get("headers")
-    if headers is not None:
-        if isinstance(headers, Mapping):
-            check_template("http.headers", headers)
-        else:
-            errors.append("http.headers: must be a mapping of header names to values")
-    if http.get("json") is not None and http.get("body") is not None:
-        errors.append("http: give json or body, not both")
-    if http.get("json") is not None:
-        check_template("http.json", http["json"])
-    if http.get("body") is not None:
-        if isinstance(http["body"], str):
-            check_template("http.body", http["body"])
-        else:
-            errors.append("http.body: must be a string (use json for structured data)")
-    timeout = http.get("timeout")
-    if timeout is not None and (not _is_number(timeout) or timeout <= 0):
-        errors.append(f"http.timeout: must be a positive number of seconds, not {timeout!r}")
-    return errors
 
 
 # -- call time -----------------------------------------------------------------
@@ -216,7 +63,7 @@ def make_handler(
     :data:`~mdagent.declarations.kinds.IMPLEMENTATION_KEYS`, plus ``with``); ``required`` and ``timeout`` default to ``spec``'s own
     keys of those names, so either a whole declaration or a
     :class:`~mdagent.core.specs.ToolSpec`'s ``implementation`` plus its
-    ``required``/``timeout`` can be given. Assumes :func:`check_implementation`
+    ``required``/``timeout`` can be given. Assumes :func:`~mdagent.declarations.kinds.check_implementation`
     found nothing wrong; raises ``ValueError`` when there is no implementation.
     """
     required = frozenset((spec.get("required") or ()) if required is None else required)
@@ -307,7 +154,7 @@ _modules_lock = threading.RLock()  # re-entrant: a handler module may load anoth
 
 
 def _python_handler(ref: str, name: str, base_dir: Path, timeout: float | None) -> ToolHandler:
-    shown, func = _split_handler(ref)
+    shown, func = split_handler(ref)
     path = base_dir / shown
 
     def handler(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:

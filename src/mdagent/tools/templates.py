@@ -15,8 +15,9 @@ becomes depends on where it lands:
   quoted word per item (one word inside quotes); an absent value is nothing.
   Positions where the shell reads a value again (a comment, ``$``, ``[[ -eq
   ]]``, arithmetic, subscripts, ``eval``, ``sh -c`` scripts...) are refused
-  by :func:`check_shell`; :func:`check_argv` refuses the few argv positions
-  that are code (``[sh, -c, "..{x}.."]``, ssh's remote command).
+  when the template is checked (:mod:`mdagent.declarations.placeholders`:
+  ``check_shell``; ``check_argv`` refuses the few argv positions that are
+  code, ``[sh, -c, "..{x}.."]``, ssh's remote command).
 
 Option values: quoting cannot stop a value that starts with ``-`` from
 being read as an option. Given ``allow_options``, :func:`expand_argv` and
@@ -38,12 +39,19 @@ Mapping keys are never templates.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Callable, Collection, Iterable, Mapping
-from functools import lru_cache
 from urllib.parse import quote
+
+from mdagent.declarations.placeholders import (
+    Slot,
+    TemplateError,
+    as_text,
+    parse_template,
+    scalar_text,
+    shell_plan,
+)
 
 TYPE_CHECKING = False  # not typing's: see mdagent.core.records
 if TYPE_CHECKING:
@@ -51,117 +59,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OptionValueError",
-    "TemplateError",
-    "as_text",
-    "check_argv",
-    "check_shell",
     "expand_argv",
     "expand_shell",
     "expand_url",
     "expand_value",
-    "placeholders",
 ]
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
-
-
-class TemplateError(ValueError):
-    """A malformed template, or a value a template cannot be expanded with."""
-
-
-# The classes here are plain ones (no dataclasses): this module is on the
-# path of every `agent /name` of a `run:` tool, where importing dataclasses
-# would cost ~4 ms. For the same reason the shell scanner
-# (mdagent.safety.shell.slots, ~4 ms of compiled patterns) is imported by the
-# functions that read a shell template or check an argv one, never here.
-
-
-class _Slot:
-    """A ``{name}`` placeholder in a parsed template."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is _Slot and other.name == self.name
-
-    def __hash__(self) -> int:
-        return hash(self.name)
-
-    def __repr__(self) -> str:
-        return f"_Slot({self.name!r})"
-
-
 _ABSENT = object()
-
-
-@lru_cache(maxsize=1024)
-def _parse(template: str) -> tuple[str | _Slot, ...]:
-    """Literal text and placeholders, in order (``{{``/``}}`` already unescaped)."""
-    parts: list[str | _Slot] = []
-    text: list[str] = []
-    i, n = 0, len(template)
-    while i < n:
-        char = template[i]
-        if char == "{" and template.startswith("{{", i):
-            text.append("{")
-            i += 2
-        elif char == "}" and template.startswith("}}", i):
-            text.append("}")
-            i += 2
-        elif char == "{":
-            end = template.find("}", i + 1)
-            if end < 0:
-                raise TemplateError(f"unclosed '{{' at column {i + 1} in {template!r}")
-            name = template[i + 1 : end]
-            if not name:
-                raise TemplateError(
-                    f"empty placeholder '{{}}' at column {i + 1} in {template!r}"
-                    " (write {{}} for literal braces)"
-                )
-            if not _NAME.fullmatch(name):
-                raise TemplateError(
-                    f"invalid placeholder '{{{name}}}' at column {i + 1} in {template!r}"
-                    " (a placeholder is {param}; write {{ and }} for literal braces)"
-                )
-            if text:
-                parts.append("".join(text))
-                text = []
-            parts.append(_Slot(name))
-            i = end + 1
-        elif char == "}":
-            raise TemplateError(
-                f"stray '}}' at column {i + 1} in {template!r} (write }}}} for a literal brace)"
-            )
-        else:
-            text.append(char)
-            i += 1
-    if text:
-        parts.append("".join(text))
-    return tuple(parts)
-
-
-def placeholders(template: Any) -> set[str]:
-    """The parameter names a template refers to.
-
-    ``template`` may be a string, or a list or mapping of templates (searched
-    recursively; mapping keys are not templates). Other values (numbers,
-    ``None``) have none. Raises :class:`TemplateError` (a ``ValueError``)
-    for a malformed template: an unclosed ``{``, an empty ``{}``, a stray
-    ``}`` or a name that is not a parameter name.
-    """
-    if isinstance(template, str):
-        return {p.name for p in _parse(template) if isinstance(p, _Slot)}
-    if isinstance(template, Mapping):
-        template = list(template.values())
-    if isinstance(template, list | tuple):
-        names: set[str] = set()
-        for item in template:
-            names |= placeholders(item)
-        return names
-    return set()
 
 
 def _lookup(
@@ -181,17 +85,6 @@ def _lookup(
         # reaching here means a caller skipped it.
         raise TemplateError(f"missing required argument: {name}")
     return _ABSENT
-
-
-def _scalar_text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def as_text(value: Any) -> str:
-    """A value as template text: strings as they are, arrays space-joined, the rest as JSON."""
-    if isinstance(value, list | tuple):
-        return " ".join(_scalar_text(v) for v in value)
-    return _scalar_text(value)
 
 
 def expand_argv(
@@ -217,10 +110,10 @@ def expand_argv(
     after_dashes = False  # a literal "--" element came earlier
     for index, item in enumerate(template):
         if not isinstance(item, str):
-            argv.append(_scalar_text(item))
+            argv.append(scalar_text(item))
             continue
-        parts = _parse(item)
-        if len(parts) == 1 and isinstance(parts[0], _Slot):
+        parts = parse_template(item)
+        if len(parts) == 1 and isinstance(parts[0], Slot):
             name = parts[0].name
             value = _lookup(name, args, params, required)
             if value is _ABSENT:
@@ -228,9 +121,9 @@ def expand_argv(
             guard = not after_dashes
             _check_option(name, value, guard and index > 0, guard, True, allow_options)
             if isinstance(value, list | tuple):
-                argv.extend(_scalar_text(v) for v in value)
+                argv.extend(scalar_text(v) for v in value)
             else:
-                argv.append(_scalar_text(value))
+                argv.append(scalar_text(value))
             continue
         after_dashes = after_dashes or item == "--"
         pieces = []
@@ -285,7 +178,7 @@ def _check_option(
     if allow is None or name in allow or not (first or rest):
         return
     if split and isinstance(value, list | tuple):
-        items = [_scalar_text(v) for v in value]
+        items = [scalar_text(v) for v in value]
         risky = (items[:1] if first else []) + (items[1:] if rest else [])
     else:
         risky = [as_text(value)] if first else []
@@ -303,75 +196,6 @@ def _check_option(
 _GLUED_NAME = re.compile(r"\$[A-Za-z_][A-Za-z0-9_]*\Z")  # text a bare value would lengthen
 
 
-@lru_cache(maxsize=256)
-def _shell_plan(
-    template: str,
-) -> tuple[str | tuple[str, str, bool, bool, tuple[str, ...]], ...]:
-    """Literal text and ``(name, context, first, rest, before)`` slots, or TemplateError.
-
-    ``first``: the value starts a word a program may read as an option, if
-    the values of ``before`` (the placeholders earlier in the same word,
-    with no text between) are empty; ``rest``: each further array item
-    starts a word (see :func:`_check_option`).
-    """
-    from mdagent.safety.shell.slots import ShellScanner, ShellTemplateError
-
-    scanner = ShellScanner(template)
-    try:
-        for part in _parse(template):
-            if isinstance(part, _Slot):
-                scanner.slot(part.name)
-            else:
-                scanner.text(part)
-        return scanner.finish()
-    except ShellTemplateError as exc:
-        raise TemplateError(str(exc)) from None
-
-
-def check_shell(template: str) -> None:
-    """Raise :class:`TemplateError` if ``template`` cannot be expanded safely.
-
-    Beyond :func:`placeholders`' checks, every position where the shell
-    would read a value again as code, arithmetic or a variable name is
-    refused (see the comment above :class:`mdagent.safety.shell.slots.ShellScanner`
-    for the list): no quoting of the value is right there.
-    """
-    _shell_plan(template)
-
-
-def check_argv(template: list[Any]) -> None:
-    """Raise :class:`TemplateError` if a ``run:`` template pastes a value into code.
-
-    An argv never meets a shell, except where the program itself runs a word
-    as code: ``[sh, -c, "echo {x}"]`` (pass values as arguments after the
-    script instead: ``[sh, -c, 'echo "$1"', sh, "{x}"]``), ssh's remote
-    command.
-    """
-    from mdagent.safety.shell.slots import code_position, glued_option
-
-    words: list[str | None] = []
-    for item in template:
-        if isinstance(item, str):
-            parts = _parse(item)
-            names = [p.name for p in parts if isinstance(p, _Slot)]
-            if names:
-                # `--command={x}`, `-c{x}`: the value of the option it is glued to
-                option = glued_option("".join(p for p in parts if isinstance(p, str)))
-                problem = code_position(words) or (
-                    code_position([*words, option]) if option else None
-                )
-                if problem:
-                    raise TemplateError(
-                        f"placeholder {{{names[0]}}} cannot be used {problem} in run template"
-                        f" {template!r}"
-                    )
-                words.append(None)
-                continue
-            words.append("".join(_parse(item)))  # no placeholders: all text
-        else:
-            words.append(_scalar_text(item))
-
-
 def _quote(text: str) -> str:
     """``text`` as one literal shell word, quoted even where shlex would leave it
     bare but ``[[ ... ]]`` would read an operator (``-L``, ``==``)."""
@@ -384,9 +208,9 @@ def _shell_word(value: Any, context: str) -> str:
 
     if isinstance(value, list | tuple):
         if context == TOP:
-            return " ".join(_quote(_scalar_text(v)) for v in value)
+            return " ".join(_quote(scalar_text(v)) for v in value)
         value = as_text(value)  # inside quotes the author asked for one word
-    word = _quote(_scalar_text(value))
+    word = _quote(scalar_text(value))
     if context == SQ:  # close the author's '...', add the quoted value, reopen
         return f"'{word}'"
     if context == DQ:
@@ -419,7 +243,7 @@ def expand_shell(
     """
     from mdagent.safety.shell.slots import TOP
 
-    plan = _shell_plan(template)
+    plan = shell_plan(template)
     if allow_options is not None:
         for step in plan:
             if not isinstance(step, str):
@@ -462,14 +286,14 @@ def expand_url(
     in. Array items are encoded one by one and joined with ``,``; an absent
     optional value is empty.
     """
-    steps = [p if isinstance(p, str) else (p.name, None) for p in _parse(template)]
+    steps = [p if isinstance(p, str) else (p.name, None) for p in parse_template(template)]
     return _fill(steps, args, params, required, _url_part)
 
 
 def _url_part(value: Any, _context: Any) -> str:
     if isinstance(value, list | tuple):
-        return ",".join(quote(_scalar_text(v), safe="") for v in value)
-    return quote(_scalar_text(value), safe="")
+        return ",".join(quote(scalar_text(v), safe="") for v in value)
+    return quote(scalar_text(value), safe="")
 
 
 def _fill(
@@ -513,8 +337,8 @@ def expand_value(
 
 def _expand(template: Any, args: Mapping[str, Any], params: Mapping[str, Any], required) -> Any:
     if isinstance(template, str):
-        parts = _parse(template)
-        if len(parts) == 1 and isinstance(parts[0], _Slot):
+        parts = parse_template(template)
+        if len(parts) == 1 and isinstance(parts[0], Slot):
             return _lookup(parts[0].name, args, params, required)
         out = []
         for part in parts:
