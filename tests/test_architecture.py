@@ -27,7 +27,6 @@ KNOWN_LONG = {
     "safety/protected.py",
     "providers/base.py",
     "registry/registry.py",
-    "safety/shell/shellparse.py",
     "store/store.py",
     "tools/templates.py",
     "runtime/trust.py",
