@@ -15,12 +15,6 @@ import grimp
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "mdagent"
 MAX_LINES = 800
 
-# Known until the restructure of issue 31 removes them; none may be added.
-KNOWN_CYCLES = []
-KNOWN_LONG = {
-    "safety/shell/shellparse.py",
-}
-
 
 def import_cycles(graph=None) -> list[set[str]]:
     """The strongly connected components of mdagent's import graph (more than one module each).
@@ -78,10 +72,8 @@ def import_cycles(graph=None) -> list[set[str]]:
     return found
 
 
-def test_the_import_graph_has_no_new_cycle():
-    cycles = import_cycles()
-    new = [sorted(c) for c in cycles if not any(c <= known for known in KNOWN_CYCLES)]
-    assert new == []
+def test_the_import_graph_has_no_cycle():
+    assert [sorted(c) for c in import_cycles()] == []
 
 
 def test_a_cycle_is_found_when_there_is_one(tmp_path, monkeypatch):
@@ -104,7 +96,7 @@ def test_no_module_is_over_800_lines():
         for path in PACKAGE.rglob("*.py")
         if len(path.read_text().splitlines()) > MAX_LINES
     }
-    assert sorted(set(long) - KNOWN_LONG) == []
+    assert long == {}
 
 
 def test_the_public_apis_annotations_resolve():

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mdagent.safety.shell.shellparse import Unparseable, parse, segments, try_parse, unwrap
+from mdagent.safety.shell.shellparse import Unparseable, parse, segments, try_parse
+from mdagent.safety.shell.wrappers import unwrap
 
 
 @pytest.mark.parametrize(
@@ -499,9 +500,9 @@ def test_an_output_option_is_a_write_of_its_own():
 
 def _wrapper_forms():
     """`WRAPPER [one of its options] [operands] rm x` for every option of every wrapper."""
-    from mdagent.safety.shell.shellparse import _WRAPPERS
+    from mdagent.safety.shell.wrappers import WRAPPERS
 
-    for name, spec in _WRAPPERS.items():
+    for name, spec in WRAPPERS.items():
         forms = [[]]
         forms += [[f"-{c}"] for c in spec.flags]
         forms += [[f"-{c}", "1"] for c in spec.valued] + [[f"-{c}1"] for c in spec.valued]
@@ -526,9 +527,9 @@ def test_every_option_of_every_wrapper_is_read_to_the_program(command):
 
 def _wrapper_prefixes():
     """Every prefix of every long option of every wrapper, with whether it is ambiguous."""
-    from mdagent.safety.shell.shellparse import _WRAPPERS
+    from mdagent.safety.shell.wrappers import WRAPPERS
 
-    for name, spec in _WRAPPERS.items():
+    for name, spec in WRAPPERS.items():
         longs = spec.long_flags | spec.long_valued | spec.long_optional
         for option in sorted(longs):
             for end in range(1, len(option)):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from mdagent.safety.shell import shellparse
+from mdagent.safety.shell import grammar
 from mdagent.safety.shell.shellparse import Unparseable, parse
 
 
@@ -109,6 +109,6 @@ def test_a_line_too_deep_for_the_walker_is_refused_saying_why():
 def test_the_first_line_a_process_parses_builds_the_parser(monkeypatch):
     # The parser is built on first use; the test process already has one, so
     # start from a fresh process's state.
-    monkeypatch.setattr(shellparse, "_parser", None)
+    monkeypatch.setattr(grammar, "_parser", None)
     assert _cores("ls; rm x") == [("ls",), ("rm", "x")]
     assert _cores("cat y") == [("cat", "y")]  # and reused after

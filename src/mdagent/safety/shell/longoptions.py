@@ -13,7 +13,7 @@ them (``tar --checkpoint``, an option of its own, is not
 
 Read by :mod:`mdagent.safety.shell.programs` (git, tar, sed, less…) and
 :mod:`mdagent.safety.shell.interpreters` (make's and julia's code options), and by
-:mod:`mdagent.safety.shell.shellparse` for the options that write a file.
+:mod:`mdagent.safety.shell.understanding` for the options that write a file.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def _long(parser: str, dangerous: str, exact: str = "") -> LongOptions:
 
 
 # The programs whose long options may be abbreviated and that run what an
-# option names. The wrappers of shellparse (env, timeout, sudo…) read their
-# abbreviations there (`_options`); make's and julia's code options are read
+# option names. The wrappers (env, timeout, sudo…) read their abbreviations
+# in mdagent.safety.shell.wrappers (`_options`); make's and julia's code options are read
 # in mdagent.safety.shell.interpreters with these entries.
 LONG_OPTIONS: dict[str, LongOptions] = {
     "git": _long(

@@ -28,8 +28,7 @@ from dataclasses import dataclass
 from mdagent.safety.shell.lexicon import SHELLS, STDIN_FILES
 from mdagent.safety.shell.longoptions import ALIASES as _ALIASES
 from mdagent.safety.shell.longoptions import abbreviated, dangerous_option
-
-COMPUTED = "computed"  # shellparse's kind of a word computed at run time
+from mdagent.safety.shell.words import COMPUTED
 
 
 @dataclass(frozen=True)
@@ -54,8 +53,8 @@ class Runs:
 def runs(core: tuple[str, ...], kinds: tuple[str, ...] | None = None) -> Runs | None:
     """Why ``core`` (a command without wrappers) runs more than its words show, or None.
 
-    ``kinds`` says how each word was written (shellparse's literal, pattern
-    or computed); a script computed at run time is unknowable.
+    ``kinds`` says how each word was written (literal, pattern or computed:
+    :mod:`mdagent.safety.shell.words`); a script computed at run time is unknowable.
     """
     if not core:
         return None

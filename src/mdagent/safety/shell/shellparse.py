@@ -26,27 +26,50 @@ Each segment also says how well it was understood (:class:`Segment`):
 text as code (``eval``, ``sh -c``, ``${x@P}`` is refused outright,
 arithmetic, names with subscripts), which no allow pattern may cover; and
 ``unchecked`` when even the program that runs is unknown (named at run time,
-behind a wrapper option not in :data:`_WRAPPERS`, a shell reading a pipe),
-which the policy counts as matching every deny rule.
+behind a wrapper option not in :data:`~mdagent.safety.shell.wrappers.WRAPPERS`,
+a shell reading a pipe), which the policy counts as matching every deny rule.
+
+This module is the walker: it reads the syntax tree and refuses what the
+grammar may read differently from bash. How one word's text reads is
+:mod:`mdagent.safety.shell.words`'s; taking wrappers (``env``, ``sudo``…) off a
+command is :mod:`mdagent.safety.shell.wrappers`'s; what one command does that its
+words do not show (builtins, ``find -exec``, options that write a file) is
+:mod:`mdagent.safety.shell.understanding`'s.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
-import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mdagent.safety.shell.lexicon import (
-    ARITHMETIC_TESTS,
-    CODE_BUILTINS,
-    DECLARERS,
-    KEYWORDS,
-    NAME_TAKERS,
-    SHELLS,
-    STDIN_FILES,
+from mdagent.safety.shell.grammar import BLANKS, fields, misreading, syntax_tree
+from mdagent.safety.shell.lexicon import KEYWORDS
+from mdagent.safety.shell.understanding import (
+    hidden_commands,
+    option_outputs,
+    reads_script_from_stdin,
+    shell_code,
+    why_dynamic,
 )
+from mdagent.safety.shell.words import (
+    BRACES,
+    COMPUTED,
+    DQ_ESCAPE,
+    ESCAPE,
+    GLOB,
+    HEREDOC_ESCAPE,
+    HIDDEN_OR_PROCESS,
+    KIND_ORDER,
+    LITERAL,
+    PATTERN,
+    PLAIN_EXPANSION,
+    SUBSCRIPT_CODE,
+    ansi_c,
+    hides_command,
+    unescape,
+)
+from mdagent.safety.shell.wrappers import Unwrapped, read_wrappers
 
 
 class Unparseable(ValueError):
@@ -100,19 +123,6 @@ class Segment:
 # actions of their own; these targets are harmless to write to.
 _WRITING = {">", ">>", ">|", "&>", "&>>", ">&"}
 _HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr", "-"}
-# How each word of a segment was written: literal after quote removal, a
-# static pattern (glob or brace expansion: file names, not code), or computed
-# at run time (any expansion or substitution).
-LITERAL, PATTERN, COMPUTED = "literal", "pattern", "computed"
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
-_DURATION = re.compile(r"(\d+(\.\d*)?|\.\d+)[smhd]?|inf(inity)?")
-_INTEGER = re.compile(r"[+-]?\d+")
-_KIND_ORDER = (LITERAL, PATTERN, COMPUTED)
-# Unquoted glob characters and brace expansions ({a,b}, {1..3}) in a word.
-_GLOB = re.compile(r"[*?[]")
-_BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
-# ${name}, ${1}, ${#name}: a value read, nothing evaluated or assigned.
-_PLAIN_EXPANSION = re.compile(r"\$\{#?([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])\}")
 _MAX_DEPTH = 8
 
 # Words and literal text: the node types whose quoting argv removes.
@@ -140,36 +150,7 @@ _EXPRESSIONS = {
 }  # fmt: skip
 # Parts of a string or here-document that bash expands.
 _EXPANSIONS = {"simple_expansion", "expansion", "command_substitution", "arithmetic_expansion"}
-# Text bash would expand although the grammar read it as plain text.
-_HIDDEN = ("`", "$(", "${", "$[")
-_HIDDEN_OR_PROCESS = (*_HIDDEN, "<(", ">(")
-# Bash evaluates an array subscript found in a string as arithmetic, running
-# its substitutions: read, printf -v, [[ -v ]], [[ 1 -eq 'a[$(cmd)]' ]], (( )).
-_SUBSCRIPT_CODE = re.compile(r"\[[^\]]*(\$\(|`)")
-_ESCAPE = re.compile(r"\\(.)", re.S)
-_DQ_ESCAPE = re.compile(r'\\([$`"\\\n])')
-_HEREDOC_ESCAPE = re.compile(r"\\([$`\\\n])")
-_ANSI_C_ESCAPE = re.compile(
-    r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.)", re.S
-)
-_ANSI_C_SIMPLE = {
-    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
-    "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
-}  # fmt: skip
-# A backslash-newline (an odd run of backslashes before the newline).
-_CONTINUATION = re.compile(rb"(?<!\\)(?:\\\\)*(\\\n)")
-_ESCAPED_BLANK = re.compile(rb"(?<!\\)(?:\\\\)*(\\[ \t])")
-_BLANKS = (b" ", b"\t", b"\n")
-_BEFORE_COMMENT = (*_BLANKS, b";", b"&", b"|", b"(", b")")
-# Tokens whose text bash reads as one piece (or not at all: comments).
-_TOKENS = {
-    "word", "raw_string", "ansi_c_string", "string", "string_content", "comment",
-    "heredoc_body", "heredoc_content", "regex", "extglob_pattern",
-}  # fmt: skip
 _HEREDOC_DELIMITER = re.compile(r"\\?([\w.@%+:,-]+)|'([\w.@%+:,-]+)'|\"([\w.@%+:,-]+)\"")
-
-_parser: Any = None
-_parser_lock = threading.Lock()
 
 
 def parse(command: str) -> list[Segment]:
@@ -193,277 +174,6 @@ def try_parse(command: str) -> list[Segment] | None:
         return None
 
 
-def unwrap(argv: tuple[str, ...] | list[str]) -> tuple[str, ...]:
-    """``argv`` without leading assignments, wrapper programs and their options.
-
-    ``FOO=1 nohup timeout -s KILL 5 rm -rf x`` -> ``rm -rf x``. Where a
-    wrapper's options cannot be read (an option it does not know), what
-    follows the wrapper is returned; :class:`Segment` marks such a segment
-    ``unchecked``.
-    """
-    return _unwrap(tuple(argv), (LITERAL,) * len(argv)).core
-
-
-@dataclass(frozen=True)
-class _Wrapper:
-    """How a wrapper reads its options: GNU getopt with ``+``, so they end at
-    the first operand. Long options may be abbreviated, as getopt allows."""
-
-    flags: str = ""  # short options without a value
-    valued: str = ""  # short options that take a value (attached or next word)
-    optional: str = ""  # short options whose value, if any, is attached (xargs -i{})
-    long_flags: frozenset[str] = frozenset()
-    long_valued: frozenset[str] = frozenset()
-    long_optional: frozenset[str] = frozenset()  # --opt or --opt=value
-    operands: int = 0  # words before the command: timeout's duration, flock's file
-    assignments: bool = False  # NAME=value words before the command (env, sudo)
-
-
-def _wrapper(
-    flags: str = "",
-    valued: str = "",
-    optional: str = "",
-    long_flags: str = "",
-    long_valued: str = "",
-    long_optional: str = "",
-    operands: int = 0,
-    assignments: bool = False,
-) -> _Wrapper:
-    return _Wrapper(
-        flags,
-        valued,
-        optional,
-        frozenset(long_flags.split()),
-        frozenset(long_valued.split()),
-        frozenset(long_optional.split()),
-        operands,
-        assignments,
-    )
-
-
-# The options of each wrapper, from its manual (GNU coreutils, util-linux,
-# procps, findutils, sudo, bash builtins). An option missing here makes the
-# segment unchecked rather than guessed at.
-_WRAPPERS: dict[str, _Wrapper] = {
-    "env": _wrapper(
-        "i0v", "uCS", "", "ignore-environment null debug list-signal-handling",
-        "unset chdir split-string", "ignore-signal default-signal block-signal",
-        assignments=True,
-    ),
-    "command": _wrapper("pvV"),
-    "builtin": _wrapper(),
-    "exec": _wrapper("cl", "a"),
-    "nohup": _wrapper(),
-    "nice": _wrapper("", "n", "", "", "adjustment"),
-    "time": _wrapper("apqvV", "fo", "", "append portability quiet verbose", "format output"),
-    "timeout": _wrapper(
-        "v", "sk", "", "foreground preserve-status verbose", "signal kill-after", operands=1
-    ),
-    "sudo": _wrapper(
-        "AbEHiKklnPSsVvBN", "CDghpRrtTUu", "",
-        "askpass background bell login no-update non-interactive preserve-groups "
-        "remove-timestamp reset-timestamp set-home shell stdin list validate",
-        "chdir chroot close-from command-timeout group host other-user prompt role type user",
-        "preserve-env",
-        assignments=True,
-    ),
-    "doas": _wrapper("nsL", "uC"),
-    "xargs": _wrapper(
-        "0prtx", "aEdILnPs", "eil",
-        "null interactive no-run-if-empty verbose exit open-tty show-limits",
-        "arg-file delimiter max-args max-procs max-chars process-slot-var",
-        "eof replace max-lines",
-    ),
-    "stdbuf": _wrapper("", "ioe", "", "", "input output error"),
-    "setsid": _wrapper("cfw", "", "", "ctty fork wait"),
-    "chrt": _wrapper(
-        "abdefimoprRv", "TPD", "",
-        "all-tasks batch deadline ext fifo idle max other pid rr reset-on-fork verbose",
-        "sched-runtime sched-period sched-deadline",
-    ),
-    "ionice": _wrapper("pPut", "cn", "", "pid pgid uid ignore", "class classdata"),
-    "taskset": _wrapper("acp", "", "", "all-tasks cpu-list pid", operands=1),
-    "flock": _wrapper(
-        "sexnoFu", "wE", "", "shared exclusive nonblock nb close no-fork unlock verbose",
-        "timeout wait conflict-exit-code", operands=1,
-    ),
-    "watch": _wrapper(
-        "bcCegprtwx", "nq", "d",
-        "beep color no-color errexit chgexit precise no-rerun no-title no-wrap "
-        "no-linewrap exec",
-        "interval equexit", "differences",
-    ),
-    "busybox": _wrapper(),
-    "chroot": _wrapper("", "", "", "skip-chdir", "userspec groups", operands=1),
-    "unbuffer": _wrapper("p"),
-    "eatmydata": _wrapper(),
-}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class _Unwrapped:
-    core: tuple[str, ...]
-    kinds: tuple[str, ...]
-    stages: tuple[tuple[str, ...], ...]
-    code: str | None = None  # shell code a wrapper runs (flock -c, watch)
-    unknown: str | None = None  # why what runs could not be read
-    chdirs: tuple[str | None, ...] = ()  # folders wrappers change to (None: unknown)
-    appends: str | None = None  # the wrapper that adds arguments at run time (xargs)
-    assigned: tuple[str, ...] = ()  # NAME=value words set for the command (also env -S's)
-
-
-# Wrapper options that change the folder the command runs in; None: to a
-# folder not named on the line (a login shell's home, a new root).
-_CHDIR_OPTIONS = {
-    "env": {"C": "", "chdir": ""},
-    "sudo": {"D": "", "chdir": "", "i": None, "login": None},
-    "chroot": {},
-}
-
-
-def _unwrap(argv: tuple[str, ...], kinds: tuple[str, ...]) -> _Unwrapped:  # noqa: C901
-    words, how = list(argv), list(kinds)
-    stages: list[tuple[str, ...]] = []
-    chdirs: list[str | None] = []
-    assigned: list[str] = []
-    code = appends = None
-
-    def assignments() -> None:
-        while words and _ASSIGNMENT.match(words[0]):
-            assigned.append(words[0])
-            del words[0], how[0]
-
-    def done(unknown: str | None = None) -> _Unwrapped:
-        if words and (not stages or stages[-1] != tuple(words)):
-            stages.append(tuple(words))
-        return _Unwrapped(
-            tuple(words),
-            tuple(how),
-            tuple(stages),
-            code,
-            unknown,
-            tuple(chdirs),
-            appends,
-            tuple(assigned),
-        )
-
-    assignments()
-    while words:
-        if how[0] != LITERAL:
-            return done(f"the program `{words[0]}` is named at run time")
-        name = words[0].rsplit("/", 1)[-1]
-        spec = _WRAPPERS.get(name)
-        if spec is None:
-            break
-        stages.append(tuple(words))
-        del words[0], how[0]
-        try:
-            end, options = _options(name, spec, words, how)
-        except Unparseable as exc:
-            return done(f"`{name}` {exc}")
-        split = options.get("S") or options.get("split-string")
-        del words[:end], how[:end]
-        for option, known in _CHDIR_OPTIONS.get(name, {}).items():
-            if option in options:
-                chdirs.append(options[option] if known is not None else None)
-        if name == "chroot":
-            chdirs.append(None)  # every path is read inside the new root
-        if name == "xargs":
-            appends = name
-        if split is not None:
-            # env -S: the string is split into words that precede the rest.
-            try:
-                extra = shlex.split(split, comments=False, posix=True)
-            except ValueError:
-                return done("`env -S` string that cannot be split")
-            if any(c in split for c in "$\\"):
-                return done("`env -S` string with escapes or variables")
-            if any(word.startswith("#") for word in extra):
-                # env ends the string at a word that starts with `#` (a comment);
-                # a quoted `'#'` does not: which one it was, shlex has forgotten.
-                return done("`env -S` string with a `#` comment")
-            words[:0], how[:0] = extra, [LITERAL] * len(extra)
-        if spec.assignments:
-            assignments()
-        for _ in range(spec.operands):
-            if not words:
-                break
-            if how[0] != LITERAL:
-                return done(f"`{name}` operand `{words[0]}` is computed at run time")
-            if name == "timeout" and not _DURATION.fullmatch(words[0]):
-                return done(f"`timeout` duration `{words[0]}` not understood")
-            del words[0], how[0]
-        if name == "chrt" and words and _INTEGER.fullmatch(words[0]):
-            del words[0], how[0]  # the priority, unless --max or --pid mode
-        if name == "flock" and words[:1] in (["-c"], ["--command"]):
-            code = words[1] if len(words) > 1 else ""
-            del words[:], how[:]
-        elif name == "watch" and words and "x" not in options and "exec" not in options:
-            code = " ".join(words)  # watch runs its words through sh -c
-    return done()
-
-
-def _options(
-    name: str, spec: _Wrapper, words: list[str], how: list[str]
-) -> tuple[int, dict[str, str]]:
-    """Read a wrapper's options from ``words``: the index of its first operand
-    and the options seen (by letter or long name, with their values)."""
-    seen: dict[str, str] = {}
-    longs = spec.long_flags | spec.long_valued | spec.long_optional
-    i = 0
-    while i < len(words):
-        word = words[i]
-        if how[i] != LITERAL:
-            if word.startswith("-") or how[i] == COMPUTED:
-                raise Unparseable(f"option `{word}` is computed at run time")
-            break
-        if word == "--":
-            return i + 1, seen
-        if name == "env" and word == "-":
-            seen["i"] = ""
-        elif name == "nice" and re.fullmatch(r"--?\d+", word):
-            seen["n"] = word.lstrip("-")
-        elif word.startswith("--"):
-            key, eq, value = word[2:].partition("=")
-            matches = [o for o in longs if o == key] or [o for o in longs if o.startswith(key)]
-            if len(matches) != 1:
-                raise Unparseable(f"option `{word}` not understood")
-            key = matches[0]
-            if key in spec.long_valued and not eq:
-                if i + 1 >= len(words) or how[i + 1] != LITERAL:
-                    raise Unparseable(f"option `{word}` without a literal value")
-                i += 1
-                value = words[i]
-            elif key in spec.long_flags and eq:
-                raise Unparseable(f"option `{word}` takes no value")
-            seen[key] = value
-        elif word.startswith("-") and len(word) > 1:
-            j = 1
-            while j < len(word):
-                letter = word[j]
-                if letter in spec.flags:
-                    seen[letter] = ""
-                    j += 1
-                    continue
-                if letter in spec.valued:
-                    value = word[j + 1 :]
-                    if not value:
-                        if i + 1 >= len(words) or how[i + 1] != LITERAL:
-                            raise Unparseable(f"option `-{letter}` without a literal value")
-                        i += 1
-                        value = words[i]
-                elif letter in spec.optional:
-                    value = word[j + 1 :]
-                else:
-                    raise Unparseable(f"option `-{letter}` not understood")
-                seen[letter] = value
-                break
-        else:
-            break
-        i += 1
-    return i, seen
-
-
 def _parse(command: str, depth: int) -> list[Segment]:
     if depth > _MAX_DEPTH:
         raise Unparseable("commands nested too deeply")
@@ -477,13 +187,15 @@ def _parse(command: str, depth: int) -> list[Segment]:
         source = command.encode("utf-8")
     except UnicodeEncodeError:
         raise Unparseable("command is not valid text") from None
-    tree = _syntax_tree(source)
+    tree = syntax_tree(source)
     root = tree.root_node
     if root.has_error:
         raise Unparseable("cannot parse command: syntax error")
     walker = _Walker(source, depth)
     try:
-        walker.check_blanks(root)
+        problem = misreading(source, root)
+        if problem:
+            raise Unparseable(problem)
         walker.statement(root)
     except Unparseable:
         raise
@@ -497,356 +209,6 @@ def _parse(command: str, depth: int) -> list[Segment]:
         # no part of the line is then understood well enough to allow.
         return [s if s.dynamic else replace(s, dynamic=walker.evaluates) for s in walker.out]
     return walker.out
-
-
-def _syntax_tree(source: bytes) -> Any:
-    global _parser
-    # One parser per process; a parser is not safe to share between threads.
-    with _parser_lock:
-        if _parser is None:
-            import tree_sitter  # only exec calls need it; keeps start-up lean
-            import tree_sitter_bash
-
-            _parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-        return _parser.parse(source)
-
-
-def _hides_command(text: str, markers: tuple[str, ...] = _HIDDEN) -> bool:
-    """Whether ``text``, read as plain, holds an unescaped substitution."""
-    plain = _ESCAPE.sub("", text)
-    return any(marker in plain for marker in markers)
-
-
-def _ansi_c(body: str) -> str:
-    """The text of ``$'body'``: escapes decoded as bash does."""
-
-    def decode(match: re.Match[str]) -> str:
-        code = match.group(1)
-        try:
-            if code[0] in "xuU":
-                return chr(int(code[1:], 16))
-            if code[0].isdigit():
-                return chr(int(code, 8) & 0xFF)
-        except (ValueError, OverflowError):
-            return match.group(0)
-        if code[0] == "c" and len(code) == 2:
-            return chr(ord(code[1]) & 0x1F)
-        return _ANSI_C_SIMPLE.get(code, match.group(0))
-
-    return _ANSI_C_ESCAPE.sub(decode, body)
-
-
-def _reads_script_from_stdin(core: tuple[str, ...]) -> bool:
-    """Whether ``core`` runs what it reads: a shell without ``-c``, ``. /dev/stdin``.
-
-    Errs towards yes: a shell given a script file is taken to read code too.
-    """
-    program = core[0].rsplit("/", 1)[-1] if core else ""
-    if program in (".", "source"):
-        return any(w in STDIN_FILES for w in core[1:2])
-    if program not in SHELLS:
-        # A program outside the wrapper table may run its arguments, its input
-        # passed on (`ssh-agent sh < f`, `script -qc sh /dev/null < f`): a
-        # shell named in them reads that input as code. Printers and searchers
-        # that only take a word as text are exempt.
-        if program in _TEXT_ONLY:
-            return False
-        return any(
-            part.rsplit("/", 1)[-1] in SHELLS or part in (".", "source")
-            for word in core[1:]
-            for part in word.split()[:1]
-        )
-    return not any(w.startswith("-") and not w.startswith("--") and "c" in w for w in core[1:])
-
-
-# Programs that take their words as text (to print, search or test), never as a command.
-_TEXT_ONLY = {
-    "echo", "printf", "grep", "egrep", "fgrep", "rg", "cat", "ls", "head", "tail", "wc",
-    "which", "type", "test", "[", "man", "file", "stat", "sort", "uniq", "cut", "tr",
-    "basename", "dirname", "git", "diff", "cmp", "comm", "jq", "awk", "sed",
-}  # fmt: skip
-
-
-def _dynamic(argv: tuple[str, ...], kinds: tuple[str, ...], unwrapped: _Unwrapped) -> str | None:
-    """Why no allow pattern may cover this segment, or None when it is fully understood.
-
-    Understood means every word is literal after quote removal (a glob or
-    brace expansion in an argument only names files) and nothing in it makes
-    bash evaluate text as code or compute what runs.
-    """
-    for word, kind in zip(argv, kinds, strict=True):
-        if kind == COMPUTED:
-            return f"`{word}` is computed at run time"
-        name = _ASSIGNMENT.match(word)
-        if name and "[" in name.group(0):
-            return f"`{word}` assigns to a subscript, evaluated as arithmetic"
-    found = _code_assignment(unwrapped)
-    if found:
-        return found.why
-    if unwrapped.code is not None:
-        return "a wrapper runs its arguments as shell code"
-    core = unwrapped.core
-    if not core:
-        return None
-    program = core[0].rsplit("/", 1)[-1]
-    args = core[1:]
-    if program in CODE_BUILTINS:
-        return f"`{program}` runs text as code"
-    if program == "parallel":
-        return "`parallel` runs its arguments as shell commands"
-    found = _runs(unwrapped)
-    if found and not found.inline:
-        return found.why
-    if program in SHELLS and (not args or args[0].startswith(("-", "+"))):
-        return f"`{program}` runs a string or its input as code"
-    if program in ("[", "[[", "test", "(("):
-        return _dynamic_test(program, args)
-    if program in NAME_TAKERS:
-        names = args
-        if program == "printf":
-            names = _printf_target(args)
-        if any("[" in w for w in names):
-            return f"`{program}` into a subscript, evaluated as arithmetic"
-    return None
-
-
-# Words that define what a command name runs: aliases, hashed paths and
-# functions imported from the environment (env 'BASH_FUNC_ls%%=() { rm "$@"; }').
-_RENAMING_WORDS = re.compile(r"BASH_ALIASES|BASH_CMDS|BASH_FUNC_")
-# Programs that run a command once per file they find: the command's own
-# arguments end at `;` or `+` (find) or the end of the line (fd).
-_RUNS_PER_FILE = {
-    "find": {"-exec", "-execdir", "-ok", "-okdir"},
-    "fd": {"-x", "--exec", "-X", "--exec-batch"},
-    "fdfind": {"-x", "--exec", "-X", "--exec-batch"},
-}
-# `read` options that take a value which is not a variable name.
-_READ_VALUED = "dinNptu"
-
-
-def _hidden(argv: tuple[str, ...], unwrapped: _Unwrapped) -> tuple[list[_Unwrapped], str | None]:
-    """What runs that deny rules cannot fully see: the commands a program runs
-    per file it finds (``find -exec rm {} ;``, each unwrapped), and why the
-    segment is unchecked (None: deny rules see everything it runs).
-
-    Unchecked: a command whose arguments are added at run time (``xargs
-    rm``: a deny rule ``exec(rm -rf *)`` cannot tell what ``rm`` gets), and a
-    builtin that changes what a later command name runs (``alias ll=rm``,
-    ``hash -p /bin/rm ls``, ``enable -f``, ``shopt -s expand_aliases``,
-    ``BASH_CMDS[ls]=``, a variable name computed at run time, which may be
-    one of those).
-    """
-    inner: list[_Unwrapped] = []
-    for word in argv:
-        if _RENAMING_WORDS.search(word):
-            return inner, f"`{word}` changes what a command name runs"
-    for found in (_code_assignment(unwrapped), _runs(unwrapped)):
-        if found and found.hidden:
-            return inner, found.why
-    core = unwrapped.core
-    if not core:
-        return inner, None
-    program = core[0].rsplit("/", 1)[-1]
-    args = core[1:]
-    if unwrapped.appends:
-        return inner, f"`{unwrapped.appends}` adds arguments to `{program}` at run time"
-    starts = _RUNS_PER_FILE.get(program)
-    if starts:
-        kinds = unwrapped.kinds
-        i = 1
-        while i < len(core):
-            if core[i] in starts:
-                end = i + 1
-                while end < len(core) and core[end] not in (";", "+"):
-                    end += 1
-                if end > i + 1:
-                    inner.append(_unwrap(core[i + 1 : end], kinds[i + 1 : end]))
-                i = end
-            i += 1
-        if inner:
-            return inner, f"`{program}` runs a command with file names found at run time"
-    if program == "parallel":
-        return inner, "`parallel` runs its arguments as shell commands"
-    if program in SHELLS or program in (".", "source"):
-        # `source <(curl …)`, `bash <(…)`, `sh $f`: code that exists only at run time.
-        operands = [
-            (w, k) for w, k in zip(args, unwrapped.kinds[1:], strict=True) if w[:1] not in "-+"
-        ]
-        if operands and operands[0][1] == COMPUTED:
-            return inner, f"`{program}` runs code from `{operands[0][0]}`, computed at run time"
-        if program in (".", "source") and operands and _device(operands[0][0]):
-            return inner, f"`{program} {operands[0][0]}` runs code read from a file descriptor"
-    return inner, _renames(program, args)
-
-
-def _renames(program: str, args: tuple[str, ...]) -> str | None:
-    """Why ``program args`` may change what a later command name runs, or None."""
-    options = "".join(w[1:] for w in args if w.startswith("-") and not w.startswith("--"))
-    changes = f"`{program}` changes what a command name runs"
-    if program == "alias" and any("=" in w for w in args):
-        return changes
-    if (program == "hash" and "p" in options) or (program == "enable" and args):
-        return changes
-    if program == "shopt" and "expand_aliases" in args:
-        return "`shopt -s expand_aliases` makes aliases run"
-    if (program in ("mapfile", "readarray", "complete", "compgen") and "C" in options) or (
-        program == "bind" and "x" in options
-    ):
-        return f"`{program} -C`/`-x` runs a command given as text"
-    if program == "fc":
-        return "`fc` runs commands from the history"
-    names: tuple[str, ...] = ()
-    if program in ("declare", "typeset", "local", "export", "readonly"):
-        names = tuple(w.split("=", 1)[0] for w in args if not w.startswith(("-", "+")))
-        computed = [w for w in args if w.startswith(("-", "+")) and ("$" in w or "`" in w)]
-        if computed:  # `declare -$o r=…` is `declare -n r=…` when o=n
-            return f"`{program}` option `{computed[0]}` is computed at run time"
-        if "n" in options and any("$" in w or "`" in w for w in args):
-            return f"`{program} -n` refers to a variable named at run time"
-    elif program == "read":
-        names = _read_names(args)
-    elif program in ("mapfile", "readarray") and args:
-        names = args[-1:]
-    elif program == "printf":
-        names = _printf_target(args)
-    elif program == "getopts":
-        names = args[1:2]
-    if any("$" in n or "`" in n for n in names):
-        return f"`{program}` assigns to a variable named at run time"
-    return None
-
-
-# Options that name a file a program writes: a write of its own, like `> file`.
-# Any prefix counts (getopt_long takes one: `sort --out=f`, `git log --outp=f`),
-# but `--log` alone, a flag of git merge and pull.
-_OUTPUT_OPTIONS = ("output", "output-file", "output-document", "outfile", "log-file")
-
-
-def _device(word: str) -> bool:
-    from mdagent.safety.shell.programs import device_path
-
-    return device_path(word)
-
-
-def _runs(unwrapped: _Unwrapped) -> Any:
-    """What the program runs besides itself (:func:`mdagent.safety.shell.programs.runs`)."""
-    from mdagent.safety.shell.programs import runs
-
-    return runs(unwrapped.core, unwrapped.kinds)
-
-
-def _code_assignment(unwrapped: _Unwrapped) -> Any:
-    """A variable set on the line that hands a program code or points it
-    elsewhere (``PROMPT_COMMAND=…``, ``GIT_DIR=…``; :func:`mdagent.safety.shell.programs.assigned`):
-    set for the command, or for the rest of the line — alone (``HOME=x;``),
-    by ``export``/``declare``…, or by ``read``/``printf -v``."""
-    from mdagent.safety.shell.programs import assigned
-
-    core = unwrapped.core
-    program = core[0].rsplit("/", 1)[-1] if core else ""
-    # None: for the rest of the line, where any program may read it.
-    scope = program if core and program not in DECLARERS else None
-    words = [(w, scope) for w in unwrapped.assigned]
-    if program in DECLARERS:
-        words += [(w, None) for w in core[1:] if _ASSIGNMENT.match(w)]
-        if "n" in "".join(w[1:] for w in core[1:] if w.startswith("-")):
-            # declare -n ref=PS4: assigning to ref sets PS4.
-            words += [(w.split("=", 1)[1] + "=", None) for w in core[1:] if "=" in w]
-    names = [(w, "", None) for w in _names_assigned(program, core[1:])]
-    for word, where in words:
-        match = _ASSIGNMENT.match(word)
-        if match:
-            names.append((match.group(0), word[match.end() :], where))
-    for name, value, where in names:
-        found = assigned(re.sub(r"(\[.*)?\+?=$", "", name), value, where)
-        if found:
-            return found
-    return None
-
-
-def _names_assigned(program: str, args: tuple[str, ...]) -> tuple[str, ...]:
-    """The variables ``read``, ``printf -v``, ``mapfile`` or ``getopts`` sets."""
-    if program == "read":
-        return _read_names(args)
-    if program == "printf":
-        return _printf_target(args)
-    if program in ("mapfile", "readarray"):
-        return args[-1:]
-    if program == "getopts":
-        return args[1:2]
-    return ()
-
-
-def _outputs(core: tuple[str, ...], kinds: tuple[str, ...]) -> list[tuple[str, str]]:
-    """The files ``--output=FILE``-style options of ``core`` name, with their kinds."""
-    from mdagent.safety.shell.longoptions import abbreviated
-
-    out = []
-    for i, word in enumerate(core[1:], start=1):
-        name, eq, value = word.partition("=")
-        if abbreviated(word, _OUTPUT_OPTIONS, ("log",)):
-            if eq:
-                out.append((value, kinds[i]))
-            elif i + 1 < len(core):
-                out.append((core[i + 1], kinds[i + 1]))
-    return out
-
-
-def _read_names(args: tuple[str, ...]) -> tuple[str, ...]:
-    """The variable names ``read args`` assigns to (``-a NAME`` included)."""
-    names: list[str] = []
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word == "--":
-            names += args[i + 1 :]
-            break
-        if word.startswith("-") and len(word) > 1:
-            at = next((j for j, c in enumerate(word) if j and c in _READ_VALUED + "a"), None)
-            if at is not None:
-                value = word[at + 1 :]
-                if not value and i + 1 < len(args):
-                    i += 1
-                    value = args[i]
-                if word[at] == "a":
-                    names.append(value)
-        else:
-            names.append(word)
-        i += 1
-    return tuple(names)
-
-
-def _dynamic_test(program: str, args: tuple[str, ...]) -> str | None:
-    if program == "((":
-        inner = " ".join(args[:-1])
-        if re.search(r"[A-Za-z_$\[]", inner):
-            return f"arithmetic `(( {inner} ))` may run code held in a variable"
-        return None
-    for i, word in enumerate(args):
-        if word == "-v":
-            return f"`{program} -v` evaluates a subscript as arithmetic"
-        if word in ARITHMETIC_TESTS:
-            around = args[i - 1 : i] + args[i + 1 : i + 2]
-            if not all(_INTEGER.fullmatch(w.strip()) for w in around):
-                return f"`{word}` evaluates its operands as arithmetic"
-    return None
-
-
-def _printf_target(args: tuple[str, ...]) -> tuple[str, ...]:
-    """The variable ``printf -v NAME`` assigns to (empty without ``-v``)."""
-    for i, word in enumerate(args):
-        if word == "-v":
-            return args[i + 1 : i + 2]
-        if word.startswith("-v"):
-            return (word[2:],)
-        if word == "--" or not word.startswith("-"):
-            break
-    return ()
-
-
-def _fields(node: Any) -> list[tuple[str | None, Any]]:
-    """The children of ``node`` with their field names."""
-    return [(node.field_name_for_child(i), child) for i, child in enumerate(node.children)]
 
 
 class _Walker:
@@ -888,7 +250,7 @@ class _Walker:
         elif kind in ("compound_statement", "negated_command"):
             if node.children and node.children[0].type == "((":
                 self.test(node)
-            elif self.source[node.start_byte + 1 : node.start_byte + 2] not in _BLANKS:
+            elif self.source[node.start_byte + 1 : node.start_byte + 2] not in BLANKS:
                 # To bash ``{ls;}`` and ``!ls`` are words, not a group or negation.
                 raise Unparseable(f"{self.text(node)[0]!r} not followed by a blank")
             else:
@@ -909,7 +271,7 @@ class _Walker:
             # The words (list, patterns, arithmetic) are expanded, the rest runs.
             if kind == "c_style_for_statement":
                 self.evaluates = "a for ((...)) header is evaluated as arithmetic"
-            for field, child in _fields(node):
+            for field, child in fields(node):
                 if not child.is_named or child.type == "comment":
                     continue
                 if field in ("variable", "value", "initializer", "condition", "update"):
@@ -917,7 +279,7 @@ class _Walker:
                 else:
                     self.statement(child)
         elif kind == "function_definition":
-            for field, child in _fields(node):
+            for field, child in fields(node):
                 if field == "name":
                     self.word(child)
                 elif field == "body":
@@ -944,7 +306,7 @@ class _Walker:
         input as code, which comes from where ``what`` says: unknowable here."""
         for i in range(start, len(self.out)):
             seg = self.out[i]
-            if seg.unchecked is None and _reads_script_from_stdin(seg.core):
+            if seg.unchecked is None and reads_script_from_stdin(seg.core):
                 why = f"`{seg.text}` {what}"
                 self.out[i] = replace(seg, dynamic=seg.dynamic or why, unchecked=why)
 
@@ -963,7 +325,7 @@ class _Walker:
         words: list[Any] = []
         herestrings: list[Any] = []
         extra: list[Any] = []
-        for field, child in _fields(node):
+        for field, child in fields(node):
             if child.type == "comment":
                 continue
             if child.type in ("file_redirect", "herestring_redirect"):
@@ -986,7 +348,7 @@ class _Walker:
         # The here-string is the input of all the command runs: the code it
         # runs in turn reads it too (`eval sh <<< CODE`, `sh -c sh <<< CODE`).
         readers = self.out[index:] if segment is not None else []
-        if any(_reads_script_from_stdin(s.core) for s in readers):
+        if any(reads_script_from_stdin(s.core) for s in readers):
             for herestring in herestrings:
                 self.herestring_script(herestring)
 
@@ -1001,14 +363,14 @@ class _Walker:
             return None
         self.check_one_line(words)
         text, argv, kinds = self.joined(words)
-        unwrapped = _unwrap(argv, kinds)
-        inner, hidden = _hidden(argv, unwrapped)
+        unwrapped = read_wrappers(argv, kinds)
+        inner, hidden = hidden_commands(argv, unwrapped)
         unchecked = unwrapped.unknown or hidden
-        dynamic = unwrapped.unknown or _dynamic(argv, kinds, unwrapped)
+        dynamic = unwrapped.unknown or why_dynamic(argv, kinds, unwrapped)
         stages = unwrapped.stages + tuple(s for i in inner for s in i.stages)
         segment = Segment(text, argv, unwrapped.core, stages, dynamic, unchecked, unwrapped.chdirs)
         self.out.insert(index, segment)
-        for offset, (path, kind) in enumerate(_outputs(unwrapped.core, unwrapped.kinds), 1):
+        for offset, (path, kind) in enumerate(option_outputs(unwrapped.core, unwrapped.kinds), 1):
             # `git log --output=f` writes f: like `> f`, a write a rule for
             # the command does not cover.
             words = (">", path)
@@ -1039,7 +401,7 @@ class _Walker:
             end = node.end_byte
         texts = ["".join(self.text(n) for n in group) for group in groups]
         argv = tuple("".join(self.unquote(n) for n in group) for group in groups)
-        kinds = tuple(max((self.kind(n) for n in group), key=_KIND_ORDER.index) for group in groups)
+        kinds = tuple(max((self.kind(n) for n in group), key=KIND_ORDER.index) for group in groups)
         return " ".join(texts), argv, kinds
 
     def kind(self, node: Any) -> str:
@@ -1052,8 +414,8 @@ class _Walker:
         ):  # fmt: skip
             return LITERAL
         if kind == "word":
-            plain = _ESCAPE.sub("", self.text(node))
-            return PATTERN if _GLOB.search(plain) or _BRACES.search(plain) else LITERAL
+            plain = ESCAPE.sub("", self.text(node))
+            return PATTERN if GLOB.search(plain) or BRACES.search(plain) else LITERAL
         if kind in ("brace_expression", "regex", "extglob_pattern"):
             return PATTERN
         if kind == "string":
@@ -1063,33 +425,12 @@ class _Walker:
             if kind == "number" and node.named_children:
                 return COMPUTED
             kinds = [self.kind(c) for c in node.children]
-            return max(kinds, key=_KIND_ORDER.index) if kinds else LITERAL
+            return max(kinds, key=KIND_ORDER.index) if kinds else LITERAL
         return COMPUTED
 
-    def inner_script(self, unwrapped: _Unwrapped) -> None:
-        """Add the segments of the code ``sh -c CODE``, ``eval ARGS``, ``trap CODE
-        SIG``, ``flock FILE -c CODE`` or ``watch CODE`` would run."""
-        codes = [unwrapped.code] if unwrapped.code else []
-        core = unwrapped.core
-        program = core[0].rsplit("/", 1)[-1] if core else ""
-        args = list(core[1:])
-        if program == "eval":
-            codes.append(" ".join(args[1:] if args[:1] == ["--"] else args))
-        elif program == "trap":
-            # trap [-lpP] [--] [ACTION SIGNAL...]: with two operands or more
-            # the first is code the shell runs later.
-            while args and args[0].startswith("-") and args[0] != "-":
-                if args.pop(0) == "--":
-                    break
-            if len(args) >= 2 and args[0] != "-":
-                codes.append(args[0])
-        elif program in SHELLS:
-            for i, word in enumerate(core[1:], start=1):
-                if word.startswith("-") and not word.startswith("--") and "c" in word:
-                    rest = core[i + 2 :] if core[i + 1 : i + 2] == ("--",) else core[i + 1 :]
-                    codes.append(rest[0] if rest else "")
-                    break
-        for code in codes:
+    def inner_script(self, unwrapped: Unwrapped) -> None:
+        """Add the segments of the shell code the command runs (:func:`shell_code`)."""
+        for code in shell_code(unwrapped):
             if code:
                 self.out.extend(_parse(code, self.depth + 1))
 
@@ -1108,7 +449,7 @@ class _Walker:
         if node.children[0].type != "((":
             self.check_one_line(atoms)
         text, argv, kinds = self.joined(atoms)
-        dynamic = _dynamic(argv, kinds, _Unwrapped(argv, kinds, (argv,)))
+        dynamic = why_dynamic(argv, kinds, Unwrapped(argv, kinds, (argv,)))
         if dynamic and argv[0] == "((":
             self.evaluates = dynamic
         self.out.insert(index, Segment(text, argv, argv, (argv,), dynamic))
@@ -1141,19 +482,19 @@ class _Walker:
         ):  # fmt: skip
             return
         if kind in ("raw_string", "ansi_c_string"):
-            if _SUBSCRIPT_CODE.search(self.unquote(node)):
+            if SUBSCRIPT_CODE.search(self.unquote(node)):
                 raise Unparseable("command substitution in a quoted array subscript")
         elif kind == "word":
             text = self.text(node)
             # `<(…)` too: bash runs one in `${x:-<(cmd)}`, where the grammar sees a word.
-            if _hides_command(text, _HIDDEN_OR_PROCESS):
+            if hides_command(text, HIDDEN_OR_PROCESS):
                 raise Unparseable("command substitution the grammar did not read")
             if "\n" in text.replace("\\\n", ""):
                 # The grammar may run a word on into the next line (``\rm``
                 # there); bash ends the command at the newline.
                 raise Unparseable("word across lines")
         elif kind in ("regex", "extglob_pattern"):
-            if _hides_command(self.text(node), _HIDDEN_OR_PROCESS):
+            if hides_command(self.text(node), HIDDEN_OR_PROCESS):
                 raise Unparseable("command substitution the grammar did not read")
         elif kind == "string":
             self.expanding(node, node.start_byte + 1, node.end_byte - 1)
@@ -1192,7 +533,7 @@ class _Walker:
             raise Unparseable(f"`{text}` runs its value as code")
         if kind == "arithmetic_expansion" and re.search(r"[A-Za-z_\[]", text[3:]):
             self.evaluates = f"arithmetic `{text}` may run code held in a variable"
-        elif kind == "expansion" and not _PLAIN_EXPANSION.fullmatch(text):
+        elif kind == "expansion" and not PLAIN_EXPANSION.fullmatch(text):
             self.evaluates = f"`{text}` is computed at run time"
         elif kind == "subscript":
             self.evaluates = f"subscript `{text}` is evaluated as arithmetic"
@@ -1213,9 +554,9 @@ class _Walker:
             elif child.type not in ("string_content", "heredoc_content"):
                 raise Unparseable(f"unsupported part of a string: {child.type}")
         literal.append(self.text(node, pos, max(pos, end)))
-        if any(_hides_command(part) for part in literal):
+        if any(hides_command(part) for part in literal):
             raise Unparseable("command substitution the grammar did not read")
-        if any(_SUBSCRIPT_CODE.search(_DQ_ESCAPE.sub(_unescape, part)) for part in literal):
+        if any(SUBSCRIPT_CODE.search(DQ_ESCAPE.sub(unescape, part)) for part in literal):
             raise Unparseable("command substitution in a quoted array subscript")
 
     def unquote(self, node: Any) -> str:
@@ -1223,22 +564,22 @@ class _Walker:
         kind = node.type
         text = self.text(node)
         if kind == "word":
-            if re.search(r"[ \t\n]", _ESCAPE.sub("", text)):
+            if re.search(r"[ \t\n]", ESCAPE.sub("", text)):
                 raise Unparseable("blank inside a word")  # echo } } is two words to bash
-            return _ESCAPE.sub(_unescape, text)
+            return ESCAPE.sub(unescape, text)
         if kind == "raw_string":
             return text[1:-1]
         if kind == "ansi_c_string":
-            return _ansi_c(text[2:-1])
+            return ansi_c(text[2:-1])
         if kind == "string":
             parts: list[str] = []
             pos = node.start_byte + 1
             for child in node.named_children:
                 if child.type in _EXPANSIONS:
-                    parts.append(_DQ_ESCAPE.sub(_unescape, self.text(node, pos, child.start_byte)))
+                    parts.append(DQ_ESCAPE.sub(unescape, self.text(node, pos, child.start_byte)))
                     parts.append(self.text(child))
                     pos = child.end_byte
-            parts.append(_DQ_ESCAPE.sub(_unescape, self.text(node, pos, node.end_byte - 1)))
+            parts.append(DQ_ESCAPE.sub(unescape, self.text(node, pos, node.end_byte - 1)))
             return "".join(parts)
         if kind in ("concatenation", "command_name", "translated_string", "variable_assignment"):
             parts = []
@@ -1258,7 +599,7 @@ class _Walker:
         # Every named child but the body is a redirection, whatever its field
         # name: tree-sitter gives none to a here-string after a loop.
         redirects = [
-            c for f, c in _fields(node) if c.is_named and f != "body" and c.type != "comment"
+            c for f, c in fields(node) if c.is_named and f != "body" and c.type != "comment"
         ]
         target = self.rightmost_command(body)
         extra = [w for r in redirects for w in self.extra_words(r)]
@@ -1284,7 +625,7 @@ class _Walker:
                 scripts.append(self.herestring_code(redirect))
             else:
                 self.redirect(redirect)
-        if scripts and any(_reads_script_from_stdin(s.core) for s in readers):
+        if scripts and any(reads_script_from_stdin(s.core) for s in readers):
             for code in scripts:
                 self.out.extend(_parse(code, self.depth + 1))
 
@@ -1305,7 +646,7 @@ class _Walker:
     def extra_words(self, redirect: Any) -> list[Any]:
         """Words after a redirection's target: arguments of the command, to bash."""
         out = []
-        for field, child in _fields(redirect):
+        for field, child in fields(redirect):
             if field == ("destination" if redirect.type == "file_redirect" else "argument"):
                 out.append(child)
             elif redirect.type == "heredoc_redirect" and field == "redirect":
@@ -1324,7 +665,7 @@ class _Walker:
         self.check_one_line(node.children)
         op = None
         destinations = []
-        for field, child in _fields(node):
+        for field, child in fields(node):
             if field == "destination":
                 destinations.append(child)
             elif not child.is_named:
@@ -1351,7 +692,7 @@ class _Walker:
         """Walk a here-document and what follows its delimiter; the script it feeds."""
         strip_tabs = False
         delimiter = body = end = None
-        for field, child in _fields(node):
+        for field, child in fields(node):
             kind = child.type
             if kind == "<<-":
                 strip_tabs = True
@@ -1391,7 +732,7 @@ class _Walker:
                 raise Unparseable("expansion in a quoted here-document")
             return content
         self.expanding(body, body.start_byte, body.end_byte)
-        return _HEREDOC_ESCAPE.sub(_unescape, content)
+        return HEREDOC_ESCAPE.sub(unescape, content)
 
     def herestring_code(self, node: Any) -> str:
         words = [c for c in node.named_children if c.type != "file_descriptor"]
@@ -1399,44 +740,3 @@ class _Walker:
 
     def herestring_script(self, node: Any) -> None:
         self.out.extend(_parse(self.herestring_code(node), self.depth + 1))
-
-    # -- blanks the grammar reads differently -------------------------------------
-
-    def check_blanks(self, root: Any) -> None:
-        r"""Refuse the places where the grammar's blanks are not bash's.
-
-        Bash removes a backslash-newline before reading words (``r\<newline>m``
-        is ``rm``), reads an escaped blank as part of a word and starts a
-        comment only at the start of a word; the grammar skips both as blanks,
-        so ``echo \ #x; rm y`` would hide ``rm y`` in a comment.
-        """
-        spans: list[list[int]] = []
-        for match in _CONTINUATION.finditer(self.source):
-            start, end = match.span(1)
-            if spans and spans[-1][1] == start:
-                spans[-1][1] = end
-            else:
-                spans.append([start, end])
-        for start, end in spans:
-            before = self.source[start - 1 : start]
-            after = self.source[end : end + 1]
-            if before and after and before not in _BLANKS and after not in _BLANKS:
-                self.check_in_token(root, start, "line continuation inside a word")
-        for match in _ESCAPED_BLANK.finditer(self.source):
-            self.check_in_token(root, match.start(1), "escaped blank between words")
-        for match in re.finditer(rb"#", self.source):
-            node = root.descendant_for_byte_range(match.start(), match.end())
-            start = match.start()
-            if node is None or node.type != "comment" or node.start_byte != start or not start:
-                continue
-            if self.source[start - 1 : start] not in _BEFORE_COMMENT:
-                raise Unparseable("comment that does not start a word")
-
-    def check_in_token(self, root: Any, start: int, problem: str) -> None:
-        node = root.descendant_for_byte_range(start, start + 2)
-        if node is None or node.type not in _TOKENS:
-            raise Unparseable(problem)
-
-
-def _unescape(match: re.Match[str]) -> str:
-    return "" if match.group(1) == "\n" else match.group(1)
