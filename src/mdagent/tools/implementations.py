@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     ToolHandler = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
 
 __all__ = [
+    "allowed_options",
     "make_handler",
     "option_params",
 ]
