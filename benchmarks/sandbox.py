@@ -72,7 +72,7 @@ def main(runs: int) -> None:
     available = ["none"]
     for route in ROUTES[1:]:
         started = time.perf_counter()
-        taken = namespaces._route(route)
+        taken = namespaces.route_for(route)
         probe_ms = (time.perf_counter() - started) * 1000
         if taken.name == route:
             available.append(route)
@@ -98,7 +98,7 @@ def main(runs: int) -> None:
     floors = {
         "true": ["true"],
         "bwrap true": namespaces.bwrap_command(
-            namespaces._route("bwrap").program or "bwrap", ["true"], writable=[], binds=[],
+            namespaces.route_for("bwrap").program or "bwrap", ["true"], writable=[], binds=[],
             network=True,
         ),
         "python -I -S -c pass": [sys.executable, "-I", "-S", "-c", "pass"],

@@ -241,7 +241,7 @@ def route_unavailable(name: str) -> str | None:
     if name == "landlock":
         reason = landlock.landlock_reason()
         return f"no Landlock: {reason}" if reason else None
-    got = namespaces._route(name)
+    got = namespaces.route_for(name)
     return None if got.name == name else got.why
 
 

@@ -161,12 +161,12 @@ def test_the_working_folder_stays_away_from_home_while_a_tests_thread_runs(tmp_p
     import tempfile
     import threading
 
-    from mdagent.cli.declaredtests import _WorkingFolder
+    from mdagent.cli.declaredtests import WorkingFolder
 
     home = tmp_path / "workspace"
     home.mkdir()
     monkeypatch.chdir(home)
-    folder = _WorkingFolder()
+    folder = WorkingFolder()
     release = threading.Event()
 
     def late() -> None:
@@ -195,10 +195,10 @@ def test_the_working_folder_stays_away_from_home_while_a_tests_thread_runs(tmp_p
 def test_without_straying_threads_each_test_goes_home(tmp_path, monkeypatch):
     import os
 
-    from mdagent.cli.declaredtests import _WorkingFolder
+    from mdagent.cli.declaredtests import WorkingFolder
 
     monkeypatch.chdir(tmp_path)
-    folder = _WorkingFolder()
+    folder = WorkingFolder()
     copy = tmp_path / "copy"
     copy.mkdir()
     with folder.inside(copy):

@@ -106,7 +106,7 @@ def test_a_rebase_todo_is_put_back_only_when_it_gained_exec_lines(repo):
 def test_a_file_too_large_to_keep_is_named_not_destroyed(repo, monkeypatch):
     import mdagent.safety.gitguard as gitguard
 
-    monkeypatch.setattr(gitguard, "_MAX_BYTES", 8)
+    monkeypatch.setattr(gitguard, "MAX_BYTES", 8)
     (repo / "info" / "exclude").write_text("a long exclude file\n")
     before = snapshot([str(repo)])
     (repo / "info" / "exclude").write_text("changed by a command\n")

@@ -594,8 +594,12 @@ def test_a_session_hook_whose_trust_lapsed_is_not_run(tmp_path, capsys):
         ("session_start", '{"context": "x"}'),
     ],
 )
-def test_a_key_the_event_does_not_read_is_an_invalid_answer(event, answer):
-    from mdagent.tools.hooks import _answer
+def test_a_key_the_event_does_not_read_is_an_invalid_answer(tmp_path, event, answer):
+    from mdagent.tools.hooks import CommandHook
 
-    data, problem = _answer(answer, event)
-    assert data == {} and problem, (event, answer)
+    hook = CommandHook(
+        when=event, run=tuple(printing(tmp_path, answer)), workdir=str(tmp_path), env=child_env({})
+    )
+    # A guard that answers what its event does not read blocks.
+    with pytest.raises(HookBlocked, match=r' answered (the key "|"decision": null)'):
+        hook.consult({"event": event})

@@ -75,7 +75,7 @@ def test_gemini_prompt_syntax_as_ours():
     ],
 )  # fmt: skip
 def test_mcp_server_entries_as_ours(source, entry, mapped):
-    assert interop._server(entry, source) == (mapped, "")
+    assert interop.mcp_server(entry, source) == (mapped, "")
 
 
 @pytest.mark.parametrize(
@@ -89,7 +89,7 @@ def test_mcp_server_entries_as_ours(source, entry, mapped):
     ],
 )
 def test_mcp_entries_we_cannot_use_are_not_mapped(source, entry):
-    server, why = interop._server(entry, source)
+    server, why = interop.mcp_server(entry, source)
     assert server is None and why
 
 

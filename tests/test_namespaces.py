@@ -23,7 +23,7 @@ from mdagent.safety.namespaces import Route
 
 def choose(wanted: str) -> Route:
     """The route for ``wanted``, probed now (not this process's cached answer)."""
-    return namespaces._route.__wrapped__(wanted)
+    return namespaces.route_for.__wrapped__(wanted)
 
 
 # --- the route variable ----------------------------------------------------------------

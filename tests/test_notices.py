@@ -33,6 +33,21 @@ def test_without_an_edge_a_notice_goes_to_the_log_not_the_screen(caplog, capsys)
     assert capsys.readouterr() == ("", "")
 
 
+def test_a_note_told_once_is_told_again_only_after_forget():
+    seen = []
+    previous = notices.show_with(lambda message, warning: seen.append(message))
+    try:
+        notices.forget()
+        notices.tell_once("no Landlock here")
+        notices.tell_once("no Landlock here")
+        notices.forget()  # a new run in this process
+        notices.tell_once("no Landlock here")
+    finally:
+        notices.show_with(previous)
+        notices.forget()
+    assert seen == ["no Landlock here", "no Landlock here"]
+
+
 def test_the_console_shows_a_notice_as_one_line_on_stderr(capsys):
     from mdagent.ui.console import show_notice
 

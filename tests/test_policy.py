@@ -1521,15 +1521,15 @@ def test_a_context_that_does_not_say_who_calls_is_judged_as_a_model(root, box):
 
 
 def test_without_a_caller_option_values_and_the_sandbox_are_a_models():
-    from mdagent.tools.implementations import _allowed_options
-    from mdagent.tools.process import _sandbox_for
+    from mdagent.tools.implementations import allowed_options
+    from mdagent.tools.process import sandbox_for
 
-    assert _allowed_options(_NoCaller("."), frozenset({"flags"})) == frozenset({"flags"})
+    assert allowed_options(_NoCaller("."), frozenset({"flags"})) == frozenset({"flags"})
     # A person's call skips the sandbox (None); one without a caller is not skipped.
     person = ToolContext(caller=PERSON, workdir=".")
-    assert _sandbox_for(person, {}, Path("."), ()) is None
+    assert sandbox_for(person, {}, Path("."), ()) is None
     try:
-        confined = _sandbox_for(_NoCaller("."), {}, Path("."), ())
+        confined = sandbox_for(_NoCaller("."), {}, Path("."), ())
     except Exception as exc:  # no Landlock here: refusing is not skipping either
         confined = exc
     assert confined is not None

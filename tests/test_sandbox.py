@@ -52,10 +52,11 @@ def dirs(tmp_path, monkeypatch):
         path.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(made["tmp"]))
     # A fresh run: its own private temp folder.
-    monkeypatch.setattr(sandboxsettings, "_PRIVATE_TMP", [])
+    sandboxsettings.forget_private_tmpdir()
     monkeypatch.setenv("TMPDIR", str(made["tmp"]))
     monkeypatch.setenv("XDG_CACHE_HOME", str(made["cache"]))
-    return made
+    yield made
+    sandboxsettings.forget_private_tmpdir()  # not this test's folder for the next one
 
 
 def py(code: str, box: sandbox.Sandbox, *args: str, **kw) -> subprocess.CompletedProcess:
@@ -142,6 +143,15 @@ def test_private_temp_dir_cache_dir_shm_and_devices_are_writable(dirs):
     assert host_tmp.returncode != 0 and "Permission denied" in host_tmp.stderr
     assert not (dirs["tmp"] / "shared").exists()
     assert (dirs["cache"] / "pip" / "http").is_dir()
+
+
+def test_a_run_keeps_its_private_temp_folder_until_it_is_forgotten(dirs):
+    first = sandboxsettings.private_tmpdir()
+    assert sandboxsettings.private_tmpdir() == first and first.is_dir()
+    assert first.parent == dirs["tmp"].resolve() and first.stat().st_mode & 0o777 == 0o700
+    sandboxsettings.forget_private_tmpdir()  # a new run in this process: a folder of its own
+    second = sandboxsettings.private_tmpdir()
+    assert second != first and second.is_dir() and first.is_dir()  # the old one goes at exit
 
 
 @needs_landlock
@@ -530,10 +540,11 @@ def told(monkeypatch):
     from mdagent.core import notices
 
     said: list[str] = []
-    monkeypatch.setattr(notices, "_told", set())
+    notices.forget()  # a fresh run: each note may be told again
     previous = notices.show_with(lambda message, warning: said.append(message))
     yield said
     notices.show_with(previous)
+    notices.forget()
 
 
 @needs_landlock

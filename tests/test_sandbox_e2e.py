@@ -289,8 +289,9 @@ def in_process(places, monkeypatch, capsys):
     monkeypatch.setattr(landlock, "probe", lambda: (0, "this kernel has no Landlock"))
     # The run's private temp folder, in this test's own temp dir.
     monkeypatch.setattr(tempfile, "tempdir", places.env["TMPDIR"])
-    monkeypatch.setattr(sandboxsettings, "_PRIVATE_TMP", [])
-    monkeypatch.setattr(notices, "_told", set())  # a fresh run: the note may be said again
+    # A fresh run: its own private temp folder, and the note may be said again.
+    sandboxsettings.forget_private_tmpdir()
+    notices.forget()
     saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
 
     def run(*argv: str) -> SimpleNamespace:
@@ -305,6 +306,8 @@ def in_process(places, monkeypatch, capsys):
     finally:
         for signum, handler in saved.items():  # cli.main installs SIGTERM/SIGHUP handlers
             signal.signal(signum, handler)
+        sandboxsettings.forget_private_tmpdir()
+        notices.forget()
 
 
 def ask_here(run, server, *extra):

@@ -391,8 +391,9 @@ def test_plan_fails_closed_where_the_sandbox_cannot_apply(workspace, tmp_path, m
     monkeypatch.setenv("AGENT_SANDBOX", "landlock")
     monkeypatch.setattr(landlock, "probe", lambda: (0, "this kernel has no Landlock"))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    monkeypatch.setattr(sandboxsettings, "_PRIVATE_TMP", [])
-    monkeypatch.setattr(notices, "_told", set())
+    # A fresh run: its own private temp folder, each note told again.
+    sandboxsettings.forget_private_tmpdir()
+    notices.forget()
     saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
     settings(workspace, "policy: {mode: full}\nsandbox: {required: false}\n")
     write(workspace / "notes.txt", "hi\n")
@@ -418,6 +419,8 @@ def test_plan_fails_closed_where_the_sandbox_cannot_apply(workspace, tmp_path, m
     finally:
         for signum, handler in saved.items():
             signal.signal(signum, handler)
+        sandboxsettings.forget_private_tmpdir()
+        notices.forget()
     capsys.readouterr()
     assert status == 0
     assert not (workspace / "t.txt").exists()

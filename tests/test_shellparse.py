@@ -652,18 +652,18 @@ def test_every_shell_string_form_is_parsed_as_code(command):
 
 
 def test_nesting_deeper_than_the_limit_fails_to_parse():
-    from mdagent.safety.shell.shellparse import _MAX_DEPTH
+    from mdagent.safety.shell.shellparse import MAX_DEPTH
 
     # Each eval (like each sh -c string) is parsed one level deeper.
-    assert parse("eval " * _MAX_DEPTH + "rm x")[-1].core == ("rm", "x")
+    assert parse("eval " * MAX_DEPTH + "rm x")[-1].core == ("rm", "x")
     with pytest.raises(Unparseable, match="^commands nested too deeply$"):
-        parse("eval " * (_MAX_DEPTH + 1) + "rm x")
-    assert try_parse("eval " * (_MAX_DEPTH + 1) + "rm x") is None
+        parse("eval " * (MAX_DEPTH + 1) + "rm x")
+    assert try_parse("eval " * (MAX_DEPTH + 1) + "rm x") is None
     # A here-string fed to a shell is one level deeper too.
-    deepest = "sh <<< '" + "eval " * (_MAX_DEPTH - 1) + "rm x'"
+    deepest = "sh <<< '" + "eval " * (MAX_DEPTH - 1) + "rm x'"
     assert parse(deepest)[-1].core == ("rm", "x")
     with pytest.raises(Unparseable, match="^commands nested too deeply$"):
-        parse("sh <<< '" + "eval " * _MAX_DEPTH + "rm x'")
+        parse("sh <<< '" + "eval " * MAX_DEPTH + "rm x'")
 
 
 @pytest.mark.parametrize(

@@ -106,9 +106,9 @@ def test_a_line_too_deep_for_the_walker_is_refused_saying_why():
         parse("( " * 1000 + "rm x" + " )" * 1000)
 
 
-def test_the_first_line_a_process_parses_builds_the_parser(monkeypatch):
+def test_the_first_line_a_process_parses_builds_the_parser():
     # The parser is built on first use; the test process already has one, so
     # start from a fresh process's state.
-    monkeypatch.setattr(grammar, "_parser", None)
+    grammar.forget_parser()
     assert _cores("ls; rm x") == [("ls",), ("rm", "x")]
     assert _cores("cat y") == [("cat", "y")]  # and reused after

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from mdagent.safety.shell.shellparse import _MAX_DEPTH, Segment, Unparseable, parse
+from mdagent.safety.shell.shellparse import MAX_DEPTH, Segment, Unparseable, parse
 
 
 def _cores(command: str) -> list[tuple[str, ...]]:
@@ -83,10 +83,10 @@ def test_a_here_document_is_code_only_for_the_commands_it_feeds():
 def test_code_fed_to_a_compound_statement_counts_towards_the_nesting_limit():
     loop = "while sh; do :; done <<< '{}'"
     # The here-string's code is one level deeper, each eval one more.
-    deepest = loop.format("eval " * (_MAX_DEPTH - 1) + "rm x")
+    deepest = loop.format("eval " * (MAX_DEPTH - 1) + "rm x")
     assert _cores(deepest)[-1] == ("rm", "x")
     with pytest.raises(Unparseable, match="^commands nested too deeply$"):
-        parse(loop.format("eval " * _MAX_DEPTH + "rm x"))
+        parse(loop.format("eval " * MAX_DEPTH + "rm x"))
 
 
 # -- code run by eval and trap ---------------------------------------------------------

@@ -14,10 +14,10 @@ from mdagent.core.yamlsource import (
     ALIAS_BUDGET,
     Located,
     LocatedList,
-    _construct,
-    _loader,
+    construct,
     load_yaml,
     position,
+    strict_loader,
 )
 
 needs_libyaml = pytest.mark.skipif(
@@ -48,8 +48,8 @@ def _error(text: str, pure: bool) -> ConfigError:
 
 @needs_libyaml
 def test_the_default_loader_is_libyaml():
-    assert issubclass(_loader(), yaml.CSafeLoader)
-    assert not issubclass(_loader(pure=True), yaml.CSafeLoader)
+    assert issubclass(strict_loader(), yaml.CSafeLoader)
+    assert not issubclass(strict_loader(pure=True), yaml.CSafeLoader)
 
 
 @needs_libyaml
@@ -108,8 +108,8 @@ def _same(fast, slow) -> None:
 def _both(text: str, pure: bool):
     """(fast constructor's result, PyYAML's construct_document's result) for ``text``."""
     results = []
-    for build in (_construct, lambda loader, node: loader.construct_document(node)):
-        loader = _loader(pure)(text)
+    for build in (construct, lambda loader, node: loader.construct_document(node)):
+        loader = strict_loader(pure)(text)
         try:
             results.append(build(loader, loader.get_single_node()))
         finally:

@@ -219,19 +219,19 @@ def run_tests(runtime: Any, tests: list[DeclaredTest]) -> list[Outcome]:
 
     Each test runs with its copy as the process's working folder too (see
     :func:`run_one`); afterwards the process is back where it was, unless
-    something a test started still runs (:class:`_WorkingFolder`).
+    something a test started still runs (:class:`WorkingFolder`).
     """
     if not tests:
         return []
     _check_size(runtime.workdir)
-    folder = _WorkingFolder()
+    folder = WorkingFolder()
     try:
         return [run_one(runtime, test, folder) for test in tests]
     finally:
         folder.leave()
 
 
-def run_one(runtime: Any, test: DeclaredTest, folder: _WorkingFolder | None = None) -> Outcome:
+def run_one(runtime: Any, test: DeclaredTest, folder: WorkingFolder | None = None) -> Outcome:
     """Run ``test`` in a fresh copy of the workspace and judge its result.
 
     The copy is the test's workspace and, while it runs, the process's
@@ -240,7 +240,7 @@ def run_one(runtime: Any, test: DeclaredTest, folder: _WorkingFolder | None = No
     that must be the copy, never the real workspace.
     """
     own = folder is None
-    folder = folder or _WorkingFolder()
+    folder = folder or WorkingFolder()
     try:
         with tempfile.TemporaryDirectory(prefix="agent-test-") as tmp:
             copy = _copy_workspace(runtime, Path(tmp))
@@ -258,7 +258,7 @@ def run_one(runtime: Any, test: DeclaredTest, folder: _WorkingFolder | None = No
     return Outcome(test, judge(test.entry.get("expect") or {}, result, status), result, status)
 
 
-class _WorkingFolder:
+class WorkingFolder:
     """The process's working folder during ``agent test``: a test's copy, then home again.
 
     Python cannot stop a thread: a handler that ran past its ``timeout``
@@ -276,6 +276,7 @@ class _WorkingFolder:
 
     @contextlib.contextmanager
     def inside(self, copy: Path) -> Iterator[None]:
+        """The process in ``copy`` for the block; then home, unless a thread it started runs."""
         before = set(threading.enumerate())
         os.chdir(copy)
         try:

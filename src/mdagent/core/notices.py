@@ -48,6 +48,12 @@ def tell_once(message: str) -> None:
     tell(message)
 
 
+def forget() -> None:
+    """Forget which notes :func:`tell_once` told: each is told again (a new run in this process)."""
+    with _told_lock:
+        _told.clear()
+
+
 def warn(message: str) -> None:
     """A warning for the person (``agent: warning: message``)."""
     _show(message, True)

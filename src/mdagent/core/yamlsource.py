@@ -128,7 +128,7 @@ def _loader_class(pure: bool = False):
     return StrictLoader
 
 
-def _construct(loader: Any, root: Any) -> Any:
+def construct(loader: Any, root: Any) -> Any:
     """What ``loader.construct_document(root)`` returns, made with less of PyYAML's machinery.
 
     PyYAML dispatches every node through a table of constructors, keeps each
@@ -163,8 +163,12 @@ def _construct(loader: Any, root: Any) -> Any:
 _LOADERS: dict[bool, Any] = {}
 
 
-def _loader(pure: bool = False):
-    """The strict loader class: libyaml-backed when available, unless ``pure``."""
+def strict_loader(pure: bool = False):
+    """The strict loader class: libyaml-backed when available, unless ``pure``.
+
+    Strict: a duplicate key is an error; mappings and lists remember where
+    their items are (:class:`Located`, :class:`LocatedList`). Cached per ``pure``.
+    """
     loader = _LOADERS.get(pure)
     if loader is None:
         loader = _LOADERS[pure] = _loader_class(pure)
@@ -241,14 +245,14 @@ def load_yaml(
 
     try:
         # yaml.load() spelled out, to check the aliases between composing and constructing.
-        loader = _loader(pure)(text)
+        loader = strict_loader(pure)(text)
         try:
             node = loader.get_single_node()
             if node is None:
                 return None
             if "&" in text and "*" in text:  # no anchor or no alias: nothing to expand
                 _check_aliases(node, path, line_offset)
-            return _construct(loader, node)
+            return construct(loader, node)
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:

@@ -137,7 +137,7 @@ def read_settings(
         servers = data.get("mcpServers") if isinstance(data.get("mcpServers"), dict) else {}
     mapped = {}
     for name, entry in servers.items():
-        server, why = _server(entry, source)
+        server, why = mcp_server(entry, source)
         line = line_of(path, f"{name}")
         if server is None:
             problems.append(
@@ -163,8 +163,12 @@ def _text(value: Any) -> str:
     return _VARIABLE_DEFAULT.sub(r"${\1}", str(value))
 
 
-def _server(entry: Any, source: str) -> tuple[dict[str, Any] | None, str]:
-    """One foreign MCP server entry as an ``mcp_servers`` entry, or ``(None, why not)``."""
+def mcp_server(entry: Any, source: str) -> tuple[dict[str, Any] | None, str]:
+    """One foreign MCP server entry as an ``mcp_servers`` entry, or ``(None, why not)``.
+
+    ``source`` names whose entry it is (``claude-mcp``, ``gemini-mcp``,
+    ``codex-mcp``): their keys and their timeouts' units differ.
+    """
     if not isinstance(entry, dict):
         return None, "expected an object"
     url = entry.get("httpUrl") or entry.get("url")

@@ -47,7 +47,8 @@ _PARENTS = ("objects", "objects/info", "rebase-merge", "sequencer", "worktrees",
 # A rebase's or cherry-pick's list of steps: `exec` lines run commands.
 _TODOS = ("rebase-merge/git-rebase-todo", "sequencer/todo")
 _EXEC_LINE = re.compile(rb"^\s*(x|exec)(\s|$)", re.M)
-_MAX_BYTES = 1 << 20
+#: The largest file whose bytes are kept to put back; a larger one is only named.
+MAX_BYTES = 1 << 20
 _MAX_ENTRIES = 2048
 
 # (kind, data, mode): ("file", bytes, mode), ("link", target, 0), ("folder", b"", mode),
@@ -64,8 +65,8 @@ def _state(path: str) -> State:
         if stat.S_ISDIR(info.st_mode):
             return ("folder", b"", mode)
         with open(path, "rb") as handle:
-            data = handle.read(_MAX_BYTES + 1)
-            if len(data) <= _MAX_BYTES:
+            data = handle.read(MAX_BYTES + 1)
+            if len(data) <= MAX_BYTES:
                 return ("file", data, mode)
             digest = hashlib.sha256(data)
             for chunk in iter(lambda: handle.read(1 << 20), b""):

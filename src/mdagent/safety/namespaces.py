@@ -100,11 +100,16 @@ def wanted_route() -> str:
 
 def route() -> Route:
     """The route model commands take in this run (probed once per wanted route)."""
-    return _route(wanted_route())
+    return route_for(wanted_route())
 
 
 @cache
-def _route(wanted: str) -> Route:
+def route_for(wanted: str) -> Route:
+    """The route taken when ``AGENT_SANDBOX`` asks for ``wanted`` (one of ``CHOICES``).
+
+    The first of ``wanted``'s routes whose probe works here, else ``landlock``
+    saying why not; probed once per process (``route_for.__wrapped__`` probes again).
+    """
     if sys.platform != "linux":
         return Route("landlock", f"namespaces need Linux; this is {sys.platform}")
     reasons = []

@@ -122,6 +122,15 @@ def private_tmpdir() -> Path:
         return _PRIVATE_TMP[0]
 
 
+def forget_private_tmpdir() -> None:
+    """Forget this run's private temp folder: the next :func:`private_tmpdir` makes a new one.
+
+    For a new run in this process; the old folder is still removed at exit.
+    """
+    with _PRIVATE_TMP_LOCK:
+        _PRIVATE_TMP.clear()
+
+
 def writable_paths(
     settings: SandboxSettings,
     workspace: Path,

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     ToolHandler = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
 
 __all__ = [
+    "allowed_options",
     "make_handler",
     "option_params",
 ]
@@ -94,7 +95,7 @@ def option_params(spec: Mapping[str, Any], params: Mapping[str, Any]) -> frozens
     return frozenset(declared | set(spec.get("options") or ()))
 
 
-def _allowed_options(ctx: ToolContext, options: frozenset[str]) -> frozenset[str] | None:
+def allowed_options(ctx: ToolContext, options: frozenset[str]) -> frozenset[str] | None:
     """``None`` (every value as meant) for a person's call, else the opted-in parameters.
 
     A person typing ``/grep -i x`` means the option; a model's ``-rf`` may be
@@ -112,7 +113,7 @@ def _option_refused(exc: templates.OptionValueError) -> dict[str, Any]:
 
 def _run_handler(template: list[Any], params, required, timeout, options) -> ToolHandler:
     def run(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        allow = _allowed_options(ctx, options)
+        allow = allowed_options(ctx, options)
         try:
             argv = templates.expand_argv(
                 template, args, params, required=required, allow_options=allow
@@ -131,7 +132,7 @@ def _run_handler(template: list[Any], params, required, timeout, options) -> Too
 
 def _shell_handler(template: str, params, required, timeout, options) -> ToolHandler:
     def shell(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        allow = _allowed_options(ctx, options)
+        allow = allowed_options(ctx, options)
         try:
             script = templates.expand_shell(
                 template, args, params, required=required, allow_options=allow
@@ -364,7 +365,7 @@ def _tool_handler(
             inner = templates.expand_value(with_, args, params, required=required)
             command = shell_argument(target, with_)
             if command is not None:
-                allow = _allowed_options(ctx, options)
+                allow = allowed_options(ctx, options)
                 try:
                     inner["command"] = templates.expand_shell(
                         command, args, params, required=required, allow_options=allow

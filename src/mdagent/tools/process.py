@@ -293,7 +293,7 @@ def run_tool_process(
     settings = getattr(ctx, "settings", None)
     limit = float(timeout or setting(settings, "exec", "timeout"))
     try:
-        box = _sandbox_for(ctx, settings, root, extras)
+        box = sandbox_for(ctx, settings, root, extras)
     except MdagentError as exc:  # sandbox.required unmet, a broken sandbox: block
         return {"error": f"not run: {exc}", "code": "DENIED"}
     except OSError as exc:  # the kernel refused the ruleset: fail closed
@@ -364,7 +364,7 @@ def run_tool_process(
     return data
 
 
-def _sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) -> Any:
+def sandbox_for(ctx: Any, settings: Any, root: Any, extras: tuple[Any, ...]) -> Any:
     """The :class:`mdagent.safety.sandbox.Sandbox` for one call's processes, or None when unconfined.
 
     Prepared per call (a few stats, a ruleset of about ten syscalls; 0.2-0.5 ms): each

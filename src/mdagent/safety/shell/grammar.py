@@ -45,6 +45,13 @@ def syntax_tree(source: bytes) -> Any:
         return _parser.parse(source)
 
 
+def forget_parser() -> None:
+    """Drop this process's parser: the next :func:`syntax_tree` builds one, as in a new process."""
+    global _parser
+    with _parser_lock:
+        _parser = None
+
+
 def fields(node: Any) -> list[tuple[str | None, Any]]:
     """The children of ``node`` with their field names."""
     return [(node.field_name_for_child(i), child) for i, child in enumerate(node.children)]

@@ -123,7 +123,9 @@ class Segment:
 # actions of their own; these targets are harmless to write to.
 _WRITING = {">", ">>", ">|", "&>", "&>>", ">&"}
 _HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr", "-"}
-_MAX_DEPTH = 8
+#: How deep shell code run by a command (``eval``, ``sh -c``, a here-document or
+#: here-string fed to a shell) may nest before the line is refused as unparseable.
+MAX_DEPTH = 8
 
 # Words and literal text: the node types whose quoting argv removes.
 _LITERALS = {
@@ -175,7 +177,7 @@ def try_parse(command: str) -> list[Segment] | None:
 
 
 def _parse(command: str, depth: int) -> list[Segment]:
-    if depth > _MAX_DEPTH:
+    if depth > MAX_DEPTH:
         raise Unparseable("commands nested too deeply")
     if "\x00" in command:
         raise Unparseable("NUL byte in command")
