@@ -22,10 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from mdagent.core import notices
 from mdagent.core.calls import ToolContext
 from mdagent.safety import namespaces
 from mdagent.safety.policy import Policy
-from mdagent.tools import process
 from mdagent.tools.process import run_tool_process
 
 ROUTES = ("none", "landlock", "bwrap", "direct")
@@ -68,7 +68,7 @@ def one_call(root: Path, route: str) -> float:
 
 
 def main(runs: int) -> None:
-    process._tell_once = lambda message: None  # the Landlock route's note, once per run
+    notices.show_with(lambda message, warning: None)  # the Landlock route's note, once per run
     available = ["none"]
     for route in ROUTES[1:]:
         started = time.perf_counter()
