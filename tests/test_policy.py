@@ -1710,7 +1710,8 @@ def test_plan_refuses_write_tools_and_tools_the_sandbox_cannot_hold(root, box, c
 
 def test_plan_refuses_before_the_hooks_run(root, box):
     policy = make_policy(root, {"mode": "plan"})
-    assert policy.screen(box.tool_for("write_file"), {"path": "a"}, None).code == "DENIED"
+    refusal = policy.screen(box.tool_for("write_file"), {"path": "a"}, None)
+    assert refusal.code == "DENIED" and refusal.extra == {"mode": "plan"}
     assert policy.screen(box.tool_for("read_file"), {"path": "a"}, None) is None
 
 
@@ -1728,6 +1729,52 @@ def test_a_declared_run_tool_stays_in_plan_and_a_handler_tool_does_not(root):
     box.add("docs__search", description="m", handler=dict, kind="?")  # an MCP server's tool
     assert "its server (MCP) runs it outside" in plan_refusal(box.tool_for("docs__search"))
     assert plan_refusal(box.tool_for("read_file")) is not None
+
+
+_BEYOND = "outside the read-only sandbox, so nothing could hold it to changing nothing"
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "reason"),
+    [
+        ("read_file", None, None),
+        ("exec", None, None),
+        ("lint", "run", None),
+        ("check", "shell", None),
+        (
+            "write_file",
+            None,
+            "write_file is refused in plan mode: nothing changes (policy.mode is plan)",
+        ),
+        (
+            "edit_file",
+            "builtin",
+            "edit_file is refused in plan mode: nothing changes (policy.mode is plan)",
+        ),
+        ("weather", None, f"weather is refused in plan mode: it runs {_BEYOND}"),
+        ("py", "handler", f"py is refused in plan mode: its Python handler: runs {_BEYOND}"),
+        ("api", "http", f"api is refused in plan mode: its http: request goes {_BEYOND}"),
+        ("wrap", "tool", f"wrap is refused in plan mode: the tool it wraps runs {_BEYOND}"),
+        (
+            "docs__search",
+            "mcp",
+            f"docs__search is refused in plan mode: its server (MCP) runs it {_BEYOND}",
+        ),
+    ],
+)
+def test_plan_refusal_says_why_each_kind_of_tool_is_refused(name, kind, reason):
+    from mdagent.safety.modes import plan_refusal
+
+    box = Toolbox()
+    box.add(name, description=name, handler=dict, **({"kind": kind} if kind else {}))
+    assert plan_refusal(box.tool_for(name)) == reason
+
+
+def test_accept_edits_says_why_it_approved(root, box):
+    policy = make_policy(root, {"mode": "accept-edits"})
+    verdict = policy.evaluate(box.tool_for("write_file"), {"path": "src/a.py"})
+    assert verdict.decision == "allow" and verdict.approved_by == "mode:accept-edits"
+    assert verdict.why == "policy.mode is accept-edits: a file edit inside the workspace"
 
 
 def test_accept_edits_approves_workspace_writes_only(root, box, tmp_path):
@@ -1758,6 +1805,14 @@ def test_run_settings_add_rules_in_memory_and_plan_requires_the_read_only_sandbo
     assert got["sandbox"] == {"mode": "read-only", "required": True, "applies_to": "all"}
     assert base == {"policy": {"allow": "read_file", "deny": ["fetch"]}, "sandbox": {"mode": "off"}}
     assert run_settings(base, mode="full")["sandbox"] == {"mode": "off"}
+    # Plan keeps the sandbox's other settings; only what makes it read-only is set.
+    own = {"policy": {"mode": "plan"}, "sandbox": {"mode": "off", "network": True}}
+    assert run_settings(own)["sandbox"] == {
+        "mode": "read-only",
+        "network": True,
+        "required": True,
+        "applies_to": "all",
+    }
 
 
 @pytest.mark.parametrize(
@@ -1776,9 +1831,14 @@ def test_run_settings_add_rules_in_memory_and_plan_requires_the_read_only_sandbo
         "cd && git st",  # home
         "popd; git st",
         "CDPATH=/elsewhere; cd evil && git st",
+        "CDPATH=/elsewhere; cd src && git st",  # `src` may be /elsewhere/src
+        "cd src/evil && /usr/bin/git st",  # git by its path
     ],
 )
-def test_git_after_a_change_of_folder_is_placed_where_the_line_goes(git_root, box, command):
+def test_git_after_a_change_of_folder_is_placed_where_the_line_goes(
+    git_root, box, command, monkeypatch
+):
+    monkeypatch.delenv("CDPATH", raising=False)
     # Red team 7: `cd sub && git st` used the nested repository's aliases and fsmonitor.
     allowed = make_policy(git_root, {"allow": ["exec(git *)", "exec(cd *)", "exec(pushd *)"]})
     assert not check(allowed, box, "exec", cmd(command)).allowed, command
@@ -1789,5 +1849,32 @@ def test_git_after_a_change_of_folder_is_placed_where_the_line_goes(git_root, bo
 
 def test_git_after_a_change_of_folder_in_the_same_repository_is_left_to_the_rules(git_root, box):
     policy = make_policy(git_root, {"allow": ["exec(git *)", "exec(cd *)"], "deny": ["exec(rm *)"]})
-    for command in ("cd src && git st", "cd src/plain && git log", "cd ./src; git st"):
+    for command in (
+        "cd src && git st",
+        "cd src/plain && git log",
+        "cd ./src; git st",
+    ):
         assert check(policy, box, "exec", cmd(command)).allowed, command
+
+
+def test_with_cdpath_set_only_a_folder_spelled_from_here_is_placed(git_root, box, monkeypatch):
+    monkeypatch.setenv("CDPATH", "/elsewhere")
+    policy = make_policy(git_root, {"allow": ["exec(git *)", "exec(cd *)"]})
+    for command in ("cd ./src && git st", f"cd {git_root}/src && git st", "cd src/../src; git st"):
+        allowed = check(policy, box, "exec", cmd(command)).allowed
+        assert allowed is command.startswith(("cd ./", "cd /")), command
+
+
+def test_cd_dash_goes_back_and_not_into_a_folder_named_dash(git_root, box):
+    (git_root / "-").mkdir()  # the same repository: `cd ./-` would be left to the rules
+    policy = make_policy(git_root, {"deny": ["exec(rm *)"]})
+    decision = policy.screen(box.tool_for("exec"), cmd("cd - && git st"), None)
+    assert refused(decision) and "could not be checked" in decision.reason
+    assert "`git` after a change of folder: which repository it uses is unknown" in decision.reason
+
+
+def test_the_deny_screen_places_git_where_a_person_typed(git_root, box):
+    policy = make_policy(git_root, {"deny": ["exec(rm *)"]})
+    typed = ToolContext(caller=PERSON, workdir=str(git_root), cwd=str(git_root / "src"))
+    # src/plain: the workspace's repository, so deny rules see the command through.
+    assert policy.screen(box.tool_for("exec"), cmd("git -C plain log"), typed) is None

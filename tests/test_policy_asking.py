@@ -213,8 +213,9 @@ class _Gate:
         self.lock.release()
 
 
-def test_a_call_waiting_for_the_question_is_answered_by_an_always_given_meanwhile(root, box):
-    answers = iter(["always", "no"])  # a second question would be declined
+@pytest.mark.parametrize("given", ["always", "session"])
+def test_a_call_waiting_for_the_question_is_answered_by_an_always_given_meanwhile(root, box, given):
+    answers = iter([given, "no"])  # a second question would be declined
     asked, results = [], {}
 
     def second_call():
@@ -236,8 +237,8 @@ def test_a_call_waiting_for_the_question_is_answered_by_an_always_given_meanwhil
     policy._asking = gate
     first = check(policy, box, "exec", cmd("make"))
     waiting.join()
-    assert first == Decision(True, approved_by="always")
-    assert results["second"] == Decision(True, approved_by="always")
+    assert first == Decision(True, approved_by=given)
+    assert results["second"] == Decision(True, approved_by=given)
     assert asked == [cmd("make")]
 
 
@@ -246,13 +247,17 @@ def test_a_failed_save_of_always_is_logged_and_said(root, box, caplog):
     settings_file.parent.mkdir()
     settings_file.write_text("policy: [unclosed\n")
     told = []
-    policy = make_policy(root, interactive=True, prompt=lambda *a: "always")
+    asked = []
+    policy = make_policy(root, interactive=True, prompt=lambda *a: asked.append(a) or "always")
     policy.approver.tell = told.append
     with caplog.at_level("WARNING", logger="mdagent.safety.policy"):
         assert check(policy, box, "exec", cmd("make")) == Decision(True, approved_by="always")
     assert len(told) == 1 and told[0].startswith(
         f"warning: could not add `exec(make:*)` to {settings_file}: "
     )
+    # Not saved, still remembered: the same call runs unasked for the rest of the session.
+    assert check(policy, box, "exec", cmd("make")) == Decision(True, approved_by="always")
+    assert len(asked) == 1
     error = told[0].removeprefix(f"warning: could not add `exec(make:*)` to {settings_file}: ")
     error = error.removesuffix("; allowed for this session only")
     assert [r.getMessage() for r in caplog.records] == [
@@ -424,6 +429,11 @@ def test_nothing_is_suggested_where_no_pattern_may_cover_a_part_and_always_is_no
     assert decision.approved_by == "user"  # "always" not offered: this call only
     assert approver.asked[0].always is False and approver.asked[0].session is True
     assert not (root / ".agents" / "config" / "agent.yaml").exists()
+
+
+def test_an_exec_call_without_a_command_suggests_nothing(root, box):
+    policy = make_policy(root)
+    assert policy.suggest_rules(box.tool_for("exec"), {}, str(root)) == ()
 
 
 def test_other_tools_suggest_the_policys_own_rule(root, box):

@@ -9,6 +9,8 @@ call's own folder; and how a rule entry is read.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from mdagent.cli.policycheck import verdict_dict
@@ -456,3 +458,33 @@ def test_a_tool_without_aliases_is_named_by_its_name_alone():
     from mdagent.safety.rules import tool_names
 
     assert tool_names(SimpleNamespace(name="forecast")) == ("forecast",)
+
+
+@pytest.mark.parametrize(
+    ("segment", "pattern"),
+    [
+        ("", ""),  # nothing written: nothing to widen
+        ("git status --short", "git status:*"),
+        ("/usr/bin/git status --short", "/usr/bin/git status:*"),
+        ("> out", "> out"),
+    ],
+)
+def test_prefix_pattern_of_a_segment(segment, pattern):
+    from mdagent.safety.rules import prefix_pattern
+
+    assert prefix_pattern(segment) == pattern
+
+
+def test_a_write_the_sandbox_holds_read_only_is_refused_saying_who_may_change_it():
+    from mdagent.safety.verdicts import Verdict, refusal
+
+    tool = SimpleNamespace(name="exec")
+    verdict = Verdict("deny", "it would change .agents/config/agent.yaml", protected="x.yaml")
+    decision = refusal(tool, verdict, "ask", "settings.yaml")
+    assert not decision.allowed and decision.code == "DENIED"
+    assert decision.extra == {"protected": "x.yaml"}
+    assert decision.reason == (
+        "exec would change x.yaml, part of the agent's own configuration, which the sandbox "
+        "keeps read-only for a model's commands (write_file and edit_file can change it, "
+        "with a person's approval at a terminal)"
+    )
