@@ -42,6 +42,8 @@ def target(guard, command: str, cwd: str | None = None, **env: str) -> str | Non
         "export CDPATH=.agents; cd config && sort -o agent.yaml x.txt",
         "cd -; echo x > agent.yaml",  # OLDPWD is not known before the command runs
         "sudo -i tee agent.yaml",  # a login shell starts in a home folder
+        "D=docs; cd $D; printf x > agent.yaml",  # a name in capitals is set here too
+        "d=docs; cd ${d}; printf x > agent.yaml",
     ],
 )
 def test_a_folder_named_at_run_time_makes_every_relative_target_unknown(guard, command):

@@ -218,6 +218,12 @@ def test_what_the_kernel_does_not_hold_is_still_asked(held, command, why):
         ("cd .agents/config && tee agent.yaml < ../../x.txt", ".agents/config/agent.yaml"),
         ("printf x | env -C .agents/config tee agent.yaml", ".agents/config/agent.yaml"),
         ("echo x > HOME/agent/config/agent.yaml", "the user layer"),  # outside: held too
+        ("cp -t .agents/config evil.yaml", ".agents/config (the project layer)"),
+        ("cp --target-directory=.agents/config evil.yaml", ".agents/config (the project layer)"),
+        ("git rm -r --cached .", ".agents (the project layer), inside ."),
+        ("git -C .agents rm config/agent.yaml", ".agents/config/agent.yaml (the project layer)"),
+        # each -C moves git on from the last: .agents, then .agents/config
+        ("git -C .agents -C config rm agent.yaml", "(the project layer)"),
     ],
 )
 def test_a_plain_write_to_a_held_place_is_named(held, home, command, shown):
@@ -242,6 +248,9 @@ def test_a_plain_write_to_a_held_place_is_named(held, home, command, shown):
         "echo x > $out",  # named at run time: the kernel's to judge
         "rm -rf src",
         "touch notes.txt",
+        "dd if=x.txt of=.",  # dd writes the file it names, never what a folder holds
+        "git --git-dir .git rm --cached notes.txt",  # the option's value is no operand
+        "sort x.txt -o",  # an output option without its value
     ],
 )
 def test_what_only_reads_a_held_place_is_not_refused(held, command):
