@@ -237,3 +237,13 @@ def test_any_command_gets_an_answer_never_an_error(tmp_path_factory, text):
     root = tmp_path_factory.mktemp("soup")
     found = protected_files(workdir=root, environ={"HOME": str(root)}).exec_target(text)
     assert found is None or isinstance(found, str)
+
+
+def test_removing_a_workspace_removes_the_project_layer_it_may_hold(tmp_path):
+    # Even a guard told of no file, in a workspace with no .agents yet: `rm -rf .`
+    # would take a project layer created before it runs.
+    from mdagent.safety.protected import Protected
+
+    guard = Protected(str(tmp_path), {}, {}, {}, ())
+    assert guard.exec_target("rm -rf .") == ". (holds .agents)"
+    assert guard.exec_target("rm -rf src") is None
