@@ -42,6 +42,8 @@ def target(guard, command: str, cwd: str | None = None, **env: str) -> str | Non
         "export CDPATH=.agents; cd config && sort -o agent.yaml x.txt",
         "cd -; echo x > agent.yaml",  # OLDPWD is not known before the command runs
         "sudo -i tee agent.yaml",  # a login shell starts in a home folder
+        "D=docs; cd $D; printf x > agent.yaml",  # a name in capitals is set here too
+        "d=docs; cd ${d}; printf x > agent.yaml",
     ],
 )
 def test_a_folder_named_at_run_time_makes_every_relative_target_unknown(guard, command):
@@ -235,3 +237,13 @@ def test_any_command_gets_an_answer_never_an_error(tmp_path_factory, text):
     root = tmp_path_factory.mktemp("soup")
     found = protected_files(workdir=root, environ={"HOME": str(root)}).exec_target(text)
     assert found is None or isinstance(found, str)
+
+
+def test_removing_a_workspace_removes_the_project_layer_it_may_hold(tmp_path):
+    # Even a guard told of no file, in a workspace with no .agents yet: `rm -rf .`
+    # would take a project layer created before it runs.
+    from mdagent.safety.protected import Protected
+
+    guard = Protected(str(tmp_path), {}, {}, {}, ())
+    assert guard.exec_target("rm -rf .") == ". (holds .agents)"
+    assert guard.exec_target("rm -rf src") is None

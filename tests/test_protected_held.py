@@ -113,6 +113,18 @@ def test_submodules_are_looked_for_up_to_a_limit(tmp_path):
     assert len(submodule_git_dirs(str(tmp_path / "git"))) == 64
 
 
+def test_a_submodule_without_nested_ones_does_not_end_the_search(tmp_path):
+    # Whichever submodule is looked in first, its nested one has no modules/
+    # folder of its own: the other submodule's nested one is still found.
+    modules = tmp_path / "git" / "modules"
+    found = []
+    for name in ("a", "b"):
+        for folder in (modules / name, modules / name / "modules" / "inner"):
+            write(folder / "HEAD", "")
+            found.append(str(folder))
+    assert sorted(submodule_git_dirs(str(tmp_path / "git"))) == sorted(found)
+
+
 def test_git_config_names_the_configuration_file_the_kernel_holds(ws, home):
     env = {"HOME": str(home), "AGENT_HOME": str(home / "agent")}
     (ws / ".git" / "config").rename(ws / ".git" / "config.worktree")
@@ -187,6 +199,8 @@ def test_naming_a_held_place_is_left_to_the_kernel(held, full, home, command):
         ("ls | xargs gzip", "xargs"),
         ("tar -x -f x.tar -C /", "holds"),  # / holds the workspace, which is writable
         ("cp -r template/. ..", "holds"),
+        # unparseable: what the kernel holds is skipped, not the rest after it
+        ("cat .mcp.json 'unclosed", ".mcp.json (the command cannot be parsed"),
     ],
 )
 def test_what_the_kernel_does_not_hold_is_still_asked(held, command, why):
@@ -218,6 +232,12 @@ def test_what_the_kernel_does_not_hold_is_still_asked(held, command, why):
         ("cd .agents/config && tee agent.yaml < ../../x.txt", ".agents/config/agent.yaml"),
         ("printf x | env -C .agents/config tee agent.yaml", ".agents/config/agent.yaml"),
         ("echo x > HOME/agent/config/agent.yaml", "the user layer"),  # outside: held too
+        ("cp -t .agents/config evil.yaml", ".agents/config (the project layer)"),
+        ("cp --target-directory=.agents/config evil.yaml", ".agents/config (the project layer)"),
+        ("git rm -r --cached .", ".agents (the project layer), inside ."),
+        ("git -C .agents rm config/agent.yaml", ".agents/config/agent.yaml (the project layer)"),
+        # each -C moves git on from the last: .agents, then .agents/config
+        ("git -C .agents -C config rm agent.yaml", "(the project layer)"),
     ],
 )
 def test_a_plain_write_to_a_held_place_is_named(held, home, command, shown):
@@ -242,6 +262,9 @@ def test_a_plain_write_to_a_held_place_is_named(held, home, command, shown):
         "echo x > $out",  # named at run time: the kernel's to judge
         "rm -rf src",
         "touch notes.txt",
+        "dd if=x.txt of=.",  # dd writes the file it names, never what a folder holds
+        "git --git-dir .git rm --cached notes.txt",  # the option's value is no operand
+        "sort x.txt -o",  # an output option without its value
     ],
 )
 def test_what_only_reads_a_held_place_is_not_refused(held, command):

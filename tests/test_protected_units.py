@@ -94,6 +94,8 @@ def target(guard, command: str, cwd: str | None = None, **env: str) -> str | Non
         ("cpio", ("--list", "-i"), False),
         ("cpio", ("i",), True),  # no mode understood: fail closed
         ("cpio", ("-oi",), True),
+        ("cpio", ("-op", "dest"), True),  # copy-out and pass-through: fail closed
+        ("cpio", ("-o", "--pass-through", "dest"), True),
         ("cpio", (), True),
         # Other archivers read with the rules of the one whose command line they share.
         ("bsdcpio", ("-vid",), True),
@@ -621,3 +623,148 @@ def test_after_a_double_dash_every_word_is_an_operand():
 
     assert plain_writes(parse("rm -f -- -x y")[0]) == [("-x", True), ("y", True)]
     assert plain_writes(parse("cp -- -a -b")[0]) == [("-b", False)]
+
+
+# -- what protected_files lists, and why it says so (survivors after issue 31's split) ------
+
+
+def test_mcp_servers_scripts_are_protected_from_the_folder_they_run_in(ws, env):
+    (ws / "tools").mkdir()
+    (ws / "tools" / "srv.py").write_text("print(1)\n")
+    (ws / "top.py").write_text("print(1)\n")
+    settings = {
+        "mcp_servers": {
+            "below": {"command": "python3", "args": ["./srv.py"], "cwd": "tools"},
+            "top": {"command": "python3", "args": ["top.py"]},
+        }
+    }
+    guard = protected_files(workdir=ws, environ=env, settings=settings)
+    why = "(an MCP server's script (it runs outside the sandbox))"
+    assert guard.file_target("tools/srv.py") == f"tools/srv.py {why}"
+    assert guard.file_target("top.py") == f"top.py {why}"
+    assert guard.file_target("srv.py") is None
+
+
+def test_each_git_folder_is_named_for_what_it_is(tmp_path, ws, env):
+    import subprocess
+
+    other = tmp_path / "other"
+    for repo in (ws, other):
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    settings = {"policy": {"paths": [str(other)]}}
+    guard = protected_files(workdir=ws, environ=env, settings=settings)
+    assert guard.file_target(".git/config") == (
+        ".git/config (the workspace's git folder: its config and hooks run programs)"
+    )
+    assert guard.file_target(str(other / ".git" / "config")).endswith(
+        "(a policy.paths root's git folder: its config and hooks run programs)"
+    )
+
+
+def test_a_hooks_path_in_the_xdg_git_configuration_is_protected(tmp_path, ws, env):
+    xdg = tmp_path / "xdg"
+    hooks = tmp_path / "myhooks"
+    (xdg / "git").mkdir(parents=True)
+    (xdg / "git" / "config").write_text(f"[core]\n\thooksPath = {hooks}\n")
+    guard = protected_files(workdir=ws, environ={**env, "XDG_CONFIG_HOME": str(xdg)})
+    assert guard.file_target(str(hooks / "pre-commit")) == (
+        f"{hooks}/pre-commit (git's hooks folder (core.hooksPath): git runs what it holds)"
+    )
+
+
+def test_a_foreign_layer_is_not_protected_as_a_whole(tmp_path, ws, env):
+    from types import SimpleNamespace
+
+    mine = tmp_path / "mine"
+    layers = [SimpleNamespace(kind="project", path=mine, foreign=True)]
+    guard = protected_files(workdir=ws, layers=layers, environ=env)
+    assert guard.file_target(str(mine / "notes.txt")) is None
+
+
+def test_a_link_from_a_layer_of_no_kind_says_layer(tmp_path, ws, env):
+    user = tmp_path / "u"
+    (user / "skills").mkdir(parents=True)
+    outside = _skill(tmp_path / "elsewhere" / "mine")
+    (user / "skills" / "mine").symlink_to(outside)
+    guard = protected_files(workdir=ws, layers=[Layer(user, "")], environ=env)
+    assert guard.file_target(str(outside / "SKILL.md")).endswith(
+        "(a skill folder linked from a layer (layer))"
+    )
+
+
+@pytest.mark.parametrize(
+    ("interop", "protected"),
+    [
+        # off by default, turned on: OpenClaw's workspace skills/ is a layer then
+        ({"openclaw-workspace-skills": True}, {"skills", ".codex-home"}),
+        # turned off: still protected (protecting more only tightens)
+        (False, {".codex-home"}),
+        ({}, {".codex-home"}),
+    ],
+)
+def test_other_agents_skill_folders_are_protected_as_settings_say(ws, env, interop, protected):
+    guard = protected_files(workdir=ws, environ=env, settings={"skills": {"interop": interop}})
+    codex = Path(env["HOME"]) / ".codex" / "skills" / "x" / "SKILL.md"
+    found = {
+        "skills": guard.file_target("skills/x/SKILL.md"),
+        ".codex-home": guard.file_target(str(codex)),
+    }
+    assert {name for name, why in found.items() if why} == protected
+    assert all("a skill folder read as a layer" in why for why in found.values() if why)
+
+
+def test_other_agents_settings_are_named_for_what_they_are(ws, env):
+    guard = protected_files(workdir=ws, environ=env)
+    assert guard.file_target(".mcp.json") == (
+        ".mcp.json (another agent's settings read as ours (claude-mcp))"
+    )
+    assert guard.file_target(".claude/commands/x.md").endswith(
+        "(another agent's commands read as ours (claude-commands))"
+    )
+
+
+# -- what the guard tells about a command (survivors after issue 31's split) ---------------
+
+
+@pytest.mark.parametrize(
+    ("command", "told"),
+    [
+        ("make -C", "a wrapper runs it in a folder not named on the line"),
+        ("d=x; make all -C $d", "`$d` is a folder named at run time"),
+        (
+            "git config core.pager less",
+            "git's configuration (`git config`: its settings can run programs)",
+        ),
+    ],
+)
+def test_why_a_command_is_asked_about_is_told(guard, command, told):
+    found = target(guard, command)
+    assert found is not None and told in found, found
+
+
+def test_a_protected_path_mentioned_in_code_is_shown(guard, env):
+    agent_home = env["AGENT_HOME"]
+    code = f"open('{agent_home}/config/agent.yaml', 'w')"
+    assert target(guard, f'python3 -c "{code}"') == (
+        f"{agent_home} (mentioned in `{code}`: the user layer ($AGENT_HOME))"
+    )
+
+
+def test_a_glob_names_hidden_folders_too(guard):
+    found = target(guard, "rm -rf */config")
+    assert found is not None and ".agents/config" in found, found
+
+
+def test_a_glob_is_matched_from_the_folder_the_command_runs_in(guard, ws):
+    (ws / "sub").mkdir()
+    assert target(guard, "rm -rf ../.ag*", "sub") == ".agents (the project layer)"
+
+
+def test_an_unparseable_command_naming_a_script_by_its_file_name_is_caught(ws, env):
+    (ws / "scripts").mkdir()
+    (ws / "scripts" / "guard.sh").write_text("#!/bin/sh\n")
+    settings = {"hooks": {"before": [{"run": "./scripts/guard.sh"}]}}
+    guard = protected_files(workdir=ws, environ=env, settings=settings)
+    assert target(guard, "sh guard.sh 'unclosed") == (
+        "scripts/guard.sh (the command cannot be parsed and names a hook script)"
+    )
