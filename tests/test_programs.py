@@ -338,10 +338,11 @@ def test_what_a_program_runs_besides_itself(command, why, hidden):
         "ssh -o StrictHostKeyChecking=no h ls",
         "ssh admin@Fileserver uptime",  # a host, not -F
         "ssh h -o",  # an option missing its value runs nothing
+        "ssh -- h ls -F",  # after `--`: the host and its command
         "rsync -a notes.txt server:backup/",  # operands, not options
         "rsync --verbose --delete a b",  # long options, not clusters of -e
         "vim -X f",
-        "bash Xscript /dev/fd/3",  # a script named Xscript, given /dev/fd/3 as an argument
+        "bash Xtool /dev/fd/3",  # a script named Xtool, given /dev/fd/3 as an argument
         "scp -P 22 a b:",
         "git checkout-index --temp x",  # checkout-index's own --temp
         "git format-patch --to=a@b HEAD~1",
@@ -381,6 +382,7 @@ def test_a_script_computed_at_run_time_is_unknowable():
         ("/x/b;e ls", "a command (`ls`"),  # `;` ends the label
         ("s/a/b/i;e ls", "a command (`ls`"),
         ("s/a/b/iw out", "writes `out`"),
+        ("1,+w out", "writes `out`"),  # GNU sed takes an empty count
         ("a x\\\\\ne ls", "a command (`ls`"),  # an escaped backslash ends the text
         ("s/a/b/pe", "a command (`s///e: the pattern space`"),
         ("s/a/b/wout", "writes `out`"),
@@ -432,6 +434,8 @@ def test_a_sed_script_that_runs_or_writes(script, expected):
         "s/x/y/I;s/a/b/M;s/c/d/m;s/e/f/i;s/1/2/p",
         "1d;$d;/x/!d;2,5{p;n}",
         "1,/end/d",
+        "1,+p",  # GNU sed takes an empty count
+        "sXaXbX",
         "a text; e ls",  # text to the end of the line
         "i\\\none\\\ntwo",
         "c\\\nnew",
