@@ -188,6 +188,7 @@ def test_aliases_read_with_the_programs_table():
         ("gvim --remote-send x", "`gvim --remote-send` runs an Ex command", True),
         ("vim -w keys f", "`vim -w` writes a file", False),
         ("vim --startuptime t f", "`vim --startuptime` writes a file", False),
+        ("vim --log vim.log f", "`vim --log` writes a file", False),
         ("ex f", "`ex` reads Ex commands from its input, which may run commands", True),
         # shells
         ("bash -i", "`bash` is interactive: it runs start-up files and PROMPT_COMMAND", True),
@@ -201,6 +202,8 @@ def test_aliases_read_with_the_programs_table():
         ("bash -eo pipefail /dev/fd/3", "`bash /dev/fd/3` runs code read", True),
         ("bash -O extglob /dev/fd/3", "`bash /dev/fd/3` runs code read", True),
         ("bash --init-file rc", "`bash --init-file` runs a start-up file", True),
+        ("bash --rcfile=rc", "`bash --rcfile=rc` runs a start-up file", True),
+        ("zsh -X /dev/fd/3", "`zsh /dev/fd/3` runs code read", True),  # -X takes no value
         ("sed -i s/a/b/e f", "`sed` script runs a command", True),
         ("/usr/bin/sed -n '1e ls' f", "`sed` script runs a command (`ls`)", True),
         ("sed - p", "`sed` script not understood", True),  # `-` is the script
@@ -235,6 +238,7 @@ def test_aliases_read_with_the_programs_table():
         ("ssh -o KnownHostsCommand=x h", "`ssh -o KnownHostsCommand=x` runs", True),
         ("ssh -F cfg h", "`ssh -F` runs", True),
         ("scp -S prog a b:", "`scp -S` runs", True),
+        ("sftp -S prog host", "`sftp -S` runs", True),
         # make: inline code (policy.inline_eval decides), hidden from deny rules
         ("make -f - all", "`make -f -` makes recipes of text no rule reads", True),
         ("make --ev=x", "`make --eval` makes recipes", True),
@@ -332,6 +336,13 @@ def test_what_a_program_runs_besides_itself(command, why, hidden):
         "pandoc -o out.html f.md",
         "gcc -O2 -Wall -o f f.c",
         "ssh -o StrictHostKeyChecking=no h ls",
+        "ssh admin@Fileserver uptime",  # a host, not -F
+        "ssh h -o",  # an option missing its value runs nothing
+        "ssh -- h ls -F",  # after `--`: the host and its command
+        "rsync -a notes.txt server:backup/",  # operands, not options
+        "rsync --verbose --delete a b",  # long options, not clusters of -e
+        "vim -X f",
+        "bash Xtool /dev/fd/3",  # a script named Xtool, given /dev/fd/3 as an argument
         "scp -P 22 a b:",
         "git checkout-index --temp x",  # checkout-index's own --temp
         "git format-patch --to=a@b HEAD~1",
@@ -368,6 +379,11 @@ def test_a_script_computed_at_run_time_is_unknowable():
         ("0,/x/e ls", "a command (`ls`"),
         ("1~2e ls", "a command (`ls`"),
         ("1~e ls", "a command (`ls`"),  # GNU sed takes an empty step
+        ("/x/b;e ls", "a command (`ls`"),  # `;` ends the label
+        ("s/a/b/i;e ls", "a command (`ls`"),
+        ("s/a/b/iw out", "writes `out`"),
+        ("1,+w out", "writes `out`"),  # GNU sed takes an empty count
+        ("a x\\\\\ne ls", "a command (`ls`"),  # an escaped backslash ends the text
         ("s/a/b/pe", "a command (`s///e: the pattern space`"),
         ("s/a/b/wout", "writes `out`"),
         ("2,~4 e ls", "a command (`ls`"),
@@ -417,6 +433,9 @@ def test_a_sed_script_that_runs_or_writes(script, expected):
         "s/e/w/g",
         "s/x/y/I;s/a/b/M;s/c/d/m;s/e/f/i;s/1/2/p",
         "1d;$d;/x/!d;2,5{p;n}",
+        "1,/end/d",
+        "1,+p",  # GNU sed takes an empty count
+        "sXaXbX",
         "a text; e ls",  # text to the end of the line
         "i\\\none\\\ntwo",
         "c\\\nnew",
@@ -596,6 +615,11 @@ def test_git_pointed_at_another_repository(repos, command, shown):
     why = foreign_repository(words(command), str(repos), str(repos))
     assert why is not None and why.startswith(shown)
     assert why.endswith("whose configuration may run any program")
+
+
+def test_a_folder_outside_the_workspace_is_shown_in_full(repos):
+    why = foreign_repository(words("git -C ../other log"), str(repos), str(repos))
+    assert why is not None and why.startswith(f"`git -C {repos.parent / 'other'}` uses")
 
 
 def test_a_folder_is_placed_from_where_the_command_starts(repos):

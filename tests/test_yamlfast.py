@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from mdagent.core.errors import ConfigError
 from mdagent.core.yamlfast import NOT_SIMPLE, read
-from mdagent.core.yamlsource import Located, LocatedList, load_yaml
+from mdagent.core.yamlsource import Located, LocatedList, load_yaml, position
 from mdagent.declarations.skills import split_front_matter
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "openclaw-skills"
@@ -363,3 +363,13 @@ def test_the_generated_documents_mostly_take_the_fast_path() -> None:
         assert check(text), f"left to libyaml: {text!r}"
 
     every()
+
+
+def test_a_collection_made_by_hand_is_the_plain_one_placed_at_the_start():
+    # Located is a dict and LocatedList a list: made from items, they hold them;
+    # nothing read places them, so a position in them is the document's start.
+    assert Located({"a": 1}, b=2) == {"a": 1, "b": 2}
+    assert Located([("a", 1)]) == {"a": 1}
+    assert LocatedList([1, 2]) == [1, 2]
+    assert position(Located(), ("name",)) == (1, 1)
+    assert position(LocatedList(), (0,)) == (1, 1)
