@@ -397,3 +397,16 @@ def test_tell_is_seen_at_once_in_a_buffered_file(tmp_path):
     with open(path, "w", encoding="utf-8") as out:
         tell("x", out)
         assert path.read_text() == "agent: x\n"
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [("a bad(1)\na bad(2)\ny\n", "yes"), ("a bad(1)\na bad(2)\na bad(3)\n", "no")],
+)
+def test_three_wrong_rules_are_no(monkeypatch, typed, expected):
+    def check_rule(rule):
+        return f"{rule} is not allowed"
+
+    answer, shown = _ask(monkeypatch, typed, rules=("exec(make)",), check_rule=check_rule)
+    assert answer == expected
+    assert shown.count("Not a rule: ") == typed.count("a bad")
