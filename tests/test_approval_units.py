@@ -231,3 +231,182 @@ def test_tell_writes_one_line_and_never_fails():
             raise OSError("gone")
 
     tell("x", Broken())
+
+
+# -- what the question offers and says (issue 31's mutation run) -------------------------
+
+
+def _ask(monkeypatch, typed, out=None, **options):
+    """``ask_terminal`` for an exec call with ``typed`` on the terminal: (answer, shown)."""
+    out = out if out is not None else io.StringIO()
+
+    @contextlib.contextmanager
+    def fake_input():
+        yield io.StringIO(typed)
+
+    monkeypatch.setattr(approval, "_terminal_input", fake_input)
+    return ask_terminal("exec", {"command": "make"}, out=out, **options), out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("layers", "hint"),
+    [
+        ((), "[a]lways saves exec(make)\n(to change it: a [RULE, …])"),
+        (
+            ("project",),
+            "[a]lways saves exec(make) in the project layer\n(to change it: a [RULE, …])",
+        ),
+        (
+            ("user", "project"),
+            "[a]lways saves exec(make) in the user layer\n(to change it: a [user|project] [RULE, …])",
+        ),
+    ],
+)
+def test_the_always_hint_names_the_rule_and_the_layers_to_choose(monkeypatch, layers, hint):
+    answer, shown = _ask(monkeypatch, "n\n", rules=("exec(make)",), layers=layers)
+    assert answer == "no"
+    assert f"\n{hint}\nRun it? " in shown
+
+
+def test_no_always_hint_without_always_or_without_rules(monkeypatch):
+    _, shown = _ask(monkeypatch, "n\n", always=False, rules=("exec(make)",))
+    assert "saves" not in shown
+    _, shown = _ask(monkeypatch, "n\n", rules=())
+    assert "saves" not in shown
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("a\n", {"kind": "always", "rules": ("exec(make)",), "layer": None}),
+        ("a exec(ls)\n", {"kind": "always", "rules": ("exec(ls)",), "layer": None}),
+    ],
+)
+def test_always_without_layers_or_a_rule_check(monkeypatch, typed, expected):
+    answer, _ = _ask(monkeypatch, typed, rules=("exec(make)",))
+    assert answer == expected
+
+
+def test_without_tell_the_question_does_not_offer_it(monkeypatch):
+    answer, shown = _ask(monkeypatch, "n\n", tell=False)
+    assert answer == "no"
+    assert shown.endswith("Run it? [y]es / [n]o / [a]lways: ")
+
+
+def test_tell_asks_for_the_reason_on_its_own_line(monkeypatch):
+    answer, shown = _ask(monkeypatch, "t\nbecause\n")
+    assert answer == {"kind": "tell", "reason": "because"}
+    assert shown.endswith(": Tell the model why (Enter: no reason): ")
+
+
+def test_a_cancel_while_the_reason_is_asked_is_no(monkeypatch):
+    cancel = threading.Event()
+
+    class Out(io.StringIO):
+        def write(self, text):
+            if text.startswith("Tell the model why"):
+                cancel.set()  # Ctrl-C while the reason is asked
+            return super().write(text)
+
+    read, write = os.pipe()
+    os.write(write, b"t\n")
+    with open(read, encoding="utf-8") as source, open(write, "wb"):
+
+        @contextlib.contextmanager
+        def fake_input():
+            yield source
+
+        monkeypatch.setattr(approval, "_terminal_input", fake_input)
+        out = Out()
+        assert ask_terminal("exec", {"command": "make"}, out=out, cancel=cancel) == "no"
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected", "pleas"),
+    [("x\nx\ny\n", "yes", 2), ("x\nx\nx\n", "no", 3)],
+)
+def test_three_unclear_answers_are_no(monkeypatch, typed, expected, pleas):
+    answer, shown = _ask(monkeypatch, typed)
+    assert answer == expected
+    assert shown.count("Please answer y, t, n or a.") == pleas
+
+
+def test_a_closed_terminal_says_so(monkeypatch):
+    with pytest.raises(EOFError, match="^terminal closed$"):
+        _ask(monkeypatch, "")
+
+
+def _lines(count):
+    return "".join(f"line{i}\n" for i in range(1, count + 1))
+
+
+def test_a_diff_of_exactly_the_limit_is_not_cut(monkeypatch, tmp_path):
+    # 3 header lines and 57 added lines: MAX_DIFF_LINES in all
+    monkeypatch.setattr(
+        approval, "_terminal_input", lambda: contextlib.nullcontext(io.StringIO("n\n"))
+    )
+    out = io.StringIO()
+    args = {"path": "a.txt", "content": _lines(approval.MAX_DIFF_LINES - 3)}
+    ask_terminal("write_file", args, out=out, workdir=tmp_path)
+    assert "[v]iew all" not in out.getvalue()
+    assert "more diff lines" not in out.getvalue()
+
+
+def test_view_all_colours_the_whole_diff_on_a_terminal(monkeypatch, tmp_path):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(
+        approval, "_terminal_input", lambda: contextlib.nullcontext(io.StringIO("v\nn\n"))
+    )
+    out = Tty()
+    args = {"path": "a.txt", "content": _lines(approval.MAX_DIFF_LINES)}
+    assert ask_terminal("write_file", args, out=out, workdir=tmp_path) == "no"
+    # the last line is only in the whole diff, shown after `v`
+    assert f"\x1b[32m+line{approval.MAX_DIFF_LINES}\x1b[0m" in out.getvalue()
+
+
+def test_format_call_shows_other_values_as_json_in_their_own_characters():
+    import datetime
+
+    text = format_call("t", {"when": datetime.date(2020, 1, 2), "names": ["é"]})
+    assert text == 't\n  when: "2020-01-02"\n  names: ["é"]'
+
+
+def test_an_edit_with_a_new_string_that_is_not_text_shows_no_change(tmp_path):
+    (tmp_path / "a.txt").write_text("old\n")
+    args = {"path": "a.txt", "old_string": "old", "new_string": 5}
+    assert proposed_change("edit_file", args, tmp_path) is None
+
+
+def test_settings_show_other_values_in_their_own_characters():
+    from mdagent.ui.approval import settings_changes
+
+    assert settings_changes("a: []\n", "a: [{b: é}]\n") == ['a: + {"b": "é"}']
+
+
+def test_tell_reaches_the_stream_json_sink(monkeypatch):
+    from mdagent.ui import events
+
+    said = []
+    monkeypatch.setattr(events, "sink", said.append)
+    tell("added allow rule `x`")
+    assert said == ["agent: added allow rule `x`"]
+
+
+def test_tell_is_seen_at_once_in_a_buffered_file(tmp_path):
+    path = tmp_path / "log"
+    with open(path, "w", encoding="utf-8") as out:
+        tell("x", out)
+        assert path.read_text() == "agent: x\n"
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [("a bad(1)\na bad(2)\ny\n", "yes"), ("a bad(1)\na bad(2)\na bad(3)\n", "no")],
+)
+def test_three_wrong_rules_are_no(monkeypatch, typed, expected):
+    def check_rule(rule):
+        return f"{rule} is not allowed"
+
+    answer, shown = _ask(monkeypatch, typed, rules=("exec(make)",), check_rule=check_rule)
+    assert answer == expected
+    assert shown.count("Not a rule: ") == typed.count("a bad")

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from mdagent.core.errors import ConfigError
-from mdagent.declarations.edit import add_allow_rule, remove_allow_rule
+from mdagent.declarations.edit import add_allow_rule, remove_allow_rule, replace_file
 
 LAYOUTS = {
     "block list": (
@@ -246,3 +246,111 @@ def test_revoke_dumps_a_comment_free_file_in_its_own_order_and_characters(tmp_pa
     target.write_text("zeta: é\nbase: &rules [x, y]\npolicy:\n  allow: *rules\n")
     remove_allow_rule(target, "x")
     assert target.read_text() == ("zeta: é\nbase:\n- x\n- y\npolicy:\n  allow:\n  - y\n")
+
+
+# -- where errors point, what a fallback dump looks like, what the file keeps -----------
+
+
+def test_a_broken_file_is_refused_with_its_path_line_and_column(tmp_path):
+    target = tmp_path / "agent.yaml"
+    target.write_text("policy:\n  allow: [x\n")
+    for edit in (add_allow_rule, remove_allow_rule):
+        with pytest.raises(ConfigError) as err:
+            edit(target, "x")
+        assert (err.value.path, err.value.line, err.value.col) == (str(target), 3, 1)
+
+
+def test_always_refuses_a_file_that_is_not_a_mapping(tmp_path):
+    target = tmp_path / "agent.yaml"
+    target.write_text("- a\n")
+    with pytest.raises(ConfigError) as err:
+        add_allow_rule(target, "x")
+    assert (err.value.message, err.value.path) == (
+        "cannot add `x`: the file is not a mapping",
+        str(target),
+    )
+
+
+def test_always_refuses_to_replace_a_commented_scalar_policy(tmp_path):
+    target = tmp_path / "agent.yaml"
+    target.write_text("policy: ask  # c\n")
+    with pytest.raises(ConfigError, match="by hand"):
+        add_allow_rule(target, "x")
+    assert target.read_text() == "policy: ask  # c\n"
+
+
+def test_a_refusal_to_revoke_names_the_file(tmp_path):
+    target = tmp_path / "agent.yaml"
+    target.write_text("base: &rules [x, y]\npolicy:\n  allow: *rules  # shared\n")
+    with pytest.raises(ConfigError) as err:
+        remove_allow_rule(target, "x")
+    assert err.value.path == str(target)
+
+
+def test_always_dumps_a_comment_free_file_in_its_own_order_and_characters(tmp_path):
+    target = tmp_path / "agent.yaml"
+    target.write_text("zeta: é\npolicy: {mode: ask}\n")
+    add_allow_rule(target, "ü")
+    assert target.read_text() == "zeta: é\npolicy:\n  mode: ask\n  allow:\n  - ü\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "after"),
+    [
+        # non-ASCII stays as it is written
+        ("policy:\n  allow: []\n", 'policy:\n  allow: ["é"]\n'),
+        # a dash inside the first item is not the list's dash
+        ("policy:\n  allow:\n    - a-b\n", 'policy:\n  allow:\n    - a-b\n    - "é"\n'),
+        # a last item ending at the start of the next line (a block scalar)
+        (
+            "policy:\n  allow:\n    - |-\n      a\n  deny: [z]  # d\n",
+            'policy:\n  allow:\n    - |-\n      a\n    - "é"\n  deny: [z]  # d\n',
+        ),
+        # a last item ending in column 1 (a quote closed at the line's start)
+        (
+            'policy:\n  allow:\n    - "a\n"\n  # c\n',
+            'policy:\n  allow:\n    - "a\n"\n    - "é"\n  # c\n',
+        ),
+    ],
+)
+def test_always_inserts_the_item_as_text(tmp_path, text, after):
+    target = tmp_path / "agent.yaml"
+    target.write_text(text)
+    assert add_allow_rule(target, "é") is True
+    assert target.read_text() == after
+
+
+@pytest.mark.parametrize(
+    ("text", "left"),
+    [
+        # an item ending in column 1 goes whole
+        ('policy:\n  allow:\n    - "x\n"\n    - y\n  # c\n', "policy:\n  allow:\n    - y\n  # c\n"),
+        # the colon after the key, not one inside a tag before it
+        (
+            "policy:\n  !<tag:yaml.org,2002:str> allow:\n    - x\n  # c\n",
+            "policy:\n  !<tag:yaml.org,2002:str> allow: []\n  # c\n",
+        ),
+    ],
+)
+def test_revoke_edits_odd_layouts_as_text(tmp_path, text, left):
+    target = tmp_path / "agent.yaml"
+    target.write_text(text)
+    assert remove_allow_rule(target, "x") == 3
+    assert target.read_text() == left
+
+
+def test_edits_keep_the_file_mode(tmp_path):
+    target = tmp_path / "agent.yaml"
+    target.write_text("policy:\n  allow: []\n")
+    target.chmod(0o600)
+    add_allow_rule(target, "x")
+    assert target.stat().st_mode & 0o777 == 0o600
+    remove_allow_rule(target, "x")
+    assert target.stat().st_mode & 0o777 == 0o600
+
+
+def test_replace_file_creates_a_missing_file_readable_by_all(tmp_path):
+    target = tmp_path / "new.yaml"
+    replace_file(target, "a: 1\r\n")
+    assert target.stat().st_mode & 0o777 == 0o644
+    assert target.read_bytes() == b"a: 1\r\n"
