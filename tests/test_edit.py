@@ -149,6 +149,15 @@ def test_remove_allow_rule_layouts(tmp_path, text, left):
     assert target.read_text() == left
 
 
+def test_remove_allow_rule_with_an_explicit_key_is_dumped_not_a_crash(tmp_path):
+    # `? allow` puts the key's colon on the next line: no text edit finds it, so the
+    # file (without comments) is written again, and the rule is gone.
+    target = tmp_path / "agent.yaml"
+    target.write_text("policy:\n  ? allow\n  :\n    - x\n")
+    assert remove_allow_rule(target, "x") is not None
+    assert yaml.safe_load(target.read_text()) == {"policy": {"allow": []}}
+
+
 def test_remove_allow_rule_without_the_rule_or_the_file(tmp_path):
     assert remove_allow_rule(tmp_path / "missing.yaml", "x") is None
     target = tmp_path / "agent.yaml"

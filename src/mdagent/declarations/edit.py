@@ -174,7 +174,9 @@ def _without_item(text: str, index: int) -> tuple[str, int] | None:
     if len(items) == 1:
         # The list's last entry: `allow: []`, not `allow:` (null).
         at = key.end_mark.line
-        colon = kept[at].index(":", key.end_mark.column)
+        colon = kept[at].find(":", key.end_mark.column)
+        if colon < 0:
+            return None  # the key's colon is on a line of its own (`? allow`): not edited as text
         kept[at] = kept[at][: colon + 1] + " []" + kept[at][colon + 1 :]
     return "".join(kept), line
 
