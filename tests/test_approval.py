@@ -36,7 +36,7 @@ def terminal(monkeypatch):
     def fake_input():
         yield typed
 
-    monkeypatch.setattr(approval, "_terminal_input", fake_input)
+    monkeypatch.setattr(approval, "terminal_input", fake_input)
 
     def answer(text):
         typed.seek(0)

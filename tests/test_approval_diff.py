@@ -8,8 +8,8 @@ import pytest
 from mdagent.ui.approval import (
     MAX_DIFF_LINES,
     Change,
-    _coloured_diff,
     ask_terminal,
+    coloured_diff,
     format_call,
     proposed_change,
     proposed_diff,
@@ -64,12 +64,12 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch):
             return True
 
     diff = "--- a/x\n+++ b/x\n-old\n+new"
-    assert _coloured_diff(diff, io.StringIO()) == diff
+    assert coloured_diff(diff, io.StringIO()) == diff
     monkeypatch.delenv("NO_COLOR", raising=False)
-    coloured = _coloured_diff(diff, Tty())
+    coloured = coloured_diff(diff, Tty())
     assert "\x1b[31m-old\x1b[0m" in coloured and "\x1b[32m+new\x1b[0m" in coloured
     monkeypatch.setenv("NO_COLOR", "1")
-    assert _coloured_diff(diff, Tty()) == diff
+    assert coloured_diff(diff, Tty()) == diff
 
 
 @pytest.mark.parametrize("no_color", [False, True], ids=["colour", "NO_COLOR"])
@@ -188,7 +188,7 @@ def _asked(monkeypatch, typed: str, *args, **kwargs):
     def fake_input():
         yield io.StringIO(typed)
 
-    monkeypatch.setattr(approval, "_terminal_input", fake_input)
+    monkeypatch.setattr(approval, "terminal_input", fake_input)
     shown_text = io.StringIO()
     return ask_terminal(*args, out=shown_text, **kwargs), shown_text.getvalue()
 

@@ -13,11 +13,11 @@ import pytest
 
 from mdagent.ui import approval
 from mdagent.ui.approval import (
-    _coloured_diff,
-    _read_line,
     ask_terminal,
+    coloured_diff,
     format_call,
     proposed_change,
+    read_line,
     tell,
 )
 
@@ -33,7 +33,7 @@ class Tty(io.StringIO):
 def test_each_kind_of_diff_line_has_its_colour(monkeypatch):
     monkeypatch.delenv("NO_COLOR", raising=False)
     diff = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n keep\n-old\n+new"
-    assert _coloured_diff(diff, Tty()).split("\n") == [
+    assert coloured_diff(diff, Tty()).split("\n") == [
         "\x1b[1m--- a/x\x1b[0m",
         "\x1b[1m+++ b/x\x1b[0m",
         "\x1b[36m@@ -1 +1 @@\x1b[0m",
@@ -48,7 +48,7 @@ def test_an_output_without_isatty_is_not_a_terminal():
         def write(self, text):
             pass
 
-    assert _coloured_diff("+x", Plain()) == "+x"
+    assert coloured_diff("+x", Plain()) == "+x"
 
 
 def test_the_question_colours_the_diff_on_a_terminal(monkeypatch, tmp_path):
@@ -59,7 +59,7 @@ def test_the_question_colours_the_diff_on_a_terminal(monkeypatch, tmp_path):
     def fake_input():
         yield io.StringIO("n\n")
 
-    monkeypatch.setattr(approval, "_terminal_input", fake_input)
+    monkeypatch.setattr(approval, "terminal_input", fake_input)
     args = {"path": "a.txt", "content": "new\n"}
     assert ask_terminal("write_file", args, out=shown, workdir=tmp_path) == "no"
     assert "\x1b[32m+new\x1b[0m" in shown.getvalue()
@@ -115,7 +115,7 @@ def typed(monkeypatch):
         def fake_input():
             yield io.StringIO(text)
 
-        monkeypatch.setattr(approval, "_terminal_input", fake_input)
+        monkeypatch.setattr(approval, "terminal_input", fake_input)
 
     return feed
 
@@ -137,7 +137,7 @@ def test_a_cancelled_question_is_a_no(monkeypatch):
         with os.fdopen(read) as source:
             yield source
 
-    monkeypatch.setattr(approval, "_terminal_input", pipe_input)
+    monkeypatch.setattr(approval, "terminal_input", pipe_input)
     shown = io.StringIO()
     try:
         assert ask_terminal("exec", {"command": "make"}, out=shown, cancel=cancel) == "no"
@@ -172,7 +172,7 @@ def _answer_from_pipe(data: bytes, cancel: threading.Event) -> str | None:
     os.write(write, data)
     try:
         with os.fdopen(read) as source:
-            return _read_line(source, cancel)
+            return read_line(source, cancel)
     finally:
         os.close(write)
 
@@ -187,7 +187,7 @@ def test_a_cancel_while_waiting_ends_the_read():
     cancel = threading.Event()
     got = []
     with os.fdopen(read) as source:
-        reader = threading.Thread(target=lambda: got.append(_read_line(source, cancel)))
+        reader = threading.Thread(target=lambda: got.append(read_line(source, cancel)))
         reader.start()
         cancel.set()
         reader.join(10)
@@ -198,7 +198,7 @@ def test_a_cancel_while_waiting_ends_the_read():
 
 
 def test_a_source_without_a_descriptor_is_read_by_line():
-    assert _read_line(io.StringIO("a\nb\n"), threading.Event()) == "a\n"
+    assert read_line(io.StringIO("a\nb\n"), threading.Event()) == "a\n"
 
 
 # -- the change of a file ----------------------------------------------------------------
@@ -244,7 +244,7 @@ def _ask(monkeypatch, typed, out=None, **options):
     def fake_input():
         yield io.StringIO(typed)
 
-    monkeypatch.setattr(approval, "_terminal_input", fake_input)
+    monkeypatch.setattr(approval, "terminal_input", fake_input)
     return ask_terminal("exec", {"command": "make"}, out=out, **options), out.getvalue()
 
 
@@ -316,7 +316,7 @@ def test_a_cancel_while_the_reason_is_asked_is_no(monkeypatch):
         def fake_input():
             yield source
 
-        monkeypatch.setattr(approval, "_terminal_input", fake_input)
+        monkeypatch.setattr(approval, "terminal_input", fake_input)
         out = Out()
         assert ask_terminal("exec", {"command": "make"}, out=out, cancel=cancel) == "no"
 
@@ -343,7 +343,7 @@ def _lines(count):
 def test_a_diff_of_exactly_the_limit_is_not_cut(monkeypatch, tmp_path):
     # 3 header lines and 57 added lines: MAX_DIFF_LINES in all
     monkeypatch.setattr(
-        approval, "_terminal_input", lambda: contextlib.nullcontext(io.StringIO("n\n"))
+        approval, "terminal_input", lambda: contextlib.nullcontext(io.StringIO("n\n"))
     )
     out = io.StringIO()
     args = {"path": "a.txt", "content": _lines(approval.MAX_DIFF_LINES - 3)}
@@ -355,7 +355,7 @@ def test_a_diff_of_exactly_the_limit_is_not_cut(monkeypatch, tmp_path):
 def test_view_all_colours_the_whole_diff_on_a_terminal(monkeypatch, tmp_path):
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setattr(
-        approval, "_terminal_input", lambda: contextlib.nullcontext(io.StringIO("v\nn\n"))
+        approval, "terminal_input", lambda: contextlib.nullcontext(io.StringIO("v\nn\n"))
     )
     out = Tty()
     args = {"path": "a.txt", "content": _lines(approval.MAX_DIFF_LINES)}

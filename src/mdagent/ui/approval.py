@@ -134,7 +134,12 @@ def terminal_available() -> bool:
 
 
 @contextlib.contextmanager
-def _terminal_input() -> Any:
+def terminal_input() -> Any:
+    """The terminal to read answers from, for one question.
+
+    ``/dev/tty``, else standard input when it is a terminal; EOFError when
+    there is none.
+    """
     try:
         tty: TextIO | None = open("/dev/tty", encoding="utf-8", errors="replace")  # noqa: SIM115
     except OSError:
@@ -152,7 +157,7 @@ def _terminal_input() -> Any:
     yield sys.stdin
 
 
-def _read_line(source: TextIO, cancel: threading.Event | None) -> str | None:
+def read_line(source: TextIO, cancel: threading.Event | None) -> str | None:
     """One line from the terminal, or None as soon as ``cancel`` is set.
 
     Waits with select in short slices so a cancelled call never leaves a
@@ -238,13 +243,13 @@ def ask_terminal(
     answers = {k: v for k, v in ANSWERS.items() if v[0] in keys or v == "no"}
     if cut:
         answers.update({"v": "show", "view": "show", "view all": "show"})
-    with prompt_lock, _terminal_input() as source:
+    with prompt_lock, terminal_input() as source:
         limit = sys.maxsize if protected else MAX_VALUE
         print(f"\nAllow {format_call(tool_name, args, limit)}", file=out)
         if note:
             print(visible_lines(note), file=out)
         if change is not None:
-            print(_coloured_diff(change.text(None if protected else MAX_DIFF_LINES), out), file=out)
+            print(coloured_diff(change.text(None if protected else MAX_DIFF_LINES), out), file=out)
             print(change.counted(), file=out)
             if protected and change.settings is not None:
                 print("What this changes in the settings:", file=out)
@@ -264,7 +269,7 @@ def ask_terminal(
                 else None
             )
             if answer == "show" and change is not None:
-                print(_coloured_diff(change.text(None), out), file=out)
+                print(coloured_diff(change.text(None), out), file=out)
                 print(change.counted(), file=out)
                 continue
             if answer == "tell":
@@ -292,7 +297,7 @@ def _prompt(
     """``question``, then the line typed (None: cancelled); EOFError when the terminal closed."""
     out.write(question)
     out.flush()
-    line = _read_line(source, cancel)
+    line = read_line(source, cancel)
     if line is None:
         out.write("\n")
         return None
@@ -495,7 +500,7 @@ def _setting(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _coloured_diff(diff: str, out: TextIO) -> str:
+def coloured_diff(diff: str, out: TextIO) -> str:
     """``diff`` with red and green lines on a colour terminal; as is otherwise."""
     isatty = getattr(out, "isatty", None)
     if os.environ.get("NO_COLOR") or not (isatty and isatty()):
