@@ -112,3 +112,11 @@ def test_the_first_line_a_process_parses_builds_the_parser():
     grammar.forget_parser()
     assert _cores("ls; rm x") == [("ls",), ("rm", "x")]
     assert _cores("cat y") == [("cat", "y")]  # and reused after
+
+
+def test_a_program_that_passes_its_input_on_to_source_runs_it():
+    from mdagent.safety.shell.understanding import reads_script_from_stdin
+
+    assert reads_script_from_stdin(("ssh-agent", "source", "/dev/stdin"))
+    assert reads_script_from_stdin(("ssh-agent", ".", "/dev/stdin"))
+    assert not reads_script_from_stdin(("echo", "source"))

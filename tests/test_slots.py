@@ -129,3 +129,16 @@ def test_a_glued_value_is_the_value_of_the_option_it_follows():
     assert [glued_option(t) for t in ("-", "", "x", "a-c")] == [None] * 4
     assert code_position(["fish", "--command"]) == "as the script of `fish -c` (run as code)"
     assert code_position(["fish", "--command=echo"]) is None  # its code is that word
+
+
+def test_a_program_named_at_run_time_skips_the_values_of_every_shells_options():
+    # `$prog -d x -c {v}`: fish's -d takes a value, so the -c after it may be read:
+    # a program named at run time knows every shell's value letters (fail closed).
+    assert code_position([None, "-d", "x", "-c"]) is not None
+    # bash's -p takes none: `x` is its script file, and the -c after it is an argument.
+    assert code_position(["bash", "-p", "x", "-c"]) is None
+
+
+def test_an_unclosed_test_expression_is_named():
+    with pytest.raises(TemplateError, match=r"unclosed \[\["):
+        check_shell("[[ -n {x}")
