@@ -118,6 +118,7 @@ def test_prepare_on_the_bwrap_route_builds_its_command_line(ws):
         )
         assert "--unshare-net" in box.command(["ls"])
         assert box.describe().startswith("sandbox (workspace-write, namespaces via bwrap): ")
+        assert " (not .agents: the agent's configuration)" in box.describe()
     # Closed, it confines nothing more: the command runs as it is.
     assert not box.active and box.command(["ls"]) == ["ls"] and box.env == {}
 
