@@ -251,6 +251,25 @@ def test_the_bwrap_probe_runs_what_commands_will_get(tmp_path, monkeypatch):
     assert "--unshare-net" in seen.read_text().split()
 
 
+def test_a_bwrap_probe_that_hangs_is_given_up(tmp_path, monkeypatch):
+    import subprocess
+
+    real_run = subprocess.run
+
+    def sooner(*args, **kw):
+        # The probe's own limit, shortened so the test need not wait for it.
+        if "timeout" in kw:
+            kw["timeout"] = 0.2
+        return real_run(*args, **kw)
+
+    fake_bwrap(tmp_path, "sleep 3\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    monkeypatch.setattr(subprocess, "run", sooner)
+    taken = choose("bwrap")
+    assert taken.name == "landlock" and taken.why.startswith("bubblewrap cannot start: ")
+    assert "timed out" in taken.why
+
+
 def test_the_direct_probe_asks_the_helper_only_to_probe(monkeypatch):
     lines = []
     real = namespaces.helper_command
