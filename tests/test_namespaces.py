@@ -262,7 +262,7 @@ def test_a_bwrap_probe_that_hangs_is_given_up(tmp_path, monkeypatch):
             kw["timeout"] = 0.2
         return real_run(*args, **kw)
 
-    fake_bwrap(tmp_path, "sleep 3\n")
+    fake_bwrap(tmp_path, "exec sleep 3\n")  # the timeout kills sleep itself: nothing is left
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
     monkeypatch.setattr(subprocess, "run", sooner)
     taken = choose("bwrap")
