@@ -233,3 +233,68 @@ def test_no_held_places_without_namespaces(tmp_path, monkeypatch):
 
 def test_a_persons_command_is_held_under_applies_to_all(tmp_path, bwrap_here):
     assert namespaces.held_places(ctx(tmp_path, "person", applies_to="all")) is not None
+
+
+# --- what the probes run -----------------------------------------------------------------
+
+
+def test_the_bwrap_probe_runs_what_commands_will_get(tmp_path, monkeypatch):
+    # The probe closes the network like a `network: off` command, in a session of its own.
+    seen = tmp_path / "seen"
+    fake_bwrap(
+        tmp_path,
+        f'echo "$@" > {seen}\n'
+        f'test "$(cut -d\' \' -f6 /proc/$$/stat)" = "$$" || {{ echo not a session leader >&2; exit 1; }}\n',
+    )
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    assert choose("bwrap") == Route("bwrap", "", str(tmp_path / "bwrap"))
+    assert "--unshare-net" in seen.read_text().split()
+
+
+def test_a_bwrap_probe_that_hangs_is_given_up(tmp_path, monkeypatch):
+    import subprocess
+
+    real_run = subprocess.run
+
+    def sooner(*args, **kw):
+        # The probe's own limit, shortened so the test need not wait for it.
+        if "timeout" in kw:
+            kw["timeout"] = 0.2
+        return real_run(*args, **kw)
+
+    fake_bwrap(tmp_path, "exec sleep 3\n")  # the timeout kills sleep itself: nothing is left
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    monkeypatch.setattr(subprocess, "run", sooner)
+    taken = choose("bwrap")
+    assert taken.name == "landlock" and taken.why.startswith("bubblewrap cannot start: ")
+    assert "timed out" in taken.why
+
+
+def test_the_direct_probe_asks_the_helper_only_to_probe(monkeypatch):
+    lines = []
+    real = namespaces.helper_command
+
+    def recorded(argv, **kw):
+        lines.append(real(argv, **kw))
+        return ["sh", "-c", "echo no >&2; exit 1"]
+
+    monkeypatch.setattr(landlock, "abi_version", lambda: 6)
+    monkeypatch.setattr(namespaces, "helper_command", recorded)
+    assert choose("direct").why == "mdagent's namespace helper fails here: no"
+    assert "--probe" in lines[0] and "--network" not in lines[0]
+
+
+def test_the_direct_route_needs_the_path_of_python(monkeypatch):
+    monkeypatch.setattr(landlock, "abi_version", lambda: 6)
+    monkeypatch.setattr(sys, "executable", "")
+    assert choose("direct") == Route(
+        "landlock", "the direct route needs the path of this Python, which is unknown"
+    )
+
+
+def test_anchors_under_a_writable_root_and_devices_bound_as_devices():
+    assert namespaces.anchors(["/a/b/c/d"], ["/"]) == ["/a", "/a/b", "/a/b/c"]
+    line = namespaces.bwrap_command(
+        "bwrap", ["ls"], writable=["/dev", "/ws"], binds=(), network=True
+    )
+    assert "--dev-bind-try /dev /dev --bind-try /ws /ws --" in " ".join(line)

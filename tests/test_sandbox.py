@@ -263,6 +263,20 @@ def test_the_network_setting_decides_tcp_connect_and_bind(dirs, tcp_server, netw
             assert result.returncode != 0 and "PermissionError" in result.stderr
 
 
+@needs_landlock
+@needs_network_rules
+@pytest.mark.parametrize("abi", [4, 5, 6])
+def test_network_off_closes_tcp_from_abi_4_on(dirs, monkeypatch, tcp_server, abi):
+    # Each ABI's ruleset (its size and rights) as that kernel would get it.
+    monkeypatch.setattr(landlock, "probe", lambda: (abi, ""))
+    with prepare(SandboxSettings(network=False), dirs["ws"]) as box:
+        assert box.unavailable == "there are no namespaces here (AGENT_SANDBOX=landlock)"
+        connect = py(CONNECT, box, str(tcp_server))
+        bind = py(BIND, box)
+    for result in (connect, bind):
+        assert result.returncode != 0 and "PermissionError" in result.stderr
+
+
 # --- signals, descriptors, threads ------------------------------------------
 
 
