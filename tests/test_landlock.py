@@ -63,6 +63,15 @@ def test_has_capabilities_reads_permitted_effective_and_ambient(status, text, he
     assert landlock.has_capabilities() is held
 
 
+def test_a_process_name_that_is_not_ascii_does_not_count_as_capabilities(status, tmp_path):
+    # The kernel writes the process name as it is (`agënt`, or any bytes): only the
+    # Cap lines decide, so a user without capabilities is not taken for root.
+    status(status_text())
+    fake = tmp_path / "status"
+    fake.write_bytes(fake.read_bytes().replace(b"Name:\tagent", b"Name:\tag\xc3\xabnt\xff"))
+    assert landlock.has_capabilities() is False
+
+
 @pytest.mark.skipif(bool(landlock.landlock_reason()), reason="no Landlock here")
 def test_a_rule_the_kernel_refuses_is_an_oserror_with_its_errno():
     # A namespace file lives on an internal filesystem: Landlock refuses a rule for it.

@@ -97,9 +97,13 @@ def has_capabilities() -> bool:
     """Whether this process holds any capability (root, or granted some): a child
     would inherit them. Unreadable: assume it does (fail closed)."""
     try:
-        with open("/proc/self/status", encoding="ascii") as status:
+        # Bytes: the `Name:` line holds the process name as the kernel has it, which
+        # may be any bytes (an executable named `agënt`); only the Cap lines are read.
+        with open("/proc/self/status", "rb") as status:
             for line in status:
-                if line.startswith(("CapPrm:", "CapEff:", "CapAmb:")) and int(line.split()[1], 16):
+                if line.startswith((b"CapPrm:", b"CapEff:", b"CapAmb:")) and int(
+                    line.split()[1], 16
+                ):
                     return True
     except (OSError, ValueError):
         return True
