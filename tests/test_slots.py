@@ -142,3 +142,31 @@ def test_a_program_named_at_run_time_skips_the_values_of_every_shells_options():
 def test_an_unclosed_test_expression_is_named():
     with pytest.raises(TemplateError, match=r"unclosed \[\["):
         check_shell("[[ -n {x}")
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["sh $x -c {v}", "bash $opt {v}", 'bash "$opt" {v}', "sh -e $x -c {v}", "zsh ${x} {v}"],
+)
+def test_a_shell_option_known_only_at_run_time_may_be_its_c(template):
+    # `$x` may be `-c` (or empty before one): the slot after it may be the script.
+    with pytest.raises(TemplateError, match="as the script of"):
+        check_shell(template)
+
+
+@pytest.mark.parametrize(
+    "template", ['sh -c "echo $1" sh {v}', 'sh -c "$x" {v}', "bash ./x.sh $a {v}", "{p} $x {v}"]
+)
+def test_values_after_a_shells_code_or_script_stay_accepted(template):
+    check_shell(template)
+
+
+def test_an_empty_word_before_c_runs_the_value_as_code():
+    # What the refusal is for: with x empty, bash sees `-c VALUE`.
+    ran = subprocess.run(
+        ["sh", "-c", 'x=; sh $x -c "$1"', "sh", "echo ran"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    assert ran.stdout == "ran\n"

@@ -102,6 +102,8 @@ def _shell_code_next(shell: str | None, options: list[str | None]) -> bool:
     j = 0
     while j < len(options):
         word = options[j]
+        if word is None and not code and shell is not None:
+            return True  # a shell's word known at run time may be `-c`, or empty before one
         if not word or word[0] not in "-+":
             return False  # the code (or a script file) comes before the word after
         j += 1
