@@ -146,7 +146,7 @@ def test_an_unclosed_test_expression_is_named():
 
 @pytest.mark.parametrize(
     "template",
-    ["sh $x -c {v}", "bash $opt {v}", 'bash "$opt" {v}', "sh -e $x -c {v}", "zsh ${x} {v}"],
+    ["sh $x -c {v}", "bash $opt {v}", 'bash "$opt" {v}', "sh -e $x -c {v}", "zsh ${{X}} {v}"],
 )
 def test_a_shell_option_known_only_at_run_time_may_be_its_c(template):
     # `$x` may be `-c` (or empty before one): the slot after it may be the script.
